@@ -1,0 +1,16 @@
+# Fails when any file under core/ includes a Qt header: the core stays Qt-free.
+# Usage: cmake -DCORE_DIR=<path to core> -P CheckCoreHasNoQt.cmake
+file(GLOB_RECURSE files "${CORE_DIR}/*.h" "${CORE_DIR}/*.hpp" "${CORE_DIR}/*.cpp" "${CORE_DIR}/*.cc")
+set(offenders "")
+foreach(f IN LISTS files)
+  file(STRINGS "${f}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](Q[A-Za-z]|qt)")
+  if(lines)
+    list(APPEND offenders "${f}: ${lines}")
+  endif()
+endforeach()
+if(offenders)
+  list(JOIN offenders "\n  " text)
+  message(FATAL_ERROR "core/ must not include Qt headers, found:\n  ${text}")
+endif()
+list(LENGTH files n)
+message(STATUS "core/ is Qt-free (${n} files checked)")

@@ -1,0 +1,53 @@
+#pragma once
+
+#include "memx/cluster/cluster.h"
+#include "memx/cluster/gpuspec.h"
+#include "memx/model/model.h"
+#include "memx/plan/plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace memx {
+
+class Diagnostics;
+
+/// Format tags written in the "format" field of every MemX JSON file.
+inline constexpr const char *kCatalogueFormat = "memx.catalogue/1";
+inline constexpr const char *kClusterFormat = "memx.cluster/1";
+inline constexpr const char *kModelFormat = "memx.model/1";
+inline constexpr const char *kPlanFormat = "memx.plan/1";
+
+// Every parse function records all problems it finds in `diags` (file name taken from it) and
+// returns its best effort; callers throw with diags.throwIfAny() before using the value.
+// The load* functions read a file and throw LoadError listing every problem.
+
+GpuSpec parseGpuSpec(const nlohmann::json &j, const std::string &pointer, Diagnostics &diags);
+nlohmann::json toJson(const GpuSpec &spec);
+
+Catalogue parseCatalogue(const std::string &text, const std::string &file);
+nlohmann::json toJson(const Catalogue &catalogue);
+
+/// Parses a cluster; device ids resolve against the cluster's own "devices" first, then `catalogue`.
+Cluster parseCluster(const nlohmann::json &j, const Catalogue &catalogue, Diagnostics &diags);
+Cluster loadCluster(const std::string &path, const Catalogue &catalogue = Catalogue::builtin());
+nlohmann::json toJson(const Cluster &cluster);
+
+Model parseModel(const nlohmann::json &j, Diagnostics &diags);
+Model loadModel(const std::string &path);
+nlohmann::json toJson(const Model &model);
+/// The shipped model presets (resources/models), sorted by id.
+const std::vector<Model> &builtinModels();
+/// A preset id ("llama2-7b") or a path to a model file.
+Model resolveModel(const std::string &idOrPath);
+
+Plan parsePlan(const nlohmann::json &j, Diagnostics &diags);
+Plan loadPlan(const std::string &path);
+nlohmann::json toJson(const Plan &plan);
+
+/// Writes JSON (2-space indented, trailing newline) atomically.
+void saveJson(const nlohmann::json &j, const std::string &path);
+
+} // namespace memx

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <string>
+
+namespace memx {
+
+enum class Normalization { LayerNorm, RMSNorm };
+enum class PositionEmbedding { Learned, Rope };
+enum class Precision { BF16, FP16 };
+enum class Optimizer { Adam, SGD };
+
+const char *toString(Normalization v);
+const char *toString(PositionEmbedding v);
+const char *toString(Precision v);
+const char *toString(Optimizer v);
+
+/// Shape of a decoder-only transformer.
+struct ModelShape
+{
+    int layers = 0;
+    int hidden = 0;
+    int heads = 0;
+    int kvGroups = 0;      ///< query groups (GQA); equals heads without GQA
+    int ffnHidden = 0;
+    int vocab = 0;
+    int seqLength = 0;
+    bool swiglu = false;
+    bool tiedEmbeddings = true;
+    Normalization normalization = Normalization::LayerNorm;
+    PositionEmbedding positionEmbedding = PositionEmbedding::Learned;
+
+    bool operator==(const ModelShape &) const = default;
+};
+
+struct TrainingSettings
+{
+    int globalBatch = 0;   ///< sequences per iteration
+    Precision precision = Precision::BF16;
+    Optimizer optimizer = Optimizer::Adam;
+
+    bool operator==(const TrainingSettings &) const = default;
+};
+
+/// A model to train: shape + training settings.
+struct Model
+{
+    std::string id;
+    std::string name;
+    std::string source;
+    ModelShape shape;
+    TrainingSettings training;
+
+    /// Attention head dimension (kv channels) = hidden / heads.
+    int kvChannels() const { return shape.heads > 0 ? shape.hidden / shape.heads : 0; }
+    /// Parameters of one transformer layer (attention, MLP, biases, two norms), as
+    /// Megatron-LM's theoretical_memory_usage.py counts them plus the bias terms.
+    long long paramsPerLayer() const;
+    /// Word embedding (+ learned position embedding) parameters.
+    long long embeddingParams() const;
+    /// Output layer parameters when embeddings are untied (0 when tied), plus the final norm.
+    long long headParams() const;
+    long long totalParams() const;
+
+    bool operator==(const Model &) const = default;
+};
+
+} // namespace memx

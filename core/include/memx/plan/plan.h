@@ -1,0 +1,79 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace memx {
+
+struct Cluster;
+struct Model;
+class Diagnostics;
+
+enum class RecomputeMethod { None, Selective, Full };
+const char *toString(RecomputeMethod v);
+
+/// Activation recomputation of one stage.
+struct Recompute
+{
+    RecomputeMethod method = RecomputeMethod::None;
+    /// With Full: how many of the stage's layers are recomputed (Megatron's "block" method);
+    /// 0 means all of them.
+    int layers = 0;
+
+    bool operator==(const Recompute &) const = default;
+};
+
+/// One data-parallel replica of a stage: `tp` GPUs of one node, tensor-parallel together.
+struct Replica
+{
+    std::string node;          ///< expanded node name (see Cluster::nodes())
+    std::vector<int> gpus;     ///< GPU indices within the node; size() == tp
+    int tp = 1;
+    int microBatch = 1;        ///< sequences per micro-batch on this replica
+
+    bool operator==(const Replica &) const = default;
+};
+
+/// One pipeline stage: a contiguous range of transformer layers served by its replicas.
+struct Stage
+{
+    int firstLayer = 0;
+    int layerCount = 0;
+    Recompute recompute;
+    std::vector<Replica> replicas;
+
+    int dp() const { return static_cast<int>(replicas.size()); }
+    /// Sequences one micro-batch step carries through this stage (sum of replica micro-batches).
+    int samplesPerStep() const;
+
+    bool operator==(const Stage &) const = default;
+};
+
+/// A parallel training plan. Stage 0 holds the embedding, the last stage the output layer.
+/// Every stage processes the same number of micro-batches per iteration, so
+/// globalBatch = microBatches() x samplesPerStep() of every stage.
+struct Plan
+{
+    std::string name;
+    int globalBatch = 0;
+    bool sequenceParallel = false;
+    bool distributedOptimizer = false;
+    std::vector<Stage> stages;
+
+    int pp() const { return static_cast<int>(stages.size()); }
+    int totalGpus() const;
+    /// Micro-batches per iteration (globalBatch / stage 0's samplesPerStep()); 0 if undefined.
+    int microBatches() const;
+    /// One line, e.g. "PP2 m16 | 0-13 a100-80gb-sxm TP4xDP2 | 14-31 mi250x TP2xDP4 rc=full".
+    std::string summary(const Cluster &cluster) const;
+
+    bool operator==(const Plan &) const = default;
+};
+
+/// Checks a plan against a cluster and a model: layers cover the model exactly once and in
+/// order, replicas name existing nodes and GPUs, no GPU is used twice, TP divides the heads and
+/// KV groups, TP stays within a node, micro-batch counts agree across stages, recompute layers fit.
+/// Every problem is recorded in `diags` with the JSON pointer of the offending plan field.
+void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &diags);
+
+} // namespace memx

@@ -1,0 +1,574 @@
+#include "memx/io/formats.h"
+
+#include "memx/io/builtinresources.h"
+#include "memx/util/diagnostic.h"
+#include "memx/util/fileio.h"
+#include "memx/util/jsonreader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace memx {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr double kHuge = 1e12;
+
+std::optional<Link> parseLink(const json &j, const std::string &pointer, Diagnostics &diags)
+{
+    JsonObjectReader r(j, pointer, diags);
+    if (!r.valid())
+        return std::nullopt;
+    r.rejectUnknownKeys({"bandwidthGBps", "latencyUs", "curve", "kind"});
+    Link link;
+    link.bandwidthGBps = r.requireNumber("bandwidthGBps", 1e-6, 1e6);
+    link.latencyUs = r.optionalNumber("latencyUs", 0, 1e7).value_or(0.0);
+    if (const json *curve = r.optionalArray("curve")) {
+        double lastBytes = 0;
+        for (size_t i = 0; i < curve->size(); ++i) {
+            const std::string cp = jsonPointerJoin(r.pointerTo("curve"), i);
+            JsonObjectReader pr((*curve)[i], cp, diags);
+            if (!pr.valid())
+                continue;
+            pr.rejectUnknownKeys({"bytes", "bandwidthGBps"});
+            CurvePoint p;
+            p.bytes = pr.requireNumber("bytes", 1, 1e15);
+            p.bandwidthGBps = pr.requireNumber("bandwidthGBps", 1e-6, 1e6);
+            if (p.bytes <= lastBytes && i > 0)
+                diags.error(cp + "/bytes", "expected message sizes in increasing order, found "
+                                               + std::to_string(static_cast<long long>(p.bytes)) + " after "
+                                               + std::to_string(static_cast<long long>(lastBytes)));
+            lastBytes = p.bytes;
+            link.curve.push_back(p);
+        }
+    }
+    return link;
+}
+
+json linkToJson(const Link &link)
+{
+    json j{{"bandwidthGBps", link.bandwidthGBps}, {"latencyUs", link.latencyUs}};
+    if (!link.curve.empty()) {
+        json c = json::array();
+        for (const CurvePoint &p : link.curve)
+            c.push_back({{"bytes", p.bytes}, {"bandwidthGBps", p.bandwidthGBps}});
+        j["curve"] = c;
+    }
+    return j;
+}
+
+json optionalToJson(const std::optional<double> &v)
+{
+    return v ? json(*v) : json(nullptr);
+}
+
+} // namespace
+
+GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &diags)
+{
+    GpuSpec d;
+    JsonObjectReader r(j, pointer, diags);
+    if (!r.valid())
+        return d;
+    r.rejectUnknownKeys({"id", "aliases", "vendor", "name", "segment", "memoryGiB", "memoryBandwidthGBps",
+                         "denseBf16Tflops", "denseFp16Tflops", "bf16Supported", "scaleUp", "hostLink",
+                         "devicesPerPackage", "nic", "tdpWatts", "verified", "notes", "sources", "measured"});
+    d.id = r.requireString("id");
+    if (d.id.empty() && r.has("id"))
+        r.error("id", "expected a non-empty device id, found \"\"");
+    if (const json *aliases = r.optionalArray("aliases")) {
+        for (size_t i = 0; i < aliases->size(); ++i) {
+            if ((*aliases)[i].is_string())
+                d.aliases.push_back((*aliases)[i].get<std::string>());
+            else
+                diags.error(jsonPointerJoin(r.pointerTo("aliases"), i),
+                            "expected a string, found " + describeJson((*aliases)[i]));
+        }
+    }
+    d.vendor = r.requireString("vendor");
+    d.name = r.requireString("name");
+    d.segment = r.optionalString("segment").value_or("datacenter");
+    d.memoryGiB = r.nullableNumber("memoryGiB", 0.1, 1e5);
+    d.memoryBandwidthGBps = r.has("memoryBandwidthGBps") ? r.nullableNumber("memoryBandwidthGBps", 1, 1e6) : std::nullopt;
+    d.denseBf16Tflops = r.has("denseBf16Tflops") ? r.nullableNumber("denseBf16Tflops", 0.001, 1e6) : std::nullopt;
+    d.denseFp16Tflops = r.nullableNumber("denseFp16Tflops", 0.001, 1e6);
+    d.bf16Supported = r.optionalBool("bf16Supported").value_or(d.denseBf16Tflops.has_value());
+    if (const json *su = r.optionalObject("scaleUp")) {
+        JsonObjectReader s(*su, r.pointerTo("scaleUp"), diags);
+        s.rejectUnknownKeys({"kind", "perDirectionGBps", "topology"});
+        d.scaleUpKind = static_cast<ScaleUpKind>(s.requireEnum(
+            "kind", {"nvlink", "nvswitch", "infinity-fabric", "roce", "hccs", "mlu-link", "blink", "pcie"}));
+        d.scaleUpPerDirectionGBps = s.has("perDirectionGBps") ? s.nullableNumber("perDirectionGBps", 0.001, 1e6)
+                                                              : std::nullopt;
+        d.scaleUpTopology = static_cast<ScaleUpTopology>(
+            s.optionalEnum("topology", {"switch", "mesh", "ring", "pairs", "none"}).value_or(4));
+    }
+    d.hostLink = r.optionalString("hostLink").value_or("");
+    d.devicesPerPackage = static_cast<int>(r.optionalInt("devicesPerPackage", 1, 64).value_or(1));
+    if (const json *nic = r.optionalObject("nic")) {
+        JsonObjectReader s(*nic, r.pointerTo("nic"), diags);
+        s.rejectUnknownKeys({"gbps", "description"});
+        d.nicGbps = s.has("gbps") ? s.nullableNumber("gbps", 0.001, 1e6) : std::nullopt;
+        d.nicDescription = s.optionalString("description").value_or("");
+    }
+    d.tdpWatts = r.has("tdpWatts") ? r.nullableNumber("tdpWatts", 1, 1e5) : std::nullopt;
+    d.verified = r.optionalBool("verified").value_or(true);
+    d.notes = r.optionalString("notes").value_or("");
+    if (const json *src = r.optionalObject("sources")) {
+        for (auto it = src->begin(); it != src->end(); ++it) {
+            if (it->is_string())
+                d.sources[it.key()] = it->get<std::string>();
+            else
+                diags.error(jsonPointerJoin(r.pointerTo("sources"), it.key()),
+                            "expected a string naming the source, found " + describeJson(*it));
+        }
+    }
+    if (const json *m = r.optionalObject("measured")) {
+        JsonObjectReader s(*m, r.pointerTo("measured"), diags);
+        s.rejectUnknownKeys({"computeEfficiency", "busBandwidthGBps"});
+        d.measuredComputeEfficiency = s.has("computeEfficiency") ? s.nullableNumber("computeEfficiency", 0.001, 1.0)
+                                                                 : std::nullopt;
+        d.measuredBusBandwidthGBps = s.has("busBandwidthGBps") ? s.nullableNumber("busBandwidthGBps", 0.001, 1e6)
+                                                               : std::nullopt;
+    }
+    return d;
+}
+
+json toJson(const GpuSpec &d)
+{
+    json j;
+    j["id"] = d.id;
+    j["aliases"] = d.aliases;
+    j["vendor"] = d.vendor;
+    j["name"] = d.name;
+    j["segment"] = d.segment;
+    j["memoryGiB"] = optionalToJson(d.memoryGiB);
+    j["memoryBandwidthGBps"] = optionalToJson(d.memoryBandwidthGBps);
+    j["denseBf16Tflops"] = optionalToJson(d.denseBf16Tflops);
+    j["denseFp16Tflops"] = optionalToJson(d.denseFp16Tflops);
+    j["bf16Supported"] = d.bf16Supported;
+    j["scaleUp"] = {{"kind", toString(d.scaleUpKind)},
+                    {"perDirectionGBps", optionalToJson(d.scaleUpPerDirectionGBps)},
+                    {"topology", toString(d.scaleUpTopology)}};
+    j["hostLink"] = d.hostLink;
+    j["devicesPerPackage"] = d.devicesPerPackage;
+    j["nic"] = {{"gbps", optionalToJson(d.nicGbps)}, {"description", d.nicDescription}};
+    j["tdpWatts"] = optionalToJson(d.tdpWatts);
+    j["verified"] = d.verified;
+    j["notes"] = d.notes;
+    j["sources"] = d.sources;
+    j["measured"] = {{"computeEfficiency", optionalToJson(d.measuredComputeEfficiency)},
+                     {"busBandwidthGBps", optionalToJson(d.measuredBusBandwidthGBps)}};
+    return j;
+}
+
+Catalogue parseCatalogue(const std::string &text, const std::string &file)
+{
+    const json j = parseJsonText(text, file);
+    Diagnostics diags(file);
+    JsonObjectReader r(j, "/", diags);
+    r.requireFormat(kCatalogueFormat);
+    r.rejectUnknownKeys({"format", "devices"});
+    std::vector<GpuSpec> devices;
+    std::set<std::string> ids;
+    if (const json *arr = r.requireArray("devices")) {
+        for (size_t i = 0; i < arr->size(); ++i) {
+            const std::string p = jsonPointerJoin("/devices", i);
+            GpuSpec d = parseGpuSpec((*arr)[i], p, diags);
+            if (!d.id.empty() && !ids.insert(d.id).second)
+                diags.error(p + "/id", "duplicate device id \"" + d.id + "\"");
+            devices.push_back(std::move(d));
+        }
+    }
+    diags.throwIfAny();
+    return Catalogue(std::move(devices));
+}
+
+json toJson(const Catalogue &catalogue)
+{
+    json devices = json::array();
+    for (const GpuSpec &d : catalogue.devices())
+        devices.push_back(toJson(d));
+    return {{"format", kCatalogueFormat}, {"devices", devices}};
+}
+
+Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &diags)
+{
+    Cluster c;
+    JsonObjectReader r(j, "/", diags);
+    if (!r.valid())
+        return c;
+    r.requireFormat(kClusterFormat);
+    r.rejectUnknownKeys({"format", "name", "description", "devices", "nodes", "network"});
+    c.name = r.requireString("name");
+    c.description = r.optionalString("description").value_or("");
+
+    if (const json *devs = r.optionalArray("devices")) {
+        for (size_t i = 0; i < devs->size(); ++i) {
+            const std::string p = jsonPointerJoin("/devices", i);
+            GpuSpec d = parseGpuSpec((*devs)[i], p, diags);
+            d.custom = true;
+            if (!d.id.empty() && c.deviceIndex(d.id) >= 0)
+                diags.error(p + "/id", "duplicate device id \"" + d.id + "\"");
+            else if (!d.id.empty() && !d.memoryGiB)
+                diags.error(p + "/memoryGiB", "expected the device's memory in GiB (a cluster cannot plan with "
+                                              "unknown memory), found null");
+            c.devices.push_back(std::move(d));
+        }
+    }
+
+    std::set<std::string> names;
+    const json *nodes = r.requireArray("nodes");
+    if (nodes && nodes->empty())
+        r.error("nodes", "expected at least one node group, found an empty list");
+    if (nodes) {
+        for (size_t i = 0; i < nodes->size(); ++i) {
+            const std::string p = jsonPointerJoin("/nodes", i);
+            JsonObjectReader nr((*nodes)[i], p, diags);
+            if (!nr.valid())
+                continue;
+            nr.rejectUnknownKeys({"name", "gpu", "gpus", "count", "intraLink", "x", "y"});
+            NodeGroup g;
+            g.name = nr.requireString("name");
+            g.gpu = nr.requireString("gpu");
+            g.gpusPerNode = static_cast<int>(nr.requireInt("gpus", 1, 64));
+            g.count = static_cast<int>(nr.optionalInt("count", 1, 100000).value_or(1));
+            g.x = nr.optionalNumber("x", -1e7, 1e7).value_or(0.0);
+            g.y = nr.optionalNumber("y", -1e7, 1e7).value_or(0.0);
+            if (const json *il = nr.optionalObject("intraLink"))
+                g.intraLink = parseLink(*il, nr.pointerTo("intraLink"), diags);
+            if (nr.has("name") && g.name.empty())
+                nr.error("name", "expected a non-empty node name, found \"\"");
+            else if (!g.name.empty() && !names.insert(g.name).second)
+                nr.error("name", "duplicate node name \"" + g.name + "\"");
+            if (!g.gpu.empty() && c.deviceIndex(g.gpu) < 0) {
+                if (const GpuSpec *spec = catalogue.find(g.gpu)) {
+                    if (!spec->memoryGiB)
+                        nr.error("gpu", "device \"" + spec->id
+                                            + "\" has unknown memory in the catalogue; define it under /devices "
+                                              "with measured figures");
+                    g.gpu = spec->id;
+                    c.devices.push_back(*spec);
+                } else {
+                    std::string hint;
+                    const auto s = catalogue.suggest(g.gpu);
+                    for (size_t k = 0; k < s.size(); ++k)
+                        hint += (k ? ", " : "; did you mean ") + std::string("\"") + s[k] + "\"";
+                    nr.error("gpu", "expected a device id from the catalogue (memx catalogue) or from /devices, "
+                                    "found \"" + g.gpu + "\"" + hint);
+                }
+            } else if (!g.gpu.empty()) {
+                g.gpu = c.devices[static_cast<size_t>(c.deviceIndex(g.gpu))].id;
+            }
+            c.groups.push_back(std::move(g));
+        }
+    }
+    // Expanded node names must not collide with group names of other groups either.
+    std::set<std::string> expanded;
+    for (size_t gi = 0; gi < c.groups.size(); ++gi) {
+        for (int k = 0; k < c.groups[gi].count; ++k) {
+            const std::string n = nodeName(c.groups[gi], k);
+            if (!expanded.insert(n).second)
+                diags.error(jsonPointerJoin("/nodes", gi) + "/name",
+                            "node name \"" + n + "\" (after expanding groups) is used twice");
+        }
+    }
+
+    const json *net = r.requireObject("network");
+    if (net) {
+        JsonObjectReader nr(*net, "/network", diags);
+        nr.rejectUnknownKeys({"interNode", "overrides"});
+        if (const json *inter = nr.requireObject("interNode"))
+            if (auto link = parseLink(*inter, "/network/interNode", diags))
+                c.network.interNode = *link;
+        if (const json *ov = nr.optionalArray("overrides")) {
+            for (size_t i = 0; i < ov->size(); ++i) {
+                const std::string p = jsonPointerJoin("/network/overrides", i);
+                JsonObjectReader orr((*ov)[i], p, diags);
+                if (!orr.valid())
+                    continue;
+                orr.rejectUnknownKeys({"a", "b", "link"});
+                LinkOverride o;
+                o.a = orr.requireString("a");
+                o.b = orr.requireString("b");
+                for (const char *key : {"a", "b"}) {
+                    const std::string &n = key[0] == 'a' ? o.a : o.b;
+                    if (!n.empty() && !names.count(n) && !expanded.count(n))
+                        orr.error(key, "expected the name of a node or node group, found \"" + n + "\"");
+                }
+                if (const json *l = orr.requireObject("link"))
+                    if (auto link = parseLink(*l, orr.pointerTo("link"), diags))
+                        o.link = *link;
+                c.network.overrides.push_back(std::move(o));
+            }
+        }
+    }
+    return c;
+}
+
+Cluster loadCluster(const std::string &path, const Catalogue &catalogue)
+{
+    const json j = readJsonFile(path);
+    Diagnostics diags(path);
+    Cluster c = parseCluster(j, catalogue, diags);
+    diags.throwIfAny();
+    return c;
+}
+
+json toJson(const Cluster &c)
+{
+    json j;
+    j["format"] = kClusterFormat;
+    j["name"] = c.name;
+    if (!c.description.empty())
+        j["description"] = c.description;
+    json devs = json::array();
+    for (const GpuSpec &d : c.devices)
+        if (d.custom)
+            devs.push_back(toJson(d));
+    if (!devs.empty())
+        j["devices"] = devs;
+    json nodes = json::array();
+    for (const NodeGroup &g : c.groups) {
+        json n{{"name", g.name}, {"gpu", g.gpu}, {"gpus", g.gpusPerNode}};
+        if (g.count != 1)
+            n["count"] = g.count;
+        if (g.intraLink)
+            n["intraLink"] = linkToJson(*g.intraLink);
+        if (g.x != 0 || g.y != 0) {
+            n["x"] = g.x;
+            n["y"] = g.y;
+        }
+        nodes.push_back(n);
+    }
+    j["nodes"] = nodes;
+    json net{{"interNode", linkToJson(c.network.interNode)}};
+    if (!c.network.overrides.empty()) {
+        json ov = json::array();
+        for (const LinkOverride &o : c.network.overrides)
+            ov.push_back({{"a", o.a}, {"b", o.b}, {"link", linkToJson(o.link)}});
+        net["overrides"] = ov;
+    }
+    j["network"] = net;
+    return j;
+}
+
+Model parseModel(const json &j, Diagnostics &diags)
+{
+    Model m;
+    JsonObjectReader r(j, "/", diags);
+    if (!r.valid())
+        return m;
+    r.requireFormat(kModelFormat);
+    r.rejectUnknownKeys({"format", "id", "name", "source", "shape", "training"});
+    m.id = r.requireString("id");
+    m.name = r.optionalString("name").value_or(m.id);
+    m.source = r.optionalString("source").value_or("");
+    if (const json *sh = r.requireObject("shape")) {
+        JsonObjectReader s(*sh, "/shape", diags);
+        s.rejectUnknownKeys({"layers", "hidden", "heads", "kvGroups", "ffnHidden", "vocab", "seqLength", "swiglu",
+                             "tiedEmbeddings", "normalization", "positionEmbedding"});
+        ModelShape &x = m.shape;
+        x.layers = static_cast<int>(s.requireInt("layers", 1, 100000));
+        x.hidden = static_cast<int>(s.requireInt("hidden", 1, 1 << 20));
+        x.heads = static_cast<int>(s.requireInt("heads", 1, 1 << 16));
+        x.kvGroups = static_cast<int>(s.optionalInt("kvGroups", 1, 1 << 16).value_or(x.heads));
+        x.ffnHidden = static_cast<int>(s.optionalInt("ffnHidden", 1, 1 << 22).value_or(4LL * x.hidden));
+        x.vocab = static_cast<int>(s.requireInt("vocab", 1, 1 << 24));
+        x.seqLength = static_cast<int>(s.requireInt("seqLength", 1, 1 << 24));
+        x.swiglu = s.optionalBool("swiglu").value_or(false);
+        x.tiedEmbeddings = s.optionalBool("tiedEmbeddings").value_or(true);
+        x.normalization = static_cast<Normalization>(s.optionalEnum("normalization", {"LayerNorm", "RMSNorm"}).value_or(0));
+        x.positionEmbedding = static_cast<PositionEmbedding>(s.optionalEnum("positionEmbedding", {"learned", "rope"}).value_or(0));
+        if (x.heads > 0 && x.hidden % x.heads != 0)
+            s.error("heads", "expected a divisor of hidden (" + std::to_string(x.hidden) + "), found "
+                                 + std::to_string(x.heads));
+        if (x.kvGroups > 0 && x.heads % x.kvGroups != 0)
+            s.error("kvGroups", "expected a divisor of heads (" + std::to_string(x.heads) + "), found "
+                                    + std::to_string(x.kvGroups));
+    }
+    if (const json *tr = r.requireObject("training")) {
+        JsonObjectReader t(*tr, "/training", diags);
+        t.rejectUnknownKeys({"globalBatch", "precision", "optimizer"});
+        m.training.globalBatch = static_cast<int>(t.requireInt("globalBatch", 1, 1 << 24));
+        m.training.precision = static_cast<Precision>(t.optionalEnum("precision", {"bf16", "fp16"}).value_or(0));
+        m.training.optimizer = static_cast<Optimizer>(t.optionalEnum("optimizer", {"adam", "sgd"}).value_or(0));
+    }
+    return m;
+}
+
+Model loadModel(const std::string &path)
+{
+    const json j = readJsonFile(path);
+    Diagnostics diags(path);
+    Model m = parseModel(j, diags);
+    diags.throwIfAny();
+    return m;
+}
+
+json toJson(const Model &m)
+{
+    const ModelShape &s = m.shape;
+    json j;
+    j["format"] = kModelFormat;
+    j["id"] = m.id;
+    j["name"] = m.name;
+    if (!m.source.empty())
+        j["source"] = m.source;
+    j["shape"] = {{"layers", s.layers},
+                  {"hidden", s.hidden},
+                  {"heads", s.heads},
+                  {"kvGroups", s.kvGroups},
+                  {"ffnHidden", s.ffnHidden},
+                  {"vocab", s.vocab},
+                  {"seqLength", s.seqLength},
+                  {"swiglu", s.swiglu},
+                  {"tiedEmbeddings", s.tiedEmbeddings},
+                  {"normalization", toString(s.normalization)},
+                  {"positionEmbedding", toString(s.positionEmbedding)}};
+    j["training"] = {{"globalBatch", m.training.globalBatch},
+                     {"precision", toString(m.training.precision)},
+                     {"optimizer", toString(m.training.optimizer)}};
+    return j;
+}
+
+const std::vector<Model> &builtinModels()
+{
+    static const std::vector<Model> models = [] {
+        std::vector<Model> out;
+        for (const BuiltinResource &res : builtinModelJson()) {
+            const std::string file = "<builtin>/models/" + std::string(res.name);
+            Diagnostics diags(file);
+            Model m = parseModel(parseJsonText(std::string(res.text), file), diags);
+            diags.throwIfAny();
+            out.push_back(std::move(m));
+        }
+        std::sort(out.begin(), out.end(), [](const Model &a, const Model &b) { return a.id < b.id; });
+        return out;
+    }();
+    return models;
+}
+
+Model resolveModel(const std::string &idOrPath)
+{
+    for (const Model &m : builtinModels())
+        if (m.id == idOrPath)
+            return m;
+    if (idOrPath.find('/') == std::string::npos && idOrPath.find(".json") == std::string::npos) {
+        std::string ids;
+        for (const Model &m : builtinModels())
+            ids += (ids.empty() ? "" : ", ") + m.id;
+        throw LoadError(idOrPath, "", "expected a model preset id (" + ids + ") or a path to a model file");
+    }
+    return loadModel(idOrPath);
+}
+
+Plan parsePlan(const json &j, Diagnostics &diags)
+{
+    Plan p;
+    JsonObjectReader r(j, "/", diags);
+    if (!r.valid())
+        return p;
+    r.requireFormat(kPlanFormat);
+    r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer", "stages",
+                         "metrics", "provenance"});
+    p.name = r.optionalString("name").value_or("");
+    p.globalBatch = static_cast<int>(r.requireInt("globalBatch", 1, 1 << 24));
+    p.sequenceParallel = r.optionalBool("sequenceParallel").value_or(false);
+    p.distributedOptimizer = r.optionalBool("distributedOptimizer").value_or(false);
+    const json *stages = r.requireArray("stages");
+    if (stages && stages->empty())
+        r.error("stages", "expected at least one pipeline stage, found an empty list");
+    if (stages) {
+        for (size_t si = 0; si < stages->size(); ++si) {
+            const std::string sp = jsonPointerJoin("/stages", si);
+            JsonObjectReader s((*stages)[si], sp, diags);
+            if (!s.valid())
+                continue;
+            s.rejectUnknownKeys({"firstLayer", "layerCount", "recompute", "replicas"});
+            Stage st;
+            st.firstLayer = static_cast<int>(s.requireInt("firstLayer", 0, 100000));
+            st.layerCount = static_cast<int>(s.requireInt("layerCount", 1, 100000));
+            if (const json *rc = s.optionalObject("recompute")) {
+                JsonObjectReader rr(*rc, sp + "/recompute", diags);
+                rr.rejectUnknownKeys({"method", "layers"});
+                st.recompute.method = static_cast<RecomputeMethod>(rr.requireEnum("method", {"none", "selective", "full"}));
+                st.recompute.layers = static_cast<int>(rr.optionalInt("layers", 0, 100000).value_or(0));
+                if (st.recompute.method != RecomputeMethod::Full && st.recompute.layers != 0)
+                    rr.error("layers", "expected no layer count unless method is \"full\", found "
+                                           + std::to_string(st.recompute.layers));
+            }
+            if (const json *reps = s.requireArray("replicas")) {
+                for (size_t ri = 0; ri < reps->size(); ++ri) {
+                    const std::string rp = jsonPointerJoin(sp + "/replicas", ri);
+                    JsonObjectReader rr((*reps)[ri], rp, diags);
+                    if (!rr.valid())
+                        continue;
+                    rr.rejectUnknownKeys({"node", "gpus", "tp", "microBatch"});
+                    Replica rep;
+                    rep.node = rr.requireString("node");
+                    rep.tp = static_cast<int>(rr.requireInt("tp", 1, 1024));
+                    rep.microBatch = static_cast<int>(rr.requireInt("microBatch", 1, 1 << 20));
+                    if (const json *gpus = rr.requireArray("gpus")) {
+                        for (size_t gi = 0; gi < gpus->size(); ++gi) {
+                            const json &g = (*gpus)[gi];
+                            if (g.is_number_integer() && g.get<long long>() >= 0 && g.get<long long>() < 1024)
+                                rep.gpus.push_back(g.get<int>());
+                            else
+                                diags.error(jsonPointerJoin(rp + "/gpus", gi),
+                                            "expected a GPU index from 0 to 1023, found " + describeJson(g));
+                        }
+                    }
+                    st.replicas.push_back(std::move(rep));
+                }
+            }
+            p.stages.push_back(std::move(st));
+        }
+    }
+    return p;
+}
+
+Plan loadPlan(const std::string &path)
+{
+    const json j = readJsonFile(path);
+    Diagnostics diags(path);
+    Plan p = parsePlan(j, diags);
+    diags.throwIfAny();
+    return p;
+}
+
+json toJson(const Plan &p)
+{
+    json j;
+    j["format"] = kPlanFormat;
+    if (!p.name.empty())
+        j["name"] = p.name;
+    j["globalBatch"] = p.globalBatch;
+    j["sequenceParallel"] = p.sequenceParallel;
+    j["distributedOptimizer"] = p.distributedOptimizer;
+    json stages = json::array();
+    for (const Stage &s : p.stages) {
+        json st{{"firstLayer", s.firstLayer}, {"layerCount", s.layerCount}};
+        json rc{{"method", toString(s.recompute.method)}};
+        if (s.recompute.method == RecomputeMethod::Full && s.recompute.layers > 0)
+            rc["layers"] = s.recompute.layers;
+        st["recompute"] = rc;
+        json reps = json::array();
+        for (const Replica &r : s.replicas)
+            reps.push_back({{"node", r.node}, {"gpus", r.gpus}, {"tp", r.tp}, {"microBatch", r.microBatch}});
+        st["replicas"] = reps;
+        stages.push_back(st);
+    }
+    j["stages"] = stages;
+    return j;
+}
+
+void saveJson(const json &j, const std::string &path)
+{
+    writeFileAtomically(path, j.dump(2) + "\n");
+}
+
+} // namespace memx

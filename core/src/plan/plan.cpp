@@ -1,0 +1,171 @@
+#include "memx/plan/plan.h"
+
+#include "memx/cluster/cluster.h"
+#include "memx/model/model.h"
+#include "memx/util/diagnostic.h"
+#include "memx/util/jsonreader.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace memx {
+
+const char *toString(RecomputeMethod v)
+{
+    switch (v) {
+    case RecomputeMethod::None: return "none";
+    case RecomputeMethod::Selective: return "selective";
+    case RecomputeMethod::Full: return "full";
+    }
+    return "none";
+}
+
+int Stage::samplesPerStep() const
+{
+    int n = 0;
+    for (const Replica &r : replicas)
+        n += r.microBatch;
+    return n;
+}
+
+int Plan::totalGpus() const
+{
+    int n = 0;
+    for (const Stage &s : stages)
+        for (const Replica &r : s.replicas)
+            n += r.tp;
+    return n;
+}
+
+int Plan::microBatches() const
+{
+    if (stages.empty())
+        return 0;
+    const int step = stages.front().samplesPerStep();
+    if (step <= 0 || globalBatch % step != 0)
+        return 0;
+    return globalBatch / step;
+}
+
+std::string Plan::summary(const Cluster &cluster) const
+{
+    std::ostringstream out;
+    out << "PP" << pp() << " m" << microBatches();
+    for (const Stage &s : stages) {
+        out << " | " << s.firstLayer << "-" << (s.firstLayer + s.layerCount - 1);
+        // Group replicas by (device, tp, microBatch) so mixed stages read naturally.
+        std::map<std::tuple<std::string, int, int>, int> kinds;
+        for (const Replica &r : s.replicas) {
+            std::string dev = "?";
+            if (auto node = cluster.findNode(r.node); node && node->device >= 0)
+                dev = cluster.devices[static_cast<size_t>(node->device)].id;
+            ++kinds[{dev, r.tp, r.microBatch}];
+        }
+        bool first = true;
+        for (const auto &[k, n] : kinds) {
+            out << (first ? " " : " + ") << std::get<0>(k) << " TP" << std::get<1>(k) << "xDP" << n << " mb"
+                << std::get<2>(k);
+            first = false;
+        }
+        if (s.recompute.method != RecomputeMethod::None) {
+            out << " rc=" << toString(s.recompute.method);
+            if (s.recompute.method == RecomputeMethod::Full && s.recompute.layers > 0)
+                out << ":" << s.recompute.layers;
+        }
+    }
+    return out.str();
+}
+
+void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &diags)
+{
+    const int layers = model.shape.layers;
+    if (plan.stages.empty()) {
+        diags.error("/stages", "expected at least one pipeline stage, found none");
+        return;
+    }
+    if (plan.globalBatch <= 0)
+        diags.error("/globalBatch", "expected a positive global batch, found " + std::to_string(plan.globalBatch));
+
+    std::map<std::string, Node> nodes;
+    for (const Node &n : cluster.nodes())
+        nodes.emplace(n.name, n);
+
+    int nextLayer = 0;
+    std::set<std::pair<std::string, int>> used;
+    int firstStep = -1;
+    for (size_t si = 0; si < plan.stages.size(); ++si) {
+        const Stage &st = plan.stages[si];
+        const std::string sp = jsonPointerJoin("/stages", si);
+        if (st.firstLayer != nextLayer)
+            diags.error(sp + "/firstLayer", "expected " + std::to_string(nextLayer)
+                                                + " (stages must cover the layers in order without gaps), found "
+                                                + std::to_string(st.firstLayer));
+        if (st.layerCount < 1)
+            diags.error(sp + "/layerCount", "expected at least 1 layer, found " + std::to_string(st.layerCount));
+        nextLayer = st.firstLayer + st.layerCount;
+        if (st.recompute.method == RecomputeMethod::Full && st.recompute.layers > st.layerCount)
+            diags.error(sp + "/recompute/layers", "expected at most the stage's " + std::to_string(st.layerCount)
+                                                      + " layers, found " + std::to_string(st.recompute.layers));
+        if (st.replicas.empty()) {
+            diags.error(sp + "/replicas", "expected at least one replica, found none");
+            continue;
+        }
+        for (size_t ri = 0; ri < st.replicas.size(); ++ri) {
+            const Replica &r = st.replicas[ri];
+            const std::string rp = jsonPointerJoin(sp + "/replicas", ri);
+            auto it = nodes.find(r.node);
+            if (it == nodes.end()) {
+                diags.error(rp + "/node", "expected the name of a node of cluster '" + cluster.name + "', found \""
+                                              + r.node + "\"");
+                continue;
+            }
+            const Node &node = it->second;
+            if (r.tp < 1)
+                diags.error(rp + "/tp", "expected a positive TP degree, found " + std::to_string(r.tp));
+            if (r.microBatch < 1)
+                diags.error(rp + "/microBatch", "expected a positive micro-batch size, found "
+                                                    + std::to_string(r.microBatch));
+            if (static_cast<int>(r.gpus.size()) != r.tp)
+                diags.error(rp + "/gpus", "expected " + std::to_string(r.tp) + " GPU indices (one per TP rank), found "
+                                              + std::to_string(r.gpus.size()));
+            if (r.tp > node.gpus)
+                diags.error(rp + "/tp", "expected at most " + std::to_string(node.gpus) + " (TP stays within node '"
+                                            + node.name + "'), found " + std::to_string(r.tp));
+            if (r.tp >= 1 && model.shape.heads % r.tp != 0)
+                diags.error(rp + "/tp", "expected a divisor of the model's " + std::to_string(model.shape.heads)
+                                            + " attention heads, found " + std::to_string(r.tp));
+            else if (r.tp >= 1 && model.shape.kvGroups % r.tp != 0)
+                diags.error(rp + "/tp", "expected a divisor of the model's " + std::to_string(model.shape.kvGroups)
+                                            + " KV groups, found " + std::to_string(r.tp));
+            for (size_t gi = 0; gi < r.gpus.size(); ++gi) {
+                const int g = r.gpus[gi];
+                const std::string gp = jsonPointerJoin(rp + "/gpus", gi);
+                if (g < 0 || g >= node.gpus)
+                    diags.error(gp, "expected a GPU index from 0 to " + std::to_string(node.gpus - 1) + " on node '"
+                                        + node.name + "', found " + std::to_string(g));
+                else if (!used.insert({node.name, g}).second)
+                    diags.error(gp, "GPU " + std::to_string(g) + " of node '" + node.name
+                                        + "' is already used by another replica");
+            }
+        }
+        const int step = st.samplesPerStep();
+        if (firstStep < 0) {
+            firstStep = step;
+            if (step > 0 && plan.globalBatch > 0 && plan.globalBatch % step != 0)
+                diags.error("/globalBatch", "expected a multiple of stage 0's " + std::to_string(step)
+                                                + " sequences per micro-batch step (sum of its replicas' micro-batches), found "
+                                                + std::to_string(plan.globalBatch));
+        } else if (step != firstStep) {
+            diags.error(sp + "/replicas", "expected the replicas' micro-batches to add up to "
+                                              + std::to_string(firstStep)
+                                              + " like stage 0 (every stage carries the same micro-batch), found "
+                                              + std::to_string(step));
+        }
+    }
+    if (nextLayer != layers)
+        diags.error("/stages", "expected the stages to cover the model's " + std::to_string(layers)
+                                   + " transformer layers, found " + std::to_string(nextLayer));
+}
+
+} // namespace memx

@@ -1,0 +1,262 @@
+// Cluster, model, plan and catalogue formats: parsing, validation messages, round trips.
+#include "memx/io/formats.h"
+#include "memx/util/diagnostic.h"
+#include "memx/util/fileio.h"
+#include "memx/util/jsonreader.h"
+
+#include <QDir>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <set>
+
+using namespace memx;
+
+static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
+static const QString kBroken = QStringLiteral(MEMX_SOURCE_DIR "/tests/data/broken");
+
+/// Every problem of loading `path` as `kind`, joined with newlines ("" when valid).
+static std::string problemsOf(const std::string &kind, const std::string &path)
+{
+    try {
+        if (kind == "cluster")
+            loadCluster(path);
+        else if (kind == "model")
+            loadModel(path);
+        else if (kind == "plan") {
+            Plan p = loadPlan(path);
+            Diagnostics d(path);
+            validatePlan(p, loadCluster((kSamples + "/h100-8x.json").toStdString()), resolveModel("gpt3-1.3b"), d);
+            d.throwIfAny();
+        }
+        return {};
+    } catch (const LoadError &e) {
+        return e.what();
+    }
+}
+
+class TestFormats : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void catalogueIsComplete()
+    {
+        const Catalogue &cat = Catalogue::builtin();
+        QVERIFY2(cat.devices().size() >= 18, "the catalogue needs at least 18 devices");
+        std::set<std::string> vendors;
+        for (const GpuSpec &d : cat.devices()) {
+            vendors.insert(d.vendor);
+            // Every known figure names its source.
+            if (d.memoryGiB)
+                QVERIFY2(d.sources.count("memoryGiB"), d.id.c_str());
+            if (d.denseFp16Tflops)
+                QVERIFY2(d.sources.count("denseFp16Tflops"), d.id.c_str());
+        }
+        QVERIFY(vendors.size() >= 5);
+        // Catalogue figures from ../shared/reference/launch-and-formulas.md section 6.
+        QCOMPARE(*cat.find("h100-sxm")->denseBf16Tflops, 989.4);
+        QVERIFY(!cat.find("v100-32gb-sxm2")->bf16Supported);
+        QCOMPARE(cat.find("mi250x")->devicesPerPackage, 2);
+        QCOMPARE(*cat.find("mi250x")->memoryGiB < 65.0, true); // one GCD, not the package
+        // The public dataset's GPU names resolve through aliases.
+        for (const char *alias : {"A100-40", "A100-80", "GH-96", "V100-16", "RTX-3090", "RTX-2080", "Titan-RTX"})
+            QVERIFY2(cat.find(alias), alias);
+    }
+
+    void catalogueRoundTrip()
+    {
+        const Catalogue &cat = Catalogue::builtin();
+        const Catalogue again = parseCatalogue(toJson(cat).dump(), "round-trip");
+        QCOMPARE(again.devices().size(), cat.devices().size());
+        for (size_t i = 0; i < cat.devices().size(); ++i)
+            QVERIFY2(again.devices()[i] == cat.devices()[i], cat.devices()[i].id.c_str());
+    }
+
+    void samplesLoadAndRoundTrip_data()
+    {
+        QTest::addColumn<QString>("file");
+        for (const QString &f : QDir(kSamples).entryList({QStringLiteral("*.json")}))
+            QTest::newRow(qPrintable(f)) << kSamples + QLatin1Char('/') + f;
+    }
+
+    void samplesLoadAndRoundTrip()
+    {
+        QFETCH(QString, file);
+        const Cluster c = loadCluster(file.toStdString());
+        QVERIFY(c.totalGpus() > 0);
+        QTemporaryDir dir;
+        const std::string out = (dir.path() + QStringLiteral("/c.json")).toStdString();
+        saveJson(toJson(c), out);
+        const Cluster again = loadCluster(out);
+        QVERIFY(again == c);
+    }
+
+    void sampleSizes()
+    {
+        auto gpus = [](const char *f) { return loadCluster((kSamples + QLatin1Char('/') + QLatin1String(f)).toStdString()).totalGpus(); };
+        QCOMPARE(gpus("paper-20gpu-nvidia-amd.json"), 20);
+        QCOMPARE(gpus("paper-20gpu-mixed-consumer.json"), 20);
+        QCOMPARE(gpus("paper-40gpu-nvidia-amd.json"), 40);
+        QCOMPARE(gpus("paper-60gpu-mixed-consumer.json"), 60);
+        QCOMPARE(gpus("h100-8x.json"), 8);
+        QCOMPARE(gpus("cross-vendor-512gpu.json"), 512);
+    }
+
+    void nodeGroupsExpand()
+    {
+        const Cluster c = loadCluster((kSamples + QStringLiteral("/paper-20gpu-nvidia-amd.json")).toStdString());
+        const auto nodes = c.nodes();
+        QCOMPARE(nodes.size(), size_t(4));
+        QCOMPARE(nodes[0].name, std::string("a100-0"));
+        QCOMPARE(nodes[1].name, std::string("a100-1"));
+        QCOMPARE(nodes[2].name, std::string("mi250x"));
+        QVERIFY(c.findNode("a100-1").has_value());
+        QVERIFY(!c.findNode("a100").has_value());
+    }
+
+    void linkOverridesAndCurves()
+    {
+        const Cluster c = loadCluster((kSamples + QStringLiteral("/cross-vendor-512gpu.json")).toStdString());
+        const Node h = *c.findNode("h100-0"), m = *c.findNode("mi250x-3"), a = *c.findNode("a100-2");
+        QCOMPARE(c.interNodeLink(h, m).bandwidthGBps, 25.0); // group override, either order
+        QCOMPARE(c.interNodeLink(m, h).bandwidthGBps, 25.0);
+        QCOMPARE(c.interNodeLink(h, a).bandwidthGBps, 50.0); // default
+        Link l;
+        l.bandwidthGBps = 10;
+        l.curve = {{1e6, 2.0}, {4e6, 6.0}, {1.6e7, 10.0}};
+        QCOMPARE(l.bandwidthAt(5e5), 2.0);
+        QCOMPARE(l.bandwidthAt(2e6), 4.0); // halfway in log2 between 1e6 and 4e6
+        QCOMPARE(l.bandwidthAt(1e9), 10.0);
+        QCOMPARE(l.transferSeconds(4e6), 4e6 / 6e9);
+    }
+
+    void modelPresets()
+    {
+        QVERIFY(builtinModels().size() >= 13);
+        for (const Model &m : builtinModels()) {
+            QTemporaryDir dir;
+            const std::string out = (dir.path() + QStringLiteral("/m.json")).toStdString();
+            saveJson(toJson(m), out);
+            QVERIFY2(loadModel(out) == m, m.id.c_str());
+        }
+    }
+
+    void parameterCounts_data()
+    {
+        QTest::addColumn<QString>("id");
+        QTest::addColumn<double>("billions");
+        // Published sizes; Megatron's count has no biases, so small models land slightly low.
+        QTest::newRow("llama2-7b") << "llama2-7b" << 6.74;
+        QTest::newRow("llama2-70b") << "llama2-70b" << 68.98;
+        QTest::newRow("llama3-8b") << "llama3-8b" << 8.03;
+        QTest::newRow("gpt3-175b") << "gpt3-175b" << 174.6;
+        QTest::newRow("gpt3-13b") << "gpt3-13b" << 12.85;
+    }
+
+    void parameterCounts()
+    {
+        QFETCH(QString, id);
+        QFETCH(double, billions);
+        const Model m = resolveModel(id.toStdString());
+        const double got = static_cast<double>(m.totalParams()) / 1e9;
+        QVERIFY2(std::abs(got - billions) / billions < 0.01,
+                 qPrintable(QStringLiteral("%1: %2 B parameters, expected %3 B").arg(id).arg(got).arg(billions)));
+    }
+
+    void perLayerCountByHand()
+    {
+        // Llama-2 7B layer by hand: attention 4*h^2 = 67,108,864; SwiGLU MLP 3*h*f = 135,266,304;
+        // two RMSNorms 2*h = 8,192. Total 202,383,360.
+        QCOMPARE(resolveModel("llama2-7b").paramsPerLayer(), 202383360LL);
+        // GQA: Llama-2 70B, h=8192, 64 heads, 8 groups, kv=128: attention = h*kv*(2*64+2*8) = 150,994,944.
+        const Model m = resolveModel("llama2-70b");
+        QCOMPARE(m.paramsPerLayer(), 150994944LL + 3LL * 8192 * 28672 + 2 * 8192);
+    }
+
+    void brokenFiles_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QStringList>("expected");
+        auto row = [](const char *kind, const char *file, QStringList expected) {
+            QTest::newRow(file) << QString::fromLatin1(kind) << kBroken + QLatin1Char('/') + QLatin1String(file) << expected;
+        };
+        row("cluster", "cluster-unknown-gpu.json",
+            {"/nodes/0/gpu: expected a device id from the catalogue", "found \"a100-90gb-sxm\"", "did you mean"});
+        row("cluster", "cluster-negative-gpus.json", {"/nodes/0/gpus: expected an integer from 1 to 64, found -4"});
+        row("cluster", "cluster-missing-network.json", {"/network: missing required field, expected an object"});
+        row("cluster", "cluster-duplicate-names.json", {"/nodes/1/name: duplicate node name \"gpu-node\""});
+        row("cluster", "cluster-truncated.json", {"line 4, column", "invalid JSON"});
+        row("cluster", "cluster-future-format.json",
+            {"/format: expected \"memx.cluster/1\", found \"memx.cluster/9\"", "version 9 is not supported"});
+        row("cluster", "cluster-string-count.json",
+            {"/nodes/0/gpus: expected an integer from 1 to 64, found \"8\"", "/nodes/0/gpu_count: unknown field",
+             "/network/interNode/bandwidthGBps: expected a number from 1e-06 to 1e+06, found 0"});
+        row("cluster", "cluster-empty.json", {"/nodes: expected at least one node group, found an empty list"});
+        row("model", "model-bad-heads.json",
+            {"/shape/heads: expected a divisor of hidden (1000), found 16", "/shape/kvGroups: expected a divisor of heads",
+             "/training/precision: expected one of \"bf16\" or \"fp16\", found \"fp8\""});
+        row("plan", "plan-gap-and-reuse.json",
+            {"/stages/1/firstLayer: expected 10", "/stages/1/replicas/0/gpus/0: GPU 1 of node 'dgx-h100' is already used",
+             "/stages: expected the stages to cover the model's 24 transformer layers, found 22"});
+        row("plan", "plan-missing-stages.json",
+            {"/globalBatch: expected an integer from 1", "/stages: missing required field"});
+        row("cluster", "does-not-exist.json", {"cannot open file"});
+    }
+
+    void brokenFiles()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, file);
+        QFETCH(QStringList, expected);
+        const std::string problems = problemsOf(kind.toStdString(), file.toStdString());
+        QVERIFY2(!problems.empty(), qPrintable(file + QStringLiteral(" was accepted")));
+        // Every message names the file.
+        QVERIFY2(problems.find(file.toStdString()) != std::string::npos, problems.c_str());
+        for (const QString &e : expected)
+            QVERIFY2(problems.find(e.toStdString()) != std::string::npos,
+                     qPrintable(QStringLiteral("expected \"%1\" in:\n%2").arg(e, QString::fromStdString(problems))));
+    }
+
+    void planRoundTripAndValidation()
+    {
+        const Cluster c = loadCluster((kSamples + QStringLiteral("/paper-20gpu-nvidia-amd.json")).toStdString());
+        const Model m = resolveModel("llama2-7b");
+        Plan p;
+        p.globalBatch = 64;
+        p.sequenceParallel = true;
+        p.distributedOptimizer = true;
+        // Uneven split, TP differs per stage, stage 1 mixes device types.
+        p.stages.push_back({0, 10, {RecomputeMethod::Full, 4}, {{"a100-0", {0, 1, 2, 3}, 4, 2}, {"a100-1", {0, 1, 2, 3}, 4, 2}}});
+        p.stages.push_back({10, 22, {RecomputeMethod::Selective, 0},
+                            {{"mi250x", {0, 1}, 2, 1}, {"mi250x", {2, 3}, 2, 1}, {"h100", {0, 1}, 2, 2}}});
+        Diagnostics d("plan");
+        validatePlan(p, c, m, d);
+        QVERIFY2(d.empty(), d.empty() ? "" : d.items().front().toString().c_str());
+        QCOMPARE(p.microBatches(), 16);
+        QVERIFY(p.summary(c).find("mi250x TP2xDP2 mb1 + h100-sxm TP2xDP1 mb2") != std::string::npos
+                || p.summary(c).find("h100-sxm TP2xDP1 mb2 + mi250x TP2xDP2 mb1") != std::string::npos);
+        Diagnostics d2("rt");
+        const Plan again = parsePlan(toJson(p), d2);
+        QVERIFY(d2.empty());
+        QVERIFY(again == p);
+    }
+
+    void atomicWriteKeepsOldFileOnFailure()
+    {
+        QTemporaryDir dir;
+        const std::string path = (dir.path() + QStringLiteral("/a.json")).toStdString();
+        writeFileAtomically(path, "old");
+        writeFileAtomically(path, "new");
+        QCOMPARE(readTextFile(path), std::string("new"));
+        // A directory in the way of the rename: the write fails and no temporary is left.
+        const std::string blocked = (dir.path() + QStringLiteral("/sub")).toStdString();
+        QDir(dir.path()).mkdir(QStringLiteral("sub"));
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, writeFileAtomically(blocked, "x"));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFormats)
+#include "tst_formats.moc"
