@@ -248,6 +248,18 @@ private slots:
                                            + f.content).c_str());
         }
         QCOMPARE(produced, filesUnder(dir));
+        // Every generated shell script is valid bash (bash -n parses without running).
+        for (const ExportFile &f : files) {
+            if (!f.executable)
+                continue;
+            QProcess bash;
+            bash.start(QStringLiteral("bash"), {QStringLiteral("-n")});
+            QVERIFY(bash.waitForStarted());
+            bash.write(QByteArray::fromStdString(f.content));
+            bash.closeWriteChannel();
+            QVERIFY(bash.waitForFinished(10000));
+            QVERIFY2(bash.exitCode() == 0, (f.path + ": " + bash.readAllStandardError().toStdString()).c_str());
+        }
         // Deterministic: a second export is byte-identical.
         QVERIFY(exportPlan(r) == files);
     }
@@ -330,7 +342,7 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::newRow("heterogeneous sample: device types") << "paper-20gpu-hetero" << "" << "expected one device type";
         QTest::newRow("heterogeneous sample: TP") << "paper-20gpu-hetero" << "" << "/stages/2/replicas/0/tp: expected TP 4";
-        QTest::newRow("heterogeneous sample: DP") << "paper-20gpu-hetero" << "" << "/stages/2/replicas: expected 1 replicas";
+        QTest::newRow("heterogeneous sample: DP") << "paper-20gpu-hetero" << "" << "/stages/2/replicas: expected 1 replica like stage 0";
         QTest::newRow("heterogeneous sample: micro-batch") << "paper-20gpu-hetero" << ""
                                                            << "/stages/2/replicas/0/microBatch: expected micro-batch 4";
         QTest::newRow("heterogeneous sample: recompute") << "paper-20gpu-hetero" << ""
