@@ -48,11 +48,11 @@ int run(const std::vector<std::string> &argv)
                "predictor", "date"},
               {"force", "json"});
     if (!args.positional().empty())
-        throw UsageError{"unexpected argument '" + args.positional().front() + "'"};
+        throw UsageError {"unexpected argument '" + args.positional().front() + "'"};
     const std::string formatText = args.require("format");
     const auto format = parseExportFormat(formatText);
     if (!format)
-        throw UsageError{"--format expects megatron, flagscale, slurm or json, found '" + formatText + "'"};
+        throw UsageError {"--format expects megatron, flagscale, slurm or json, found '" + formatText + "'"};
     const std::string out = args.require("out");
 
     ExportRequest request;
@@ -71,7 +71,7 @@ int run(const std::vector<std::string> &argv)
         else if (*style == "first-last")
             request.options.splitStyle = LayerSplitStyle::FirstLast;
         else
-            throw UsageError{"--split-style expects layout or first-last, found '" + *style + "'"};
+            throw UsageError {"--split-style expects layout or first-last, found '" + *style + "'"};
     }
     if (auto metrics = args.value("metrics"))
         request.metrics = readJsonFile(*metrics);
@@ -106,8 +106,8 @@ int run(const std::vector<std::string> &argv)
     return Ok;
 }
 
-CommandRegistration reg({"export", "write launch configurations for a plan (megatron, flagscale, slurm, json)",
-                         kUsage, &run});
+CommandRegistration reg({"export", "write launch configurations for a plan (megatron, flagscale, slurm, json)", kUsage,
+                         &run});
 
 } // namespace
 } // namespace memx::cli

@@ -27,15 +27,13 @@ static const std::string kGolden = kData + "/golden";
 
 namespace {
 
-struct Case
-{
+struct Case {
     std::string name, cluster, model, plan;
     LayerSplitStyle split = LayerSplitStyle::Layout;
     std::set<std::string> refused;
 };
 
-struct Cases
-{
+struct Cases {
     std::string date, outputDir;
     std::vector<Case> cases;
 };
@@ -48,7 +46,7 @@ const Cases &cases()
         out.date = j.at("date");
         out.outputDir = j.at("outputDir");
         for (const auto &c : j.at("cases")) {
-            Case k{c.at("name"), c.at("cluster"), c.at("model"), c.at("plan"), LayerSplitStyle::Layout, {}};
+            Case k {c.at("name"), c.at("cluster"), c.at("model"), c.at("plan"), LayerSplitStyle::Layout, {}};
             if (c.value("splitStyle", "") == "first-last")
                 k.split = LayerSplitStyle::FirstLast;
             for (const auto &f : c.at("refused"))
@@ -96,7 +94,10 @@ std::string refusal(const ExportRequest &r)
     }
 }
 
-bool updateGoldens() { return qEnvironmentVariable("MEMX_UPDATE_GOLDEN") == QLatin1String("1"); }
+bool updateGoldens()
+{
+    return qEnvironmentVariable("MEMX_UPDATE_GOLDEN") == QLatin1String("1");
+}
 
 /// Files under `dir`, relative, sorted.
 std::set<std::string> filesUnder(const std::string &dir)
@@ -156,7 +157,7 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
         st.layerCount = a.stageLayers.at(static_cast<size_t>(s));
         st.recompute = a.stageRecompute.at(static_cast<size_t>(s));
         first += st.layerCount;
-        st.replicas.assign(static_cast<size_t>(dp), Replica{});
+        st.replicas.assign(static_cast<size_t>(dp), Replica {});
         for (Replica &r : st.replicas) {
             r.tp = a.tp;
             r.microBatch = a.microBatch;
@@ -183,8 +184,7 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
 
 } // namespace
 
-class TestExport : public QObject
-{
+class TestExport : public QObject {
     Q_OBJECT
 
 private slots:
@@ -217,7 +217,7 @@ private slots:
         const std::string fmt = format.toStdString();
         ExportRequest r = requestFor(c, *parseExportFormat(fmt));
         if (r.format == ExportFormat::Json)
-            r.metrics = nlohmann::json{{"iterationTimeMs", 1234.5}, {"peakMemoryGiB", {{"a", 30.25}}}};
+            r.metrics = nlohmann::json {{"iterationTimeMs", 1234.5}, {"peakMemoryGiB", {{"a", 30.25}}}};
         const std::string refusedPath = kGolden + "/" + c.name + "/" + fmt + ".refused.txt";
         const std::string dir = kGolden + "/" + c.name + "/" + fmt;
         const bool expectRefused = c.refused.count(fmt) > 0;
@@ -243,9 +243,10 @@ private slots:
         for (const ExportFile &f : files) {
             produced.insert(f.path);
             const std::string golden = readFile(dir + "/" + f.path);
-            QVERIFY2(f.content == golden, ("differs from the golden file " + dir + "/" + f.path
-                                           + " (run with MEMX_UPDATE_GOLDEN=1 after checking the change)\n--- generated:\n"
-                                           + f.content).c_str());
+            QVERIFY2(f.content == golden,
+                     ("differs from the golden file " + dir + "/" + f.path
+                      + " (run with MEMX_UPDATE_GOLDEN=1 after checking the change)\n--- generated:\n" + f.content)
+                         .c_str());
         }
         QCOMPARE(produced, filesUnder(dir));
         // Every generated shell script is valid bash (bash -n parses without running).
@@ -288,8 +289,9 @@ private slots:
         Plan want = r.plan;
         for (Stage &s : want.stages)
             s.recompute = normalisedRecompute(s.recompute, s.layerCount);
-        QVERIFY2(back == want, ("round trip differs:\n  plan:    " + toJson(want).dump() + "\n  scripts: "
-                                + toJson(back).dump()).c_str());
+        QVERIFY2(
+            back == want,
+            ("round trip differs:\n  plan:    " + toJson(want).dump() + "\n  scripts: " + toJson(back).dump()).c_str());
         // Precision: --bf16 only when every device supports BF16 (V100 does not).
         bool allBf16 = true;
         for (const GpuSpec &d : r.cluster.devices)
@@ -320,10 +322,10 @@ private slots:
         QFETCH(int, pp);
         QFETCH(QString, expected);
         Diagnostics d;
-        const MegatronArgs a = parseMegatronArgs({"--num-layers", "12", "--pipeline-model-parallel-size",
-                                                  std::to_string(pp), "--micro-batch-size", "1",
-                                                  "--pipeline-model-parallel-layout", layout.toStdString()},
-                                                 d);
+        const MegatronArgs a
+            = parseMegatronArgs({"--num-layers", "12", "--pipeline-model-parallel-size", std::to_string(pp),
+                                 "--micro-batch-size", "1", "--pipeline-model-parallel-layout", layout.toStdString()},
+                                d);
         if (expected == QLatin1String("error")) {
             QVERIFY2(!d.empty(), "expected a parse error");
             return;
@@ -340,24 +342,42 @@ private slots:
         QTest::addColumn<QString>("caseName");
         QTest::addColumn<QString>("mutation");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("heterogeneous sample: device types") << "paper-20gpu-hetero" << "" << "expected one device type";
-        QTest::newRow("heterogeneous sample: TP") << "paper-20gpu-hetero" << "" << "/stages/2/replicas/0/tp: expected TP 4";
-        QTest::newRow("heterogeneous sample: DP") << "paper-20gpu-hetero" << "" << "/stages/2/replicas: expected 1 replica like stage 0";
-        QTest::newRow("heterogeneous sample: micro-batch") << "paper-20gpu-hetero" << ""
+        QTest::newRow("heterogeneous sample: device types") << "paper-20gpu-hetero"
+                                                            << ""
+                                                            << "expected one device type";
+        QTest::newRow("heterogeneous sample: TP") << "paper-20gpu-hetero"
+                                                  << ""
+                                                  << "/stages/2/replicas/0/tp: expected TP 4";
+        QTest::newRow("heterogeneous sample: DP") << "paper-20gpu-hetero"
+                                                  << ""
+                                                  << "/stages/2/replicas: expected 1 replica like stage 0";
+        QTest::newRow("heterogeneous sample: micro-batch") << "paper-20gpu-hetero"
+                                                           << ""
                                                            << "/stages/2/replicas/0/microBatch: expected micro-batch 4";
-        QTest::newRow("heterogeneous sample: recompute") << "paper-20gpu-hetero" << ""
+        QTest::newRow("heterogeneous sample: recompute") << "paper-20gpu-hetero"
+                                                         << ""
                                                          << "stage 0 full, stage 1 full, stage 2 none, stage 3 none";
-        QTest::newRow("points to FlagScale") << "paper-20gpu-hetero" << "" << "--format flagscale";
-        QTest::newRow("per-stage block counts") << "h100-8x-tp2pp2dp2" << "block 3 and 5"
+        QTest::newRow("points to FlagScale") << "paper-20gpu-hetero"
+                                             << ""
+                                             << "--format flagscale";
+        QTest::newRow("per-stage block counts") << "h100-8x-tp2pp2dp2"
+                                                << "block 3 and 5"
                                                 << "/stages/1/recompute/layers: expected 5 recomputed layers";
-        QTest::newRow("first/last with uneven middle") << "h100-8x-tp2pp2dp2" << "pp4 uneven middle"
+        QTest::newRow("first/last with uneven middle") << "h100-8x-tp2pp2dp2"
+                                                       << "pp4 uneven middle"
                                                        << "/stages/2/layerCount: expected 7 layers like stage 1";
-        QTest::newRow("placement") << "v100-2x8-tp4pp2dp2" << "swap stage 1 nodes"
+        QTest::newRow("placement") << "v100-2x8-tp4pp2dp2"
+                                   << "swap stage 1 nodes"
                                    << "cannot be written as torchrun rank order";
-        QTest::newRow("unequal GPUs per node") << "v100-2x8-tp4pp2dp2" << "stage 1 replica 1 on v100-0"
+        QTest::newRow("unequal GPUs per node") << "v100-2x8-tp4pp2dp2"
+                                               << "stage 1 replica 1 on v100-0"
                                                << "expected the same number of GPUs on every node";
-        QTest::newRow("invalid plan") << "h100-8x-tp2pp2dp2" << "reuse GPU" << "GPU 0 of node 'dgx-h100' is already used";
-        QTest::newRow("non-CUDA vendor") << "h100-8x-tp2pp2dp2" << "gaudi2" << "expected NVIDIA (CUDA) or AMD (ROCm)";
+        QTest::newRow("invalid plan") << "h100-8x-tp2pp2dp2"
+                                      << "reuse GPU"
+                                      << "GPU 0 of node 'dgx-h100' is already used";
+        QTest::newRow("non-CUDA vendor") << "h100-8x-tp2pp2dp2"
+                                         << "gaudi2"
+                                         << "expected NVIDIA (CUDA) or AMD (ROCm)";
     }
 
     void megatronRefusals()
@@ -411,19 +431,29 @@ private slots:
         QTest::addColumn<QString>("caseName");
         QTest::addColumn<QString>("mutation");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("dp_0 x MBS divisible by dp_i") << "paper-20gpu-bad-mbs" << ""
-                                                       << "dp_0 x micro_batch_size (1 x 3 = 3) must be divisible by the dp of mesh 1, found dp 2";
-        QTest::newRow("uniform micro-batch in a mesh") << "paper-20gpu-hetero" << "mbs 2+0 -> 3+1 on h100"
+        QTest::newRow("dp_0 x MBS divisible by dp_i")
+            << "paper-20gpu-bad-mbs"
+            << ""
+            << "dp_0 x micro_batch_size (1 x 3 = 3) must be divisible by the dp of mesh 1, found dp 2";
+        QTest::newRow("uniform micro-batch in a mesh") << "paper-20gpu-hetero"
+                                                       << "mbs 2+0 -> 3+1 on h100"
                                                        << "/stages/3/replicas/0/microBatch: expected micro-batch 2";
-        QTest::newRow("tied embeddings need equal first/last TP") << "paper-20gpu-hetero" << "tied"
-                                                                  << "first and last meshes need the same TP (4), found 2";
-        QTest::newRow("device types consecutive") << "paper-20gpu-hetero" << "a100 after mi250x"
+        QTest::newRow("tied embeddings need equal first/last TP")
+            << "paper-20gpu-hetero"
+            << "tied"
+            << "first and last meshes need the same TP (4), found 2";
+        QTest::newRow("device types consecutive") << "paper-20gpu-hetero"
+                                                  << "a100 after mi250x"
                                                   << "a pipeline cannot return to a100-40gb-sxm";
-        QTest::newRow("one device type per stage") << "paper-20gpu-hetero" << "mixed stage"
+        QTest::newRow("one device type per stage") << "paper-20gpu-hetero"
+                                                   << "mixed stage"
                                                    << "a FlagScale process mesh has one device type";
-        QTest::newRow("selective mixed") << "paper-20gpu-hetero" << "selective on stage 2"
+        QTest::newRow("selective mixed") << "paper-20gpu-hetero"
+                                         << "selective on stage 2"
                                          << "expected selective recompute on all stages or on none";
-        QTest::newRow("placement") << "v100-2x8-tp4pp2dp2" << "" << "cannot be written as a FlagScale hostfile";
+        QTest::newRow("placement") << "v100-2x8-tp4pp2dp2"
+                                   << ""
+                                   << "cannot be written as a FlagScale hostfile";
     }
 
     void flagscaleRules()
@@ -472,20 +502,22 @@ private slots:
         has("hetero_device_types: [\"a100-40gb-sxm\", \"mi250x\", \"h100-sxm\"]");
         has("micro_batch_size: 4");
         has("hetero_use_cpu_communication: true"); // NVIDIA + AMD
-        has("recompute_granularity_per_stage_micro_batch:\n      - [1, 16, 1]\n      - [1, 16, 1]\n      - [1, 16, 0]\n      - [1, 16, 0]\n");
+        has("recompute_granularity_per_stage_micro_batch:\n      - [1, 16, 1]\n      - [1, 16, 1]\n      - [1, 16, "
+            "0]\n      - [1, 16, 0]\n");
         has("recompute_method_per_stage_micro_batch:\n      - [1, 16, 0]\n      - [1, 16, 1]\n");
         has("recompute_num_layers_per_stage_micro_batch:\n      - [1, 16, 1]\n      - [1, 16, 4]\n");
-        QCOMPARE(files[2].content, std::string("# ip slots type=xxx  (FlagScale hostfile; order = node rank = rank order)\n"
-                                               "a100-0 slots=4 type=a100-40gb-sxm\n"
-                                               "a100-1 slots=4 type=a100-40gb-sxm\n"
-                                               "mi250x slots=8 type=mi250x\n"
-                                               "h100 slots=4 type=h100-sxm\n"));
+        QCOMPARE(files[2].content,
+                 std::string("# ip slots type=xxx  (FlagScale hostfile; order = node rank = rank order)\n"
+                             "a100-0 slots=4 type=a100-40gb-sxm\n"
+                             "a100-1 slots=4 type=a100-40gb-sxm\n"
+                             "mi250x slots=8 type=mi250x\n"
+                             "h100 slots=4 type=h100-sxm\n"));
     }
 
     void jsonExport()
     {
         ExportRequest r = requestFor(caseNamed("paper-20gpu-hetero"), ExportFormat::Json);
-        r.metrics = nlohmann::json{{"iterationTimeMs", 812.0}, {"perGpuMemoryGiB", {{"a100-0:0", 31.5}}}};
+        r.metrics = nlohmann::json {{"iterationTimeMs", 812.0}, {"perGpuMemoryGiB", {{"a100-0:0", 31.5}}}};
         r.options.predictor = "xgboost";
         const std::vector<ExportFile> files = exportPlan(r);
         QCOMPARE(files.size(), size_t(1));
@@ -543,7 +575,7 @@ private slots:
         QVERIFY(!QFile::exists(QString::fromStdString(dir + "/c.txt")));
         QCOMPARE(readTextFile(dir + "/a.sh"), std::string("#!/bin/sh\necho a\n"));
         // No temporary files are left behind.
-        QCOMPARE(filesUnder(dir), (std::set<std::string>{"a.sh", "conf/b.yaml"}));
+        QCOMPARE(filesUnder(dir), (std::set<std::string> {"a.sh", "conf/b.yaml"}));
 
         // --force overwrites.
         writeExportFiles(again, dir, true);
@@ -579,33 +611,39 @@ private slots:
         };
         const QString root = QStringLiteral(MEMX_SOURCE_DIR);
         const QStringList base = {QStringLiteral("export"),
-                                  QStringLiteral("--cluster"), root + QStringLiteral("/sample_clusters/h100-8x.json"),
-                                  QStringLiteral("--model"), QStringLiteral("llama2-7b"),
-                                  QStringLiteral("--plan"), root + QStringLiteral("/tests/data/export/h100-8x-tp2pp2dp2.plan.json")};
+                                  QStringLiteral("--cluster"),
+                                  root + QStringLiteral("/sample_clusters/h100-8x.json"),
+                                  QStringLiteral("--model"),
+                                  QStringLiteral("llama2-7b"),
+                                  QStringLiteral("--plan"),
+                                  root + QStringLiteral("/tests/data/export/h100-8x-tp2pp2dp2.plan.json")};
         QString so, se;
-        QCOMPARE(run(base + QStringList{"--format", "megatron", "--out", out, "--master-port", "30000"}, &so, &se), 0);
+        QCOMPARE(run(base + QStringList {"--format", "megatron", "--out", out, "--master-port", "30000"}, &so, &se), 0);
         QVERIFY2(so.contains(QStringLiteral("launch-node0.sh")), qPrintable(so + se));
         const std::string script = readTextFile((out + QStringLiteral("/launch-node0.sh")).toStdString());
         QVERIFY(script.find("MASTER_PORT=\"${MASTER_PORT:-30000}\"") != std::string::npos);
         // Existing files: refused without --force (exit 1), accepted with it.
-        QCOMPARE(run(base + QStringList{"--format", "megatron", "--out", out}, &so, &se), 1);
+        QCOMPARE(run(base + QStringList {"--format", "megatron", "--out", out}, &so, &se), 1);
         QVERIFY2(se.contains(QStringLiteral("--force")), qPrintable(se));
-        QCOMPARE(run(base + QStringList{"--format", "megatron", "--out", out, "--force", "--json"}, &so, &se), 0);
+        QCOMPARE(run(base + QStringList {"--format", "megatron", "--out", out, "--force", "--json"}, &so, &se), 0);
         const nlohmann::json j = nlohmann::json::parse(so.toStdString());
         QCOMPARE(j.at("files").size(), size_t(1));
         // A heterogeneous plan is refused for Megatron with the reasons, and nothing is written.
         const QString hetOut = tmp.path() + QStringLiteral("/het");
         const QStringList het = {QStringLiteral("export"),
-                                 QStringLiteral("--cluster"), root + QStringLiteral("/sample_clusters/paper-20gpu-nvidia-amd.json"),
-                                 QStringLiteral("--model"), QStringLiteral("llama2-7b"),
-                                 QStringLiteral("--plan"), root + QStringLiteral("/tests/data/export/paper-20gpu-hetero.plan.json")};
-        QCOMPARE(run(het + QStringList{"--format", "megatron", "--out", hetOut}, &so, &se), 1);
+                                 QStringLiteral("--cluster"),
+                                 root + QStringLiteral("/sample_clusters/paper-20gpu-nvidia-amd.json"),
+                                 QStringLiteral("--model"),
+                                 QStringLiteral("llama2-7b"),
+                                 QStringLiteral("--plan"),
+                                 root + QStringLiteral("/tests/data/export/paper-20gpu-hetero.plan.json")};
+        QCOMPARE(run(het + QStringList {"--format", "megatron", "--out", hetOut}, &so, &se), 1);
         QVERIFY2(se.contains(QStringLiteral("expected one device type")), qPrintable(se));
         QVERIFY(!QDir(hetOut).exists());
-        QCOMPARE(run(het + QStringList{"--format", "flagscale", "--out", hetOut}, &so, &se), 0);
+        QCOMPARE(run(het + QStringList {"--format", "flagscale", "--out", hetOut}, &so, &se), 0);
         QVERIFY(QFile::exists(hetOut + QStringLiteral("/hostfile")));
         // Bad format: usage error.
-        QCOMPARE(run(het + QStringList{"--format", "deepspeed", "--out", hetOut}, &so, &se), 2);
+        QCOMPARE(run(het + QStringList {"--format", "deepspeed", "--out", hetOut}, &so, &se), 2);
     }
 };
 

@@ -17,10 +17,14 @@ namespace memx {
 const char *toString(ExportFormat format)
 {
     switch (format) {
-    case ExportFormat::Megatron: return "megatron";
-    case ExportFormat::FlagScale: return "flagscale";
-    case ExportFormat::Slurm: return "slurm";
-    case ExportFormat::Json: return "json";
+    case ExportFormat::Megatron:
+        return "megatron";
+    case ExportFormat::FlagScale:
+        return "flagscale";
+    case ExportFormat::Slurm:
+        return "slurm";
+    case ExportFormat::Json:
+        return "json";
     }
     return "megatron";
 }
@@ -36,7 +40,7 @@ std::optional<ExportFormat> parseExportFormat(const std::string &text)
 std::string currentUtcIso8601()
 {
     const std::time_t now = std::time(nullptr);
-    std::tm tm{};
+    std::tm tm {};
     gmtime_r(&now, &tm);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -60,7 +64,7 @@ std::string safeName(const std::string &text)
     std::string out;
     for (char c : text) {
         const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
-                        || c == '_' || c == '.';
+            || c == '_' || c == '.';
         if (ok)
             out += c;
         else if (!out.empty() && out.back() != '-')
@@ -155,9 +159,9 @@ std::vector<std::pair<std::string, std::string>> megatronShapeFlags(const Model 
 
 std::vector<std::pair<std::string, std::string>> rocmEnvironment()
 {
-    return {{"GPU_MAX_HW_QUEUES", "2"},    {"TORCH_NCCL_HIGH_PRIORITY", "1"}, {"NCCL_CHECKS_DISABLE", "1"},
-            {"NCCL_IB_GID_INDEX", "3"},    {"NCCL_CROSS_NIC", "0"},           {"NCCL_PROTO", "Simple"},
-            {"RCCL_MSCCL_ENABLE", "0"},    {"HSA_NO_SCRATCH_RECLAIM", "1"},   {"TOKENIZERS_PARALLELISM", "false"}};
+    return {{"GPU_MAX_HW_QUEUES", "2"}, {"TORCH_NCCL_HIGH_PRIORITY", "1"}, {"NCCL_CHECKS_DISABLE", "1"},
+            {"NCCL_IB_GID_INDEX", "3"}, {"NCCL_CROSS_NIC", "0"},           {"NCCL_PROTO", "Simple"},
+            {"RCCL_MSCCL_ENABLE", "0"}, {"HSA_NO_SCRATCH_RECLAIM", "1"},   {"TOKENIZERS_PARALLELISM", "false"}};
 }
 
 std::string visibleDevicesVariable(const GpuSpec &device)
@@ -195,7 +199,8 @@ std::vector<ExportFile> writeJsonPlan(const ExportRequest &request, Diagnostics 
     Diagnostics d(planFileName(request));
     validatePlan(request.plan, request.cluster, request.model, d);
     if (request.metrics && !request.metrics->is_object())
-        d.error("/metrics", "expected the predicted metrics as a JSON object, found " + std::string(request.metrics->type_name()));
+        d.error("/metrics",
+                "expected the predicted metrics as a JSON object, found " + std::string(request.metrics->type_name()));
     if (!d.empty()) {
         diags.append(d);
         return {};
@@ -225,12 +230,16 @@ std::vector<ExportFile> exportPlan(const ExportRequest &request)
     case ExportFormat::Slurm: {
         MegatronShape shape;
         if (analyseMegatron(request, shape, diags))
-            files = request.format == ExportFormat::Megatron ? writeMegatron(request, shape)
-                                                             : writeSlurm(request, shape);
+            files
+                = request.format == ExportFormat::Megatron ? writeMegatron(request, shape) : writeSlurm(request, shape);
         break;
     }
-    case ExportFormat::FlagScale: files = writeFlagScale(request, diags); break;
-    case ExportFormat::Json: files = writeJsonPlan(request, diags); break;
+    case ExportFormat::FlagScale:
+        files = writeFlagScale(request, diags);
+        break;
+    case ExportFormat::Json:
+        files = writeJsonPlan(request, diags);
+        break;
     }
     diags.throwIfAny();
     return files;

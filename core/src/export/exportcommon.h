@@ -10,8 +10,7 @@
 namespace memx::exportdetail {
 
 /// Where one global rank runs: the plan's stage / replica / tensor-parallel rank and its GPU.
-struct RankSlot
-{
+struct RankSlot {
     int stage = 0;
     int replica = 0;
     int tpRank = 0;
@@ -20,30 +19,28 @@ struct RankSlot
 };
 
 /// One torchrun launcher: a node and the ranks it runs, in local-rank order.
-struct NodeLaunch
-{
+struct NodeLaunch {
     std::string node;
     int nodeRank = 0;
-    int device = 0;                 ///< index into Cluster::devices
+    int device = 0; ///< index into Cluster::devices
     int firstGlobalRank = 0;
-    std::vector<RankSlot> slots;    ///< local rank i -> slots[i]
+    std::vector<RankSlot> slots; ///< local rank i -> slots[i]
 };
 
 /// Recompute of a whole Megatron job.
 enum class JobRecompute { None, Selective, FullUniform, FullBlock };
 
 /// A plan reduced to what upstream Megatron-LM can express.
-struct MegatronShape
-{
+struct MegatronShape {
     int tp = 1, dp = 1, pp = 1, microBatch = 1, globalBatch = 0, microBatches = 0;
-    bool tpPpDpOrder = false;       ///< ranks follow tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping)
+    bool tpPpDpOrder = false; ///< ranks follow tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping)
     int nprocPerNode = 0;
-    std::vector<NodeLaunch> nodes;  ///< by node rank
-    int device = 0;                 ///< the single device type (index into Cluster::devices)
+    std::vector<NodeLaunch> nodes; ///< by node rank
+    int device = 0; ///< the single device type (index into Cluster::devices)
     bool bf16 = true;
-    std::string precisionNote;      ///< why fp16 was chosen, when it was
+    std::string precisionNote; ///< why fp16 was chosen, when it was
     JobRecompute recompute = JobRecompute::None;
-    int recomputeLayers = 0;        ///< FullBlock: --recompute-num-layers
+    int recomputeLayers = 0; ///< FullBlock: --recompute-num-layers
     std::vector<int> stageLayers;
 };
 
@@ -61,7 +58,8 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
 std::string planFileName(const ExportRequest &request);
 /// The date written into generated files (options.date or now).
 std::string exportDate(const ExportOptions &options);
-/// Letters, digits, "-", "_" and "." kept, runs of other characters become one "-", at most 48 characters; "plan" when empty.
+/// Letters, digits, "-", "_" and "." kept, runs of other characters become one "-", at most 48 characters; "plan" when
+/// empty.
 std::string safeName(const std::string &text);
 /// Job name: options.jobName or "memx-" + safeName(plan name).
 std::string jobName(const ExportRequest &request);

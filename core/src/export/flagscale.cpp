@@ -13,8 +13,7 @@ namespace memx::exportdetail {
 namespace {
 
 /// A FlagScale process mesh: consecutive stages with one device type, TP and DP.
-struct Mesh
-{
+struct Mesh {
     int device = 0;
     int tp = 1;
     int dp = 1;
@@ -32,7 +31,10 @@ std::string yamlString(const std::string &s)
     return out + "\"";
 }
 
-const char *yamlBool(bool b) { return b ? "true" : "false"; }
+const char *yamlBool(bool b)
+{
+    return b ? "true" : "false";
+}
 
 } // namespace
 
@@ -59,17 +61,19 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
             const std::string rp = jsonPointerJoin(sp + "/replicas", i);
             const int dev = deviceOfNode(cluster, r.node);
             if (dev != dev0) {
-                d.error(rp + "/node", "expected a " + cluster.devices[static_cast<size_t>(dev0)].id
-                                          + " node like replica 0 (a FlagScale process mesh has one device type), "
-                                            "found " + r.node + " (" + cluster.devices[static_cast<size_t>(dev)].id
-                                          + ")");
+                d.error(rp + "/node",
+                        "expected a " + cluster.devices[static_cast<size_t>(dev0)].id
+                            + " node like replica 0 (a FlagScale process mesh has one device type), "
+                              "found "
+                            + r.node + " (" + cluster.devices[static_cast<size_t>(dev)].id + ")");
                 stagesOk = false;
                 break;
             }
             if (r.tp != st.replicas.front().tp) {
-                d.error(rp + "/tp", "expected TP " + std::to_string(st.replicas.front().tp)
-                                        + " like replica 0 (a FlagScale process mesh has one TP degree), found "
-                                        + std::to_string(r.tp));
+                d.error(rp + "/tp",
+                        "expected TP " + std::to_string(st.replicas.front().tp)
+                            + " like replica 0 (a FlagScale process mesh has one TP degree), found "
+                            + std::to_string(r.tp));
                 stagesOk = false;
                 break;
             }
@@ -84,7 +88,7 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
     std::vector<Mesh> meshes;
     for (size_t s = 0; s < plan.stages.size(); ++s) {
         const Stage &st = plan.stages[s];
-        Mesh m{deviceOfNode(cluster, st.replicas.front().node), st.replicas.front().tp, st.dp(), {}};
+        Mesh m {deviceOfNode(cluster, st.replicas.front().node), st.replicas.front().tp, st.dp(), {}};
         if (meshes.empty() || meshes.back().device != m.device || meshes.back().tp != m.tp || meshes.back().dp != m.dp)
             meshes.push_back(m);
         meshes.back().stages.push_back(static_cast<int>(s));
@@ -99,9 +103,10 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
             if (t == m.device) {
                 d.error(jsonPointerJoin("/stages", static_cast<size_t>(m.stages.front())),
                         "expected the stages of each device type to be consecutive (FlagScale sorts ranks by device "
-                        "type, so a pipeline cannot return to " + cluster.devices[static_cast<size_t>(m.device)].id
-                            + " after another type), found " + cluster.devices[static_cast<size_t>(m.device)].id
-                            + " again at stage " + std::to_string(m.stages.front()));
+                        "type, so a pipeline cannot return to "
+                            + cluster.devices[static_cast<size_t>(m.device)].id + " after another type), found "
+                            + cluster.devices[static_cast<size_t>(m.device)].id + " again at stage "
+                            + std::to_string(m.stages.front()));
                 break;
             }
         typeOrder.push_back(m.device);
@@ -158,8 +163,8 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
             if (firstMesh.dp % lastMesh.dp != 0 && lastMesh.dp % firstMesh.dp != 0)
                 d.error(jsonPointerJoin("/stages", plan.stages.size() - 1) + "/replicas",
                         "FlagScale rule: with tied embeddings and the distributed optimizer the first and last "
-                        "meshes' DP must divide one another, found " + std::to_string(firstMesh.dp) + " and "
-                            + std::to_string(lastMesh.dp));
+                        "meshes' DP must divide one another, found "
+                            + std::to_string(firstMesh.dp) + " and " + std::to_string(lastMesh.dp));
             partialReduce = true;
         }
     }
@@ -171,9 +176,11 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
         std::string list;
         for (size_t s = 0; s < plan.stages.size(); ++s)
             list += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + " "
-                    + toString(plan.stages[s].recompute.method);
-        d.error("/stages", "expected selective recompute on all stages or on none (FlagScale's per-stage recompute "
-                           "keys choose between full and off only), found " + list);
+                + toString(plan.stages[s].recompute.method);
+        d.error("/stages",
+                "expected selective recompute on all stages or on none (FlagScale's per-stage recompute "
+                "keys choose between full and off only), found "
+                    + list);
     }
 
     // Logical rank order: mesh after mesh, inside a mesh tp-cp-ep-dp-pp. With static rendezvous the
@@ -192,11 +199,12 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
     for (size_t i = 0; i < logical.size(); ++i) {
         if (hosts.empty() || hosts.back().node != logical[i].node) {
             if (!seen.insert(logical[i].node).second) {
-                d.error("/stages", "the plan's GPU placement cannot be written as a FlagScale hostfile: node '"
-                                       + logical[i].node + "' would need two places in the rank order (global rank "
-                                       + std::to_string(i) + " is stage " + std::to_string(logical[i].stage)
-                                       + ", replica " + std::to_string(logical[i].replica)
-                                       + "); give each node's GPUs to consecutive replicas/stages");
+                d.error("/stages",
+                        "the plan's GPU placement cannot be written as a FlagScale hostfile: node '" + logical[i].node
+                            + "' would need two places in the rank order (global rank " + std::to_string(i)
+                            + " is stage " + std::to_string(logical[i].stage) + ", replica "
+                            + std::to_string(logical[i].replica)
+                            + "); give each node's GPUs to consecutive replicas/stages");
                 break;
             }
             NodeLaunch n;
@@ -380,9 +388,7 @@ std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics
         h << n.node << " slots=" << n.slots.size() << " type=" << cluster.devices[static_cast<size_t>(n.device)].id
           << "\n";
 
-    return {{"conf/memx.yaml", e.str(), false},
-            {"conf/train/memx.yaml", t.str(), false},
-            {"hostfile", h.str(), false}};
+    return {{"conf/memx.yaml", e.str(), false}, {"conf/train/memx.yaml", t.str(), false}, {"hostfile", h.str(), false}};
 }
 
 } // namespace memx::exportdetail

@@ -52,9 +52,9 @@ std::vector<NodeLaunch> cutIntoNodes(const Cluster &cluster, const std::vector<R
         n.firstGlobalRank = static_cast<int>(first);
         for (size_t i = first; i < first + static_cast<size_t>(nproc) && i < slots.size(); ++i) {
             if (slots[i].node != n.node) {
-                why = "global ranks " + std::to_string(first) + "-" + std::to_string(first + nproc - 1)
-                      + " (node rank " + std::to_string(n.nodeRank) + ") would have to run on both '" + n.node
-                      + "' and '" + slots[i].node + "'";
+                why = "global ranks " + std::to_string(first) + "-" + std::to_string(first + nproc - 1) + " (node rank "
+                    + std::to_string(n.nodeRank) + ") would have to run on both '" + n.node + "' and '" + slots[i].node
+                    + "'";
                 return {};
             }
             n.slots.push_back(slots[i]);
@@ -92,10 +92,12 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
     if (stagesByDevice.size() > 1) {
         std::string list;
         for (const auto &[dev, stages] : stagesByDevice)
-            list += (list.empty() ? "" : ", ") + cluster.devices[static_cast<size_t>(dev)].id + " ("
-                    + stageList(stages) + ")";
-        d.error("/stages", "expected one device type for the whole job (upstream Megatron-LM runs homogeneous jobs), "
-                           "found " + std::to_string(stagesByDevice.size()) + ": " + list + kFlagScaleHint);
+            list += (list.empty() ? "" : ", ") + cluster.devices[static_cast<size_t>(dev)].id + " (" + stageList(stages)
+                + ")";
+        d.error("/stages",
+                "expected one device type for the whole job (upstream Megatron-LM runs homogeneous jobs), "
+                "found "
+                    + std::to_string(stagesByDevice.size()) + ": " + list + kFlagScaleHint);
     }
     for (const auto &[dev, stages] : stagesByDevice) {
         const GpuSpec &spec = cluster.devices[static_cast<size_t>(dev)];
@@ -115,17 +117,20 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
         const Stage &st = plan.stages[s];
         const std::string sp = jsonPointerJoin("/stages", s);
         if (st.dp() != shape.dp)
-            d.error(sp + "/replicas", "expected " + std::to_string(shape.dp)
-                                          + (shape.dp == 1 ? " replica" : " replicas") + " like stage 0 (upstream Megatron-LM has one data-parallel size), "
-                                            "found " + std::to_string(st.dp()) + kFlagScaleHint);
+            d.error(sp + "/replicas",
+                    "expected " + std::to_string(shape.dp) + (shape.dp == 1 ? " replica" : " replicas")
+                        + " like stage 0 (upstream Megatron-LM has one data-parallel size), "
+                          "found "
+                        + std::to_string(st.dp()) + kFlagScaleHint);
         for (size_t i = 0; i < st.replicas.size(); ++i) {
             const Replica &r = st.replicas[i];
             const std::string rp = jsonPointerJoin(sp + "/replicas", i);
             if (r.tp != shape.tp) {
-                d.error(rp + "/tp", "expected TP " + std::to_string(shape.tp)
-                                        + " like /stages/0/replicas/0 (upstream Megatron-LM has one "
-                                          "--tensor-model-parallel-size), found " + std::to_string(r.tp)
-                                        + kFlagScaleHint);
+                d.error(rp + "/tp",
+                        "expected TP " + std::to_string(shape.tp)
+                            + " like /stages/0/replicas/0 (upstream Megatron-LM has one "
+                              "--tensor-model-parallel-size), found "
+                            + std::to_string(r.tp) + kFlagScaleHint);
                 break;
             }
         }
@@ -149,9 +154,11 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
         std::string list;
         for (size_t s = 0; s < plan.stages.size(); ++s)
             list += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + " "
-                    + toString(plan.stages[s].recompute.method);
-        d.error("/stages", "expected the same recompute method on every stage (upstream Megatron-LM applies one "
-                           "setting to all stages), found " + list + kFlagScaleHint);
+                + toString(plan.stages[s].recompute.method);
+        d.error("/stages",
+                "expected the same recompute method on every stage (upstream Megatron-LM applies one "
+                "setting to all stages), found "
+                    + list + kFlagScaleHint);
     } else if (*methods.begin() == RecomputeMethod::Selective) {
         shape.recompute = JobRecompute::Selective;
     } else if (*methods.begin() == RecomputeMethod::Full) {
@@ -195,7 +202,8 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
                 d.error(jsonPointerJoin("/stages", s) + "/layerCount",
                         "expected " + std::to_string(shape.stageLayers[1])
                             + " layers like stage 1 (--decoder-first/last-pipeline-num-layers only let the first and "
-                              "last stages differ), found " + std::to_string(shape.stageLayers[s])
+                              "last stages differ), found "
+                            + std::to_string(shape.stageLayers[s])
                             + " - use the layout style (--pipeline-model-parallel-layout, Megatron core_v0.13.0+)");
                 break;
             }
@@ -217,8 +225,10 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
             std::string list;
             for (const auto &[nn, c] : gpusPerNode)
                 list += (list.empty() ? "" : ", ") + nn + " " + std::to_string(c);
-            d.error("/stages", "expected the same number of GPUs on every node of the plan (torchrun starts the "
-                               "same --nproc_per_node processes on each node), found " + list);
+            d.error("/stages",
+                    "expected the same number of GPUs on every node of the plan (torchrun starts the "
+                    "same --nproc_per_node processes on each node), found "
+                        + list);
             diags.append(d);
             return false;
         }
@@ -230,9 +240,11 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
         shape.tpPpDpOrder = true;
     }
     if (shape.nodes.empty()) {
-        d.error("/stages", "the plan's GPU placement cannot be written as torchrun rank order: in Megatron's "
-                           "tp-cp-ep-dp-pp order " + whyDp + ", and in tp-cp-ep-pp-dp order (--use-tp-pp-dp-mapping) "
-                           + whyPp + "; put each node's GPUs into consecutive replicas of the same stages");
+        d.error("/stages",
+                "the plan's GPU placement cannot be written as torchrun rank order: in Megatron's "
+                "tp-cp-ep-dp-pp order "
+                    + whyDp + ", and in tp-cp-ep-pp-dp order (--use-tp-pp-dp-mapping) " + whyPp
+                    + "; put each node's GPUs into consecutive replicas of the same stages");
         diags.append(d);
         return false;
     }
@@ -268,8 +280,8 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
         add("--use-tp-pp-dp-mapping");
     if (plan.sequenceParallel && m.tp > 1)
         add("--sequence-parallel");
-    const bool even = std::all_of(m.stageLayers.begin(), m.stageLayers.end(),
-                                  [&](int n) { return n == m.stageLayers.front(); });
+    const bool even
+        = std::all_of(m.stageLayers.begin(), m.stageLayers.end(), [&](int n) { return n == m.stageLayers.front(); });
     if (!even) {
         if (request.options.splitStyle == LayerSplitStyle::Layout) {
             add("--pipeline-model-parallel-layout", layoutString(m.stageLayers));
@@ -283,8 +295,11 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
     if (plan.distributedOptimizer)
         add("--use-distributed-optimizer");
     switch (m.recompute) {
-    case JobRecompute::None: break;
-    case JobRecompute::Selective: add("--recompute-granularity", "selective"); break;
+    case JobRecompute::None:
+        break;
+    case JobRecompute::Selective:
+        add("--recompute-granularity", "selective");
+        break;
     case JobRecompute::FullUniform:
         add("--recompute-granularity", "full");
         add("--recompute-method", "uniform");
@@ -335,9 +350,10 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
         = request.options.masterAddr.empty() ? m.nodes.front().node : request.options.masterAddr;
     std::ostringstream o;
     o << "#!/usr/bin/env bash\n";
-    o << headerLines(request, "Megatron-LM launch script for node rank " + std::to_string(n.nodeRank) + " of "
-                                  + std::to_string(m.nodes.size()) + ": " + n.node + " ("
-                                  + std::to_string(n.slots.size()) + " x " + dev.id + ", " + dev.vendor + ")");
+    o << headerLines(request,
+                     "Megatron-LM launch script for node rank " + std::to_string(n.nodeRank) + " of "
+                         + std::to_string(m.nodes.size()) + ": " + n.node + " (" + std::to_string(n.slots.size())
+                         + " x " + dev.id + ", " + dev.vendor + ")");
     o << "#\n# Run the script of each node on that node (any order); node rank 0 hosts the rendezvous:\n";
     o << "#   MASTER_ADDR=<address of " << m.nodes.front().node << "> MASTER_PORT=" << request.options.masterPort
       << " bash launch-node" << n.nodeRank << ".sh [extra Megatron-LM flags]\n";
@@ -345,16 +361,16 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
     o << "# Global ranks " << n.firstGlobalRank << "-" << n.firstGlobalRank + static_cast<int>(n.slots.size()) - 1
       << " run here (global rank = node rank x " << m.nprocPerNode << " + local rank). Megatron rank order "
       << (m.tpPpDpOrder ? "tp-cp-ep-pp-dp: rank = tp + " + std::to_string(m.tp) + " x (stage + " + std::to_string(m.pp)
-                              + " x replica)"
+                  + " x replica)"
                         : "tp-cp-ep-dp-pp: rank = tp + " + std::to_string(m.tp) + " x (replica + "
-                              + std::to_string(m.dp) + " x stage)")
+                  + std::to_string(m.dp) + " x stage)")
       << ".\n";
     for (size_t i = 0; i < n.slots.size(); ++i) {
         const RankSlot &s = n.slots[i];
         o << "#   local rank " << i << " -> GPU " << s.gpu << ": stage " << s.stage << " (layers "
           << request.plan.stages[static_cast<size_t>(s.stage)].firstLayer << "-"
           << request.plan.stages[static_cast<size_t>(s.stage)].firstLayer
-                 + request.plan.stages[static_cast<size_t>(s.stage)].layerCount - 1
+                + request.plan.stages[static_cast<size_t>(s.stage)].layerCount - 1
           << "), replica " << s.replica << ", tp rank " << s.tpRank << "\n";
     }
     if (!m.precisionNote.empty())
@@ -415,8 +431,8 @@ std::vector<ExportFile> writeMegatron(const ExportRequest &request, const Megatr
     const auto flags = megatronFlags(request, shape);
     std::vector<ExportFile> files;
     for (const NodeLaunch &n : shape.nodes)
-        files.push_back({"launch-node" + std::to_string(n.nodeRank) + ".sh", launchScript(request, shape, n, flags),
-                         true});
+        files.push_back(
+            {"launch-node" + std::to_string(n.nodeRank) + ".sh", launchScript(request, shape, n, flags), true});
     return files;
 }
 
@@ -442,8 +458,9 @@ std::vector<ExportFile> writeSlurm(const ExportRequest &request, const MegatronS
     for (size_t i = 0; i < shape.nodes.size(); ++i)
         s << (i ? "," : "") << shape.nodes[i].node;
     s << "\n";
-    s << headerLines(request, "Slurm batch script (one torchrun launcher per node, " + std::to_string(shape.nodes.size())
-                                  + " x " + std::to_string(shape.nprocPerNode) + " " + dev.id + ")");
+    s << headerLines(request,
+                     "Slurm batch script (one torchrun launcher per node, " + std::to_string(shape.nodes.size()) + " x "
+                         + std::to_string(shape.nprocPerNode) + " " + dev.id + ")");
     s << "#\n# Submit from any folder: sbatch " << dir << "/job.sbatch\n";
     s << "# Node ranks: when every plan node below is a host of the allocation, each host runs the script of\n"
          "# its own plan node (the plan's GPU choice is kept); otherwise node rank = SLURM_NODEID.\n";

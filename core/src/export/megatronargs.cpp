@@ -20,7 +20,8 @@ namespace {
 
 std::optional<int> toInt(const std::string &s)
 {
-    if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    if (s.empty() || s.size() > 9
+        || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
         return std::nullopt;
     return std::stoi(s);
 }
@@ -114,11 +115,17 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
 {
     MegatronArgs a;
     std::map<std::string, std::string> values;
-    static const std::vector<std::string> valueFlags
-        = {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--micro-batch-size",
-           "--global-batch-size", "--num-layers", "--pipeline-model-parallel-layout",
-           "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--recompute-granularity",
-           "--recompute-method", "--recompute-num-layers"};
+    static const std::vector<std::string> valueFlags = {"--tensor-model-parallel-size",
+                                                        "--pipeline-model-parallel-size",
+                                                        "--micro-batch-size",
+                                                        "--global-batch-size",
+                                                        "--num-layers",
+                                                        "--pipeline-model-parallel-layout",
+                                                        "--decoder-first-pipeline-num-layers",
+                                                        "--decoder-last-pipeline-num-layers",
+                                                        "--recompute-granularity",
+                                                        "--recompute-method",
+                                                        "--recompute-num-layers"};
     for (size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
         std::optional<std::string> value;
@@ -187,19 +194,24 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
             }
             const auto count = [&](char sym) { return std::count(flat.begin(), flat.end(), sym); };
             if (flat.empty() || flat.front() != 'E' || flat.back() != 'L' || count('E') != 1 || count('L') != 1)
-                diags.error("argv", "--pipeline-model-parallel-layout: expected one E at the start and one L at the "
-                                    "end, found \"" + text + "\"");
+                diags.error("argv",
+                            "--pipeline-model-parallel-layout: expected one E at the start and one L at the "
+                            "end, found \""
+                                + text + "\"");
             if (count('t') != a.numLayers)
-                diags.error("argv", "--pipeline-model-parallel-layout: expected " + std::to_string(a.numLayers)
-                                        + " t layers (--num-layers), found " + std::to_string(count('t')));
+                diags.error("argv",
+                            "--pipeline-model-parallel-layout: expected " + std::to_string(a.numLayers)
+                                + " t layers (--num-layers), found " + std::to_string(count('t')));
             if (static_cast<int>(stages.size()) != a.pp)
-                diags.error("argv", "--pipeline-model-parallel-layout: expected " + std::to_string(a.pp)
-                                        + " stages (virtual pipeline stages are not supported), found "
-                                        + std::to_string(stages.size()));
+                diags.error("argv",
+                            "--pipeline-model-parallel-layout: expected " + std::to_string(a.pp)
+                                + " stages (virtual pipeline stages are not supported), found "
+                                + std::to_string(stages.size()));
             for (const std::string &s : stages)
                 a.stageLayers.push_back(static_cast<int>(std::count(s.begin(), s.end(), 't')));
         }
-    } else if (values.count("--decoder-first-pipeline-num-layers") || values.count("--decoder-last-pipeline-num-layers")) {
+    } else if (values.count("--decoder-first-pipeline-num-layers")
+               || values.count("--decoder-last-pipeline-num-layers")) {
         const bool hasFirst = values.count("--decoder-first-pipeline-num-layers") > 0;
         const bool hasLast = values.count("--decoder-last-pipeline-num-layers") > 0;
         const int first = intOf("--decoder-first-pipeline-num-layers", 0);
@@ -208,9 +220,10 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
         const int rest = a.numLayers - first - last;
         if (middleStages < 0 || rest < 0 || (middleStages == 0 && rest != 0)
             || (middleStages > 0 && rest % middleStages != 0)) {
-            diags.error("argv", "--decoder-first/last-pipeline-num-layers: the " + std::to_string(rest)
-                                    + " remaining layers do not divide over " + std::to_string(middleStages)
-                                    + " middle stages");
+            diags.error("argv",
+                        "--decoder-first/last-pipeline-num-layers: the " + std::to_string(rest)
+                            + " remaining layers do not divide over " + std::to_string(middleStages)
+                            + " middle stages");
         } else {
             if (hasFirst)
                 a.stageLayers.push_back(first);
@@ -221,8 +234,9 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
         }
     } else if (a.numLayers > 0) {
         if (a.numLayers % a.pp != 0)
-            diags.error("argv", "--num-layers " + std::to_string(a.numLayers) + " is not divisible by the "
-                                    + std::to_string(a.pp) + " pipeline stages");
+            diags.error("argv",
+                        "--num-layers " + std::to_string(a.numLayers) + " is not divisible by the "
+                            + std::to_string(a.pp) + " pipeline stages");
         else
             a.stageLayers.assign(static_cast<size_t>(a.pp), a.numLayers / a.pp);
     }
@@ -239,8 +253,9 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
             if (method == "block")
                 r.layers = std::min(intOf("--recompute-num-layers", layers), layers);
             else if (method != "uniform")
-                diags.error("argv", "--recompute-granularity full expects --recompute-method uniform or block, found \""
-                                        + method + "\"");
+                diags.error("argv",
+                            "--recompute-granularity full expects --recompute-method uniform or block, found \""
+                                + method + "\"");
         } else if (!granularity.empty()) {
             diags.error("argv", "--recompute-granularity expects full or selective, found \"" + granularity + "\"");
         }
@@ -297,10 +312,10 @@ LaunchScript parseLaunchScript(const std::string &text, Diagnostics &diags)
             continue;
         }
         for (size_t i = 0; i + 1 < words.size(); ++i) {
-            int *target = words[i] == "--nnodes" ? &s.nnodes
-                          : words[i] == "--node_rank" || words[i] == "--node-rank" ? &s.nodeRank
-                          : words[i] == "--nproc_per_node" || words[i] == "--nproc-per-node" ? &s.nprocPerNode
-                                                                                              : nullptr;
+            int *target = words[i] == "--nnodes"                                   ? &s.nnodes
+                : words[i] == "--node_rank" || words[i] == "--node-rank"           ? &s.nodeRank
+                : words[i] == "--nproc_per_node" || words[i] == "--nproc-per-node" ? &s.nprocPerNode
+                                                                                   : nullptr;
             if (!target)
                 continue;
             const auto n = toInt(words[i + 1]);

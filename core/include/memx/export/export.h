@@ -16,10 +16,10 @@ class Diagnostics;
 
 /// What a plan is exported to.
 enum class ExportFormat {
-    Megatron,  ///< one torchrun launch script per node running upstream Megatron-LM
+    Megatron, ///< one torchrun launch script per node running upstream Megatron-LM
     FlagScale, ///< FlagScale heterogeneous experiment + train YAML and a hostfile with type=
-    Slurm,     ///< the Megatron scripts plus an sbatch script and a DeepSpeed-style hostfile
-    Json,      ///< the plan with its predicted metrics and provenance
+    Slurm, ///< the Megatron scripts plus an sbatch script and a DeepSpeed-style hostfile
+    Json, ///< the plan with its predicted metrics and provenance
 };
 
 const char *toString(ExportFormat format);
@@ -28,17 +28,16 @@ std::optional<ExportFormat> parseExportFormat(const std::string &text);
 
 /// How Megatron-LM is told about an uneven layer split.
 enum class LayerSplitStyle {
-    Layout,    ///< --pipeline-model-parallel-layout "Et*n0|...|t*nkL" (Megatron core_v0.13.0+)
+    Layout, ///< --pipeline-model-parallel-layout "Et*n0|...|t*nkL" (Megatron core_v0.13.0+)
     FirstLast, ///< --decoder-first/last-pipeline-num-layers (core_v0.10.0+; middle stages must be equal)
 };
 
 /// Knobs of an export. Defaults give scripts that run as they are with mock data.
-struct ExportOptions
-{
-    std::string masterAddr;              ///< default MASTER_ADDR; empty: the plan's node of node rank 0
-    int masterPort = 29500;              ///< default MASTER_PORT
+struct ExportOptions {
+    std::string masterAddr; ///< default MASTER_ADDR; empty: the plan's node of node rank 0
+    int masterPort = 29500; ///< default MASTER_PORT
     LayerSplitStyle splitStyle = LayerSplitStyle::Layout;
-    std::string megatronEntrypoint = "pretrain_gpt.py";          ///< Megatron-LM training script on the nodes
+    std::string megatronEntrypoint = "pretrain_gpt.py"; ///< Megatron-LM training script on the nodes
     std::string flagscaleEntrypoint = "./flagscale/train/train_gpt.py"; ///< FlagScale task entrypoint
     /// Data/tokenizer arguments (Megatron) - empty: mock data with a NullTokenizer of the model's vocabulary.
     std::string dataArgs;
@@ -47,14 +46,13 @@ struct ExportOptions
     /// Folder the exported files will live in on the nodes (FlagScale hostfile path, sbatch script
     /// location). Not used to write files.
     std::string outputDir = ".";
-    std::string jobName;                 ///< empty: "memx-" + the plan's name
-    std::string predictor = "analytic";  ///< name of what produced the metrics (JSON provenance)
-    std::string date;                    ///< ISO 8601 UTC written in headers/provenance; empty: now
+    std::string jobName; ///< empty: "memx-" + the plan's name
+    std::string predictor = "analytic"; ///< name of what produced the metrics (JSON provenance)
+    std::string date; ///< ISO 8601 UTC written in headers/provenance; empty: now
 };
 
 /// Everything an export needs: value types only.
-struct ExportRequest
-{
+struct ExportRequest {
     Plan plan;
     Cluster cluster;
     Model model;
@@ -67,9 +65,8 @@ struct ExportRequest
 };
 
 /// One generated file.
-struct ExportFile
-{
-    std::string path;       ///< relative to the output folder, '/'-separated
+struct ExportFile {
+    std::string path; ///< relative to the output folder, '/'-separated
     std::string content;
     bool executable = false;
 

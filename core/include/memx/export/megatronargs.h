@@ -11,18 +11,17 @@ class Diagnostics;
 
 /// What a Megatron-LM command line says about parallelism, batch, layer split and recompute.
 /// Used to read exported scripts back (round-trip tests) and to import existing launch scripts.
-struct MegatronArgs
-{
+struct MegatronArgs {
     int tp = 1;
     int pp = 1;
     int microBatch = 0;
-    int globalBatch = 0;          ///< 0 when --global-batch-size is absent
+    int globalBatch = 0; ///< 0 when --global-batch-size is absent
     int numLayers = 0;
     bool sequenceParallel = false;
     bool distributedOptimizer = false;
     bool bf16 = false;
     bool fp16 = false;
-    bool tpPpDpMapping = false;   ///< --use-tp-pp-dp-mapping (rank order tp-cp-ep-pp-dp)
+    bool tpPpDpMapping = false; ///< --use-tp-pp-dp-mapping (rank order tp-cp-ep-pp-dp)
     std::vector<int> stageLayers; ///< transformer layers per pipeline stage (size pp)
     std::vector<Recompute> stageRecompute; ///< per stage, Full layers normalised (0 = all)
 };
@@ -34,9 +33,8 @@ struct MegatronArgs
 MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics &diags);
 
 /// One exported per-node launch script read back.
-struct LaunchScript
-{
-    std::string nodeName;          ///< NODE_NAME=...
+struct LaunchScript {
+    std::string nodeName; ///< NODE_NAME=...
     int nnodes = 0;
     int nodeRank = -1;
     int nprocPerNode = 0;
