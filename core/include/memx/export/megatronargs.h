@@ -1,0 +1,51 @@
+#pragma once
+
+#include "memx/plan/plan.h"
+
+#include <string>
+#include <vector>
+
+namespace memx {
+
+class Diagnostics;
+
+/// What a Megatron-LM command line says about parallelism, batch, layer split and recompute.
+/// Used to read exported scripts back (round-trip tests) and to import existing launch scripts.
+struct MegatronArgs {
+    int tp = 1;
+    int pp = 1;
+    int microBatch = 0;
+    int globalBatch = 0; ///< 0 when --global-batch-size is absent
+    int numLayers = 0;
+    bool sequenceParallel = false;
+    bool distributedOptimizer = false;
+    bool bf16 = false;
+    bool fp16 = false;
+    bool tpPpDpMapping = false; ///< --use-tp-pp-dp-mapping (rank order tp-cp-ep-pp-dp)
+    std::vector<int> stageLayers; ///< transformer layers per pipeline stage (size pp)
+    std::vector<Recompute> stageRecompute; ///< per stage, Full layers normalised (0 = all)
+};
+
+/// Interprets Megatron-LM flags (the argument list of pretrain_gpt.py). Understands
+/// --pipeline-model-parallel-layout (grammar of reference section 1.3 without virtual stages),
+/// --decoder-first/last-pipeline-num-layers, and the recompute flags (uniform/block/selective).
+/// Unknown flags are ignored; malformed values are recorded in `diags` with pointer "argv".
+MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics &diags);
+
+/// One exported per-node launch script read back.
+struct LaunchScript {
+    std::string nodeName; ///< NODE_NAME=...
+    int nnodes = 0;
+    int nodeRank = -1;
+    int nprocPerNode = 0;
+    std::vector<int> visibleDevices; ///< from CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES
+    std::vector<std::string> megatronArgs; ///< the MEGATRON_ARGS=( ... ) array, one token per word
+};
+
+/// Reads a launch script written by the Megatron export. Problems go to `diags` ("line N").
+LaunchScript parseLaunchScript(const std::string &text, Diagnostics &diags);
+
+/// Recompute normalised for comparison: Full with layers >= layerCount becomes Full with 0 (all).
+Recompute normalisedRecompute(const Recompute &r, int layerCount);
+
+} // namespace memx
