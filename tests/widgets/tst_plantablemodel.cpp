@@ -1,6 +1,9 @@
 #include "memx/ui/plantablemodel.h"
 
 #include <QAbstractItemModelTester>
+#include <QDir>
+#include <QHeaderView>
+#include <QTableView>
 #include <QtTest>
 
 using namespace memx::ui;
@@ -163,6 +166,46 @@ private slots:
         QCOMPARE(plans[0].score, 0.25);
         QCOMPARE(plans[1].score, 0.5);
         QCOMPARE(plans[2].score, 0.75);
+    }
+
+    void screenshot()
+    {
+        const QString dir = qEnvironmentVariable("MEMX_SCREENSHOT_DIR");
+        if (dir.isEmpty())
+            QSKIP("set MEMX_SCREENSHOT_DIR to write screenshots");
+        QDir().mkpath(dir);
+        QVector<PlanPoint> plans;
+        const char *recompute[] = {"none", "selective", "full"};
+        for (quint32 i = 0; i < 40; ++i) {
+            const int pp = 1 << (i % 4), tp = 1 << ((i / 4) % 3);
+            const double t = 300.0 + 13.7 * ((i * 7) % 40);
+            const double m = 0.45 + 0.017 * ((i * 11) % 40);
+            plans << plan(i + 1, t, m, 0.02 + 0.006 * ((i * 3) % 40), 0.0, (i % 5) == 0, m > 1.0,
+                          QStringLiteral("PP%1 x TP%2 x DP%3, mb %4, recompute %5: a100-0, a100-1, mi250x, h100")
+                              .arg(pp)
+                              .arg(tp)
+                              .arg(std::max(1, 20 / (pp * tp)))
+                              .arg(1 + i % 2)
+                              .arg(recompute[i % 3]));
+            plans.back().riskOfOom = !plans.back().oom && m > 0.92;
+        }
+        scorePlans(plans, {1.0, 0.5, 0.5});
+        PlanTableModel model;
+        model.setPlans(plans);
+        PlanFilterProxy proxy;
+        proxy.setSourceModel(&model);
+        QTableView view;
+        view.setModel(&proxy);
+        view.setSortingEnabled(true);
+        view.sortByColumn(PlanTableModel::RankColumn, Qt::AscendingOrder);
+        view.verticalHeader()->hide();
+        view.setWordWrap(false);
+        view.horizontalHeader()->setStretchLastSection(true);
+        view.resizeColumnsToContents();
+        view.resize(900, 360);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QVERIFY(view.grab().save(dir + "/plan-table.png"));
     }
 };
 

@@ -1,6 +1,7 @@
 #include "memx/ui/plantablemodel.h"
 #include "memx/ui/weightsliders.h"
 
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QMenu>
 #include <QSlider>
@@ -169,6 +170,20 @@ private slots:
         QCOMPARE(model.topPlanId(), 3u); // re-ranked live, during the drag
         memory->setSliderDown(false);
         QCOMPARE(model.index(1, PlanTableModel::RankColumn).data().toInt(), 3);
+    }
+
+    void screenshot()
+    {
+        const QString dir = qEnvironmentVariable("MEMX_SCREENSHOT_DIR");
+        if (dir.isEmpty())
+            QSKIP("set MEMX_SCREENSHOT_DIR to write screenshots");
+        QDir().mkpath(dir);
+        WeightSliders w;
+        w.setWeights({1.0, 0.5, 0.25});
+        w.resize(w.sizeHint().expandedTo(QSize(360, 0)));
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.grab().save(dir + "/weight-sliders.png"));
     }
 };
 
