@@ -10,8 +10,8 @@ namespace {
 
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
 
-GpuMemoryBar bar(QString node, int gpu, QString vendor, double capGiB, double paramsGiB, double gradsGiB,
-                 double optGiB, double actGiB, double overheadGiB, int stage = 0)
+GpuMemoryBar bar(QString node, int gpu, QString vendor, double capGiB, double paramsGiB, double gradsGiB, double optGiB,
+                 double actGiB, double overheadGiB, int stage = 0)
 {
     GpuMemoryBar b;
     b.node = std::move(node);
@@ -80,7 +80,7 @@ private slots:
         QStringList order;
         for (const auto &b : chart.bars())
             order << QStringLiteral("%1/%2").arg(b.node).arg(b.gpuIndex);
-        QCOMPARE(order, (QStringList{"n0/0", "n0/1", "n1/0", "m0/0"}));
+        QCOMPARE(order, (QStringList {"n0/0", "n0/1", "n1/0", "m0/0"}));
         // n1/0: 45 GiB > 40 -> OOM; n0/1: 37.5 GiB > 0.92 * 40 = 36.8 -> risk.
         QCOMPARE(chart.oomCount(), 1);
         QCOMPARE(chart.riskCount(), 1);

@@ -29,7 +29,8 @@ PlanPoint plan(quint32 id, double timeMs, double mem, double cv, bool front = fa
 
 bool dominates(const PlanPoint &a, const PlanPoint &b)
 {
-    const bool noWorse = a.timeMs <= b.timeMs && a.peakMemoryFraction <= b.peakMemoryFraction && a.imbalance <= b.imbalance;
+    const bool noWorse
+        = a.timeMs <= b.timeMs && a.peakMemoryFraction <= b.peakMemoryFraction && a.imbalance <= b.imbalance;
     const bool better = a.timeMs < b.timeMs || a.peakMemoryFraction < b.peakMemoryFraction || a.imbalance < b.imbalance;
     return noWorse && better;
 }
@@ -49,7 +50,7 @@ void markFrontBruteForce(QVector<PlanPoint> &plans)
 //   4 (130, .70, .25) dominated by 2
 QVector<PlanPoint> handMade()
 {
-    return {plan(1, 100, 0.90, 0.10, true), plan(2, 120, 0.60, 0.20, true), plan(3, 150, 0.50, 0.30, true),
+    return {plan(1, 100, 0.90, 0.10, true),  plan(2, 120, 0.60, 0.20, true), plan(3, 150, 0.50, 0.30, true),
             plan(4, 130, 0.70, 0.25, false), plan(5, 200, 0.95, 0.05, true), plan(6, 160, 0.80, 0.40, false),
             plan(7, 110, 0.95, 0.15, false)};
 }
@@ -127,8 +128,8 @@ private slots:
         QVERIFY(v.dominatedSeries(7)->points().contains(QPointF(160, 80)));
         QVERIFY(v.frontSeries(5)->points().contains(QPointF(150, 50)));
         // 2-D front of (T, M): plans 1 (100, 90), 2 (120, 60), 3 (150, 50) joined by steps.
-        const QList<QPointF> expected = {QPointF(100, 90), QPointF(120, 90), QPointF(120, 60), QPointF(150, 60),
-                                         QPointF(150, 50)};
+        const QList<QPointF> expected
+            = {QPointF(100, 90), QPointF(120, 90), QPointF(120, 60), QPointF(150, 60), QPointF(150, 50)};
         QCOMPARE(v.stepLine()->points(), expected);
         // Axis titles carry units.
         QVERIFY(v.chart()->axes(Qt::Horizontal).first()->titleText().contains("ms"));
@@ -146,7 +147,7 @@ private slots:
         QVERIFY(allPoints(v, true).contains(QPointF(200, 0.05)));
         QVERIFY(!allPoints(v, true).contains(QPointF(120, 60)));
         // 2-D front of (T, B): plan 1 (100, .10) then plan 5 (200, .05).
-        QCOMPARE(v.stepLine()->points(), (QList<QPointF>{QPointF(100, 0.1), QPointF(200, 0.1), QPointF(200, 0.05)}));
+        QCOMPARE(v.stepLine()->points(), (QList<QPointF> {QPointF(100, 0.1), QPointF(200, 0.1), QPointF(200, 0.05)}));
         QVERIFY(v.chart()->axes(Qt::Vertical).first()->titleText().contains("CV"));
         // x == y is resolved, never a degenerate chart.
         v.setAxes(Metric::Memory, Metric::Memory);
@@ -181,7 +182,7 @@ private slots:
         QCOMPARE(v.selectedPlan(), 1u);
         // Selection from outside rings the point but does not echo a signal.
         v.setSelectedPlan(5);
-        QCOMPARE(v.selectedSeries()->points(), (QList<QPointF>{QPointF(200, 95)}));
+        QCOMPARE(v.selectedSeries()->points(), (QList<QPointF> {QPointF(200, 95)}));
         QCOMPARE(selected.count(), 0);
         v.setSelectedPlan(999); // unknown id clears
         QCOMPARE(v.selectedSeries()->count(), 0);

@@ -112,17 +112,17 @@ private slots:
         proxy.setSourceModel(&model);
         proxy.sort(PlanTableModel::TimeColumn, Qt::AscendingOrder);
         // times 300, 250, 400, 280, 500
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{11, 13, 10, 12, 14}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {11, 13, 10, 12, 14}));
         proxy.sort(PlanTableModel::TimeColumn, Qt::DescendingOrder);
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{14, 12, 10, 13, 11}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {14, 12, 10, 13, 11}));
         // numeric, not lexicographic: memory 0.60 < 0.70 < 0.80 < 0.95 < 1.20
         proxy.sort(PlanTableModel::MemoryColumn, Qt::AscendingOrder);
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{13, 10, 14, 11, 12}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {13, 10, 14, 11, 12}));
         proxy.sort(PlanTableModel::RankColumn, Qt::AscendingOrder);
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{13, 11, 10, 12, 14}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {13, 11, 10, 12, 14}));
         // re-scoring re-sorts the rank column dynamically
         model.updateScores({0.1, 0.2, 0.3, 0.4, 0.5});
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{10, 11, 12, 13, 14}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {10, 11, 12, 13, 14}));
     }
 
     void filters()
@@ -133,14 +133,14 @@ private slots:
         proxy.setSourceModel(&model);
         proxy.sort(PlanTableModel::RankColumn);
         proxy.setHideOom(true);
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{13, 11, 10, 14}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {13, 11, 10, 14}));
         proxy.setParetoOnly(true);
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{13, 11, 10}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {13, 11, 10}));
         proxy.setTextFilter("PP4"); // case-insensitive substring of the summary
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{13, 10}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {13, 10}));
         proxy.setTextFilter("a100");
         proxy.setParetoOnly(false);
-        QCOMPARE(proxyIds(proxy), (QList<quint32>{10, 14}));
+        QCOMPARE(proxyIds(proxy), (QList<quint32> {10, 14}));
         proxy.setTextFilter(QString());
         proxy.setHideOom(false);
         QCOMPARE(proxy.rowCount(), 5);
@@ -148,9 +148,9 @@ private slots:
 
     void scorePlansNormalises()
     {
-        QVector<PlanPoint> plans = {plan(1, 100.0, 0.9, 0.0, 0, true, false, "a"),
-                                    plan(2, 200.0, 0.5, 0.2, 0, true, false, "b"),
-                                    plan(3, 150.0, 0.7, 0.4, 0, true, false, "c")};
+        QVector<PlanPoint> plans
+            = {plan(1, 100.0, 0.9, 0.0, 0, true, false, "a"), plan(2, 200.0, 0.5, 0.2, 0, true, false, "b"),
+               plan(3, 150.0, 0.7, 0.4, 0, true, false, "c")};
         scorePlans(plans, {1.0, 0.0, 0.0});
         // T' = (100-100)/100 = 0, (200-100)/100 = 1, 0.5
         QCOMPARE(plans[0].score, 0.0);

@@ -68,7 +68,7 @@ private slots:
         QCOMPARE(live.at(0).at(2).toDouble(), 0.125);
         // Out-of-range input is clamped by setWeights.
         w.setWeights({2.0, -1.0, 0.5});
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.0, 0.5}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.5}));
         QCOMPARE(w.slider(Metric::Time)->value(), 1000);
     }
 
@@ -78,14 +78,14 @@ private slots:
         QUndoStack stack;
         w.setUndoStack(&stack);
         w.applyPreset(0);
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.0, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
         w.applyPreset(1);
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 1.0, 1.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 1.0, 1.0}));
         QCOMPARE(stack.count(), 2); // two presets = two undo steps, never merged
         w.applyPreset(2);
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.5, 0.5}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.5, 0.5}));
         stack.undo();
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 1.0, 1.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 1.0, 1.0}));
         QVERIFY(w.presetButton()->menu());
         QCOMPARE(w.presetButton()->menu()->actions().size(), 3);
     }
@@ -100,19 +100,19 @@ private slots:
         QCOMPARE(stack.count(), 1);
         drag(w.slider(Metric::Time), {900, 500});
         QCOMPARE(stack.count(), 2); // a second drag is a second step
-        QCOMPARE(w.weights(), (ObjectiveWeights{0.5, 0.7, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {0.5, 0.7, 0.0}));
 
         QSignalSpy live(&w, &WeightSliders::weightsChanged);
         stack.undo();
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.7, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.7, 0.0}));
         QCOMPARE(w.slider(Metric::Time)->value(), 1000);
         QCOMPARE(stack.count(), 2); // undo does not push new commands
         stack.undo();
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.0, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
         QCOMPARE(w.spinBox(Metric::Memory)->value(), 0.0);
         QCOMPARE(live.count(), 2);
         stack.redo();
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.7, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.7, 0.0}));
     }
 
     void commandMerge()
@@ -127,14 +127,14 @@ private slots:
         stack.push(new ChangeWeightsCommand(&w, {1.0, 0.2, 0.0}, {1.0, 0.6, 0.0}, 7));
         QCOMPARE(stack.count(), 1);
         const auto *cmd = static_cast<const ChangeWeightsCommand *>(stack.command(0));
-        QCOMPARE(cmd->before(), (ObjectiveWeights{1.0, 0.0, 0.0}));
-        QCOMPARE(cmd->after(), (ObjectiveWeights{1.0, 0.6, 0.0}));
+        QCOMPARE(cmd->before(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(cmd->after(), (ObjectiveWeights {1.0, 0.6, 0.0}));
         stack.push(new ChangeWeightsCommand(&w, {1.0, 0.6, 0.0}, {1.0, 0.6, 0.3}, 8));
         QCOMPARE(stack.count(), 2);
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.6, 0.3})); // push() runs redo()
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.6, 0.3})); // push() runs redo()
         stack.undo();
         stack.undo();
-        QCOMPARE(w.weights(), (ObjectiveWeights{1.0, 0.0, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
     }
 
     void sliderChangesTopPlanWhenItShould()

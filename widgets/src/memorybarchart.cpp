@@ -267,7 +267,8 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
     x += 20;
     p.setPen(text);
     const QString capText = tr("Capacity");
-    p.drawText(QRect(x, g.legend.top(), fm.horizontalAdvance(capText) + 2, g.legend.height()), Qt::AlignVCenter, capText);
+    p.drawText(QRect(x, g.legend.top(), fm.horizontalAdvance(capText) + 2, g.legend.height()), Qt::AlignVCenter,
+               capText);
     x += fm.horizontalAdvance(capText) + 12;
     const QPair<QColor, QString> outlines[2] = {{OomColour, tr("OOM")}, {RiskColour, tr("Risk of OOM")}};
     for (const auto &[colour, label] : outlines) {
@@ -276,7 +277,8 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
         p.drawRect(QRect(x, ly - sw / 2, sw, sw));
         x += sw + 4;
         p.setPen(text);
-        p.drawText(QRect(x, g.legend.top(), fm.horizontalAdvance(label) + 2, g.legend.height()), Qt::AlignVCenter, label);
+        p.drawText(QRect(x, g.legend.top(), fm.horizontalAdvance(label) + 2, g.legend.height()), Qt::AlignVCenter,
+                   label);
         x += fm.horizontalAdvance(label) + 12;
     }
 
@@ -288,8 +290,8 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
         p.drawLine(QPointF(g.plot.left(), y), QPointF(g.plot.right(), y));
         p.setPen(text);
         const QString label = QString::number(v, 'f', g.stepGiB < 1 ? 1 : 0);
-        p.drawText(QRectF(g.plot.left() - 60 - 4, y - fm.height() / 2.0, 60, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
-                   label);
+        p.drawText(QRectF(g.plot.left() - 60 - 4, y - fm.height() / 2.0, 60, fm.height()),
+                   Qt::AlignRight | Qt::AlignVCenter, label);
     }
     p.save();
     p.translate(g.caption.left() + fm.ascent(), g.plot.center().y());
@@ -370,8 +372,10 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
 QString MemoryBarChart::tooltipFor(int index) const
 {
     const GpuMemoryBar &b = mBars[index];
-    QString tip = tr("<b>%1/%2</b> %3 (%4)").arg(b.node.toHtmlEscaped()).arg(b.gpuIndex).arg(b.device.toHtmlEscaped(),
-                                                                                            b.vendor.toHtmlEscaped());
+    QString tip = tr("<b>%1/%2</b> %3 (%4)")
+                      .arg(b.node.toHtmlEscaped())
+                      .arg(b.gpuIndex)
+                      .arg(b.device.toHtmlEscaped(), b.vendor.toHtmlEscaped());
     tip += b.stage >= 0 ? tr(", stage %1").arg(b.stage) : tr(", idle");
     tip += QStringLiteral("<table>");
     for (int c = ComponentCount - 1; c >= 0; --c) {
@@ -379,7 +383,9 @@ QString MemoryBarChart::tooltipFor(int index) const
                    .arg(componentColour(c).name(), componentName(c), gib(componentBytes(b, c)));
     }
     tip += QStringLiteral("</table>");
-    tip += tr("Used %1 of %2 (%3 %)").arg(gib(b.usedBytes()), gib(b.capacityBytes)).arg(b.utilisation() * 100.0, 0, 'f', 1);
+    tip += tr("Used %1 of %2 (%3 %)")
+               .arg(gib(b.usedBytes()), gib(b.capacityBytes))
+               .arg(b.utilisation() * 100.0, 0, 'f', 1);
     if (b.oom)
         tip += tr("<br><b style='color:#d32f2f'>Out of memory</b>");
     else if (b.riskOfOom)

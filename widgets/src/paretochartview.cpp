@@ -9,10 +9,10 @@
 #include <QLocale>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QXYSeries>
 #include <QToolTip>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
+#include <QXYSeries>
 
 #include <algorithm>
 #include <cmath>
@@ -24,9 +24,9 @@ namespace memx::ui {
 QColor paretoBucketColour(int bucket, int buckets)
 {
     // Eight samples of a viridis-like ramp: dark blue (low = good) -> yellow (high).
-    static const QColor ramp[8] = {QColor(0x44, 0x01, 0x54), QColor(0x46, 0x33, 0x7e), QColor(0x36, 0x5c, 0x8d),
-                                   QColor(0x27, 0x7f, 0x8e), QColor(0x1f, 0xa1, 0x87), QColor(0x4a, 0xc1, 0x6d),
-                                   QColor(0x9f, 0xda, 0x3a), QColor(0xe0, 0xd0, 0x1a)};
+    static const QColor ramp[8]
+        = {QColor(0x44, 0x01, 0x54), QColor(0x46, 0x33, 0x7e), QColor(0x36, 0x5c, 0x8d), QColor(0x27, 0x7f, 0x8e),
+           QColor(0x1f, 0xa1, 0x87), QColor(0x4a, 0xc1, 0x6d), QColor(0x9f, 0xda, 0x3a), QColor(0xe0, 0xd0, 0x1a)};
     if (buckets <= 1)
         return ramp[0];
     const double t = std::clamp(double(bucket) / (buckets - 1), 0.0, 1.0) * 7.0;
@@ -34,7 +34,8 @@ QColor paretoBucketColour(int bucket, int buckets)
     const double f = t - i;
     const QColor &a = ramp[i];
     const QColor &b = ramp[i + 1];
-    return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * f), float(a.greenF() + (b.greenF() - a.greenF()) * f),
+    return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * f),
+                            float(a.greenF() + (b.greenF() - a.greenF()) * f),
                             float(a.blueF() + (b.blueF() - a.blueF()) * f));
 }
 
@@ -313,7 +314,8 @@ Metric ParetoChartView::colourMetric() const
 void ParetoChartView::setPoints(QVector<PlanPoint> points)
 {
     mPoints = std::move(points);
-    const bool keep = std::any_of(mPoints.begin(), mPoints.end(), [this](const PlanPoint &p) { return p.id == mSelected; });
+    const bool keep
+        = std::any_of(mPoints.begin(), mPoints.end(), [this](const PlanPoint &p) { return p.id == mSelected; });
     if (!keep)
         mSelected = 0;
     mHovered = 0;

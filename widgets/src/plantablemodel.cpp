@@ -126,10 +126,10 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
     case PlanIdRole:
         return QVariant::fromValue(p.id);
     case Qt::ToolTipRole: {
-        QString tip = QStringLiteral("%1\nT %2 · M %3 · B %4")
-                          .arg(p.summary, formatMetric(Metric::Time, p.timeMs),
-                               formatMetric(Metric::Memory, p.peakMemoryFraction),
-                               formatMetric(Metric::Balance, p.imbalance));
+        QString tip
+            = QStringLiteral("%1\nT %2 · M %3 · B %4")
+                  .arg(p.summary, formatMetric(Metric::Time, p.timeMs),
+                       formatMetric(Metric::Memory, p.peakMemoryFraction), formatMetric(Metric::Balance, p.imbalance));
         if (p.oom)
             tip += QStringLiteral("\nOut of memory on at least one GPU");
         else if (p.riskOfOom)

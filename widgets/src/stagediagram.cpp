@@ -36,14 +36,20 @@ QString layersText(const StageInfo &s)
 {
     if (s.layerCount <= 0)
         return QObject::tr("no transformer layers");
-    return QObject::tr("layers %1\u2013%2 (%3)").arg(s.firstLayer).arg(s.firstLayer + s.layerCount - 1).arg(s.layerCount);
+    return QObject::tr("layers %1\u2013%2 (%3)")
+        .arg(s.firstLayer)
+        .arg(s.firstLayer + s.layerCount - 1)
+        .arg(s.layerCount);
 }
 
 QString parallelText(const StageInfo &s)
 {
     const int tp = s.replicas.isEmpty() ? 1 : s.replicas.front().tp;
-    const bool mixedTp = std::any_of(s.replicas.begin(), s.replicas.end(), [tp](const ReplicaInfo &r) { return r.tp != tp; });
-    return QObject::tr("TP %1 \u00d7 DP %2").arg(mixedTp ? QStringLiteral("mixed") : QString::number(tp)).arg(s.replicas.size());
+    const bool mixedTp
+        = std::any_of(s.replicas.begin(), s.replicas.end(), [tp](const ReplicaInfo &r) { return r.tp != tp; });
+    return QObject::tr("TP %1 \u00d7 DP %2")
+        .arg(mixedTp ? QStringLiteral("mixed") : QString::number(tp))
+        .arg(s.replicas.size());
 }
 
 QString timeText(const StageInfo &s)
@@ -199,10 +205,12 @@ void StageDiagram::paintEvent(QPaintEvent *)
             p.setFont(bold);
             p.setPen(text);
             const QRect t1(box.left() + 12, box.top() + 4, box.width() - 16, lh);
-            p.drawText(t1, Qt::AlignLeft | Qt::AlignVCenter, QFontMetrics(bold).elidedText(replicaLabel(r), Qt::ElideMiddle, t1.width()));
+            p.drawText(t1, Qt::AlignLeft | Qt::AlignVCenter,
+                       QFontMetrics(bold).elidedText(replicaLabel(r), Qt::ElideMiddle, t1.width()));
             p.setFont(font());
             const QRect t2 = t1.translated(0, lh);
-            p.drawText(t2, Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(replicaDetail(r), Qt::ElideRight, t2.width()));
+            p.drawText(t2, Qt::AlignLeft | Qt::AlignVCenter,
+                       fm.elidedText(replicaDetail(r), Qt::ElideRight, t2.width()));
             y += boxHeight() + BoxSpacing;
         }
 

@@ -33,7 +33,10 @@ ObjectiveWeights clamped(ObjectiveWeights w)
 
 QString weightsText(const ObjectiveWeights &w)
 {
-    return QStringLiteral("T %1 / M %2 / B %3").arg(w.time, 0, 'f', 2).arg(w.memory, 0, 'f', 2).arg(w.balance, 0, 'f', 2);
+    return QStringLiteral("T %1 / M %2 / B %3")
+        .arg(w.time, 0, 'f', 2)
+        .arg(w.memory, 0, 'f', 2)
+        .arg(w.balance, 0, 'f', 2);
 }
 
 } // namespace

@@ -13,7 +13,16 @@ namespace memx::ui {
 class PlanTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { RankColumn, TimeColumn, MemoryColumn, ImbalanceColumn, ScoreColumn, ParetoColumn, PlanColumn, ColumnCount };
+    enum Column {
+        RankColumn,
+        TimeColumn,
+        MemoryColumn,
+        ImbalanceColumn,
+        ScoreColumn,
+        ParetoColumn,
+        PlanColumn,
+        ColumnCount
+    };
     enum Role {
         PlanIdRole = Qt::UserRole, ///< quint32 plan id.
         SortRole = Qt::UserRole + 1, ///< Raw value (double / int / bool / QString) for sorting.
