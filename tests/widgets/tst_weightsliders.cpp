@@ -1,0 +1,191 @@
+#include "memx/ui/plantablemodel.h"
+#include "memx/ui/weightsliders.h"
+
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QMenu>
+#include <QSlider>
+#include <QToolButton>
+#include <QUndoStack>
+#include <QtTest>
+
+using namespace memx::ui;
+
+namespace {
+
+PlanPoint plan(quint32 id, double timeMs, double mem, double cv)
+{
+    PlanPoint p;
+    p.id = id;
+    p.timeMs = timeMs;
+    p.peakMemoryFraction = mem;
+    p.imbalance = cv;
+    p.summary = QStringLiteral("plan %1").arg(id);
+    return p;
+}
+
+// Simulates a mouse drag of `slider` through `values` (press, moves, release).
+void drag(QSlider *slider, std::initializer_list<int> values)
+{
+    slider->setSliderDown(true);
+    for (int v : values)
+        slider->setValue(v);
+    slider->setSliderDown(false);
+}
+
+} // namespace
+
+class TestWeightSliders : public QObject {
+    Q_OBJECT
+private slots:
+    void sliderEmitsLive()
+    {
+        WeightSliders w;
+        w.setWeights({1.0, 0.0, 0.0});
+        QSignalSpy live(&w, &WeightSliders::weightsChanged);
+        QSignalSpy finished(&w, &WeightSliders::weightsEditFinished);
+        drag(w.slider(Metric::Memory), {100, 250, 400});
+        QCOMPARE(live.count(), 3);
+        QCOMPARE(finished.count(), 1);
+        QCOMPARE(live.at(1).at(0).toDouble(), 1.0);
+        QCOMPARE(live.at(1).at(1).toDouble(), 0.25);
+        QCOMPARE(live.at(1).at(2).toDouble(), 0.0);
+        QCOMPARE(finished.at(0).at(1).toDouble(), 0.4);
+        QCOMPARE(w.spinBox(Metric::Memory)->value(), 0.4); // field follows the slider
+        QCOMPARE(w.weights().memory, 0.4);
+    }
+
+    void spinSyncsSlider()
+    {
+        WeightSliders w;
+        QSignalSpy live(&w, &WeightSliders::weightsChanged);
+        QSignalSpy finished(&w, &WeightSliders::weightsEditFinished);
+        w.spinBox(Metric::Balance)->setValue(0.125);
+        QCOMPARE(w.slider(Metric::Balance)->value(), 125);
+        QCOMPARE(w.weights().balance, 0.125);
+        QCOMPARE(live.count(), 1);
+        QCOMPARE(finished.count(), 1);
+        QCOMPARE(live.at(0).at(2).toDouble(), 0.125);
+        // Out-of-range input is clamped by setWeights.
+        w.setWeights({2.0, -1.0, 0.5});
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.5}));
+        QCOMPARE(w.slider(Metric::Time)->value(), 1000);
+    }
+
+    void presets()
+    {
+        WeightSliders w;
+        QUndoStack stack;
+        w.setUndoStack(&stack);
+        w.applyPreset(0);
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        w.applyPreset(1);
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 1.0, 1.0}));
+        QCOMPARE(stack.count(), 2); // two presets = two undo steps, never merged
+        w.applyPreset(2);
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.5, 0.5}));
+        stack.undo();
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 1.0, 1.0}));
+        QVERIFY(w.presetButton()->menu());
+        QCOMPARE(w.presetButton()->menu()->actions().size(), 3);
+    }
+
+    void dragIsOneUndoStep()
+    {
+        WeightSliders w;
+        w.setWeights({1.0, 0.0, 0.0});
+        QUndoStack stack;
+        w.setUndoStack(&stack);
+        drag(w.slider(Metric::Memory), {100, 200, 300, 700});
+        QCOMPARE(stack.count(), 1);
+        drag(w.slider(Metric::Time), {900, 500});
+        QCOMPARE(stack.count(), 2); // a second drag is a second step
+        QCOMPARE(w.weights(), (ObjectiveWeights {0.5, 0.7, 0.0}));
+
+        QSignalSpy live(&w, &WeightSliders::weightsChanged);
+        stack.undo();
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.7, 0.0}));
+        QCOMPARE(w.slider(Metric::Time)->value(), 1000);
+        QCOMPARE(stack.count(), 2); // undo does not push new commands
+        stack.undo();
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(w.spinBox(Metric::Memory)->value(), 0.0);
+        QCOMPARE(live.count(), 2);
+        stack.redo();
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.7, 0.0}));
+    }
+
+    void commandMerge()
+    {
+        WeightSliders w;
+        w.setWeights({1.0, 0.0, 0.0});
+        QUndoStack stack;
+        // A caller pushing commands itself: same session merges, another session does not.
+        w.setWeights({1.0, 0.2, 0.0});
+        stack.push(new ChangeWeightsCommand(&w, {1.0, 0.0, 0.0}, {1.0, 0.2, 0.0}, 7));
+        w.setWeights({1.0, 0.6, 0.0});
+        stack.push(new ChangeWeightsCommand(&w, {1.0, 0.2, 0.0}, {1.0, 0.6, 0.0}, 7));
+        QCOMPARE(stack.count(), 1);
+        const auto *cmd = static_cast<const ChangeWeightsCommand *>(stack.command(0));
+        QCOMPARE(cmd->before(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(cmd->after(), (ObjectiveWeights {1.0, 0.6, 0.0}));
+        stack.push(new ChangeWeightsCommand(&w, {1.0, 0.6, 0.0}, {1.0, 0.6, 0.3}, 8));
+        QCOMPARE(stack.count(), 2);
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.6, 0.3})); // push() runs redo()
+        stack.undo();
+        stack.undo();
+        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+    }
+
+    void sliderChangesTopPlanWhenItShould()
+    {
+        // Hand-worked: T in [100, 120], M in [0.5, 0.9], B equal (contributes 0).
+        //   A: T=100 M=0.9 -> T'=0,   M'=1
+        //   B: T=120 M=0.5 -> T'=1,   M'=0
+        //   C: T=110 M=0.5 -> T'=0.5, M'=0
+        // score = (wT*T' + wM*M') / (wT + wM + wB) with wT = 1, wB = 0:
+        //   wM = 0.4: A = 0.4/1.4 = 0.286, C = 0.5/1.4 = 0.357, B = 0.714 -> A on top
+        //   wM = 0.6: A = 0.6/1.6 = 0.375, C = 0.5/1.6 = 0.3125          -> C on top
+        QVector<PlanPoint> plans = {plan(1, 100.0, 0.9, 0.1), plan(2, 120.0, 0.5, 0.1), plan(3, 110.0, 0.5, 0.1)};
+        PlanTableModel model;
+        WeightSliders w;
+        w.setWeights({1.0, 0.0, 0.0});
+        auto rerank = [&](double t, double m, double b) {
+            scorePlans(plans, {t, m, b});
+            QVector<double> scores;
+            for (const auto &p : plans)
+                scores << p.score;
+            model.updateScores(scores);
+        };
+        scorePlans(plans, w.weights());
+        model.setPlans(plans);
+        connect(&w, &WeightSliders::weightsChanged, &model, rerank);
+        QCOMPARE(model.topPlanId(), 1u);
+
+        QSlider *memory = w.slider(Metric::Memory);
+        memory->setSliderDown(true);
+        memory->setValue(400);
+        QCOMPARE(model.topPlanId(), 1u); // not yet
+        memory->setValue(600);
+        QCOMPARE(model.topPlanId(), 3u); // re-ranked live, during the drag
+        memory->setSliderDown(false);
+        QCOMPARE(model.index(1, PlanTableModel::RankColumn).data().toInt(), 3);
+    }
+
+    void screenshot()
+    {
+        const QString dir = qEnvironmentVariable("MEMX_SCREENSHOT_DIR");
+        if (dir.isEmpty())
+            QSKIP("set MEMX_SCREENSHOT_DIR to write screenshots");
+        QDir().mkpath(dir);
+        WeightSliders w;
+        w.setWeights({1.0, 0.5, 0.25});
+        w.resize(w.sizeHint().expandedTo(QSize(360, 0)));
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.grab().save(dir + "/weight-sliders.png"));
+    }
+};
+
+QTEST_MAIN(TestWeightSliders)
+#include "tst_weightsliders.moc"

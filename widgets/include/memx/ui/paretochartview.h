@@ -1,0 +1,124 @@
+#pragma once
+
+#include "memx/ui/resultsviewtypes.h"
+
+#include <QList>
+#include <QPointF>
+#include <QVector>
+#include <QWidget>
+
+#include <optional>
+
+class QChart;
+class QChartView;
+class QComboBox;
+class QLabel;
+class QLineSeries;
+class QValueAxis;
+
+namespace memx::ui {
+
+class ParetoColourLegend;
+
+/// Pareto front chart of evaluated plans (Qt Charts kept behind this widget).
+///
+/// Two metrics among T (ms), M (% of capacity) and B (CV) are the axes, picked in the small toolbar
+/// (or setAxes()); the third colours the points in ColourBuckets buckets, explained by a gradient
+/// legend. Dominated plans (PlanPoint::onFront == false) are drawn faint, front plans solid with a
+/// border; the 2-D front of the two shown axes is drawn as a step line (front plans off that line
+/// are better in the colour metric); with M on an axis a dashed line marks 100 % of capacity.
+/// Hovering shows a tooltip with the plan summary and all three metrics; a left click selects the
+/// nearest plan within ClickTolerancePx and emits planSelected(id).
+///
+/// Bulk updates only: setPoints() fills a fixed set of 2 * ColourBuckets + 3 series with
+/// QXYSeries::replace(), so 30,000+ points stay responsive (no OpenGL; works offscreen).
+/// GUI thread only.
+class ParetoChartView : public QWidget {
+    Q_OBJECT
+public:
+    static constexpr int ColourBuckets = 8;
+    static constexpr int ClickTolerancePx = 8;
+
+    explicit ParetoChartView(QWidget *parent = nullptr);
+    ~ParetoChartView() override;
+
+    /// Replaces all plans. Keeps the selection if the selected id is still present.
+    void setPoints(QVector<PlanPoint> points);
+    const QVector<PlanPoint> &points() const { return mPoints; }
+
+    /// Chooses the axis metrics; if x == y, y becomes the next metric. The remaining one colours points.
+    void setAxes(Metric x, Metric y);
+    Metric xMetric() const { return mX; }
+    Metric yMetric() const { return mY; }
+    Metric colourMetric() const;
+
+    /// Rings plan `id` (0 or an unknown id clears the ring). Does not emit planSelected.
+    void setSelectedPlan(quint32 id);
+    quint32 selectedPlan() const { return mSelected; }
+
+    /// Id of the plan nearest to `viewportPos` (chartView()->viewport() coordinates) within
+    /// `tolerancePx` pixels, if any. Linear scan; fine for 10^5 points per mouse event.
+    std::optional<quint32> planAt(QPoint viewportPos, int tolerancePx = ClickTolerancePx) const;
+    /// Where plan `id` is drawn, in chartView()->viewport() coordinates (for tests and overlays).
+    std::optional<QPoint> viewportPosOf(quint32 id) const;
+    /// Selects the plan at `viewportPos` (what a left click does): rings it and emits planSelected.
+    /// Returns false if no plan is within the tolerance.
+    bool selectAt(QPoint viewportPos);
+
+    /// Plotted coordinate of a metric value on an axis (M is shown in percent).
+    static double plotValue(Metric metric, double value);
+
+    QChartView *chartView() const { return mView; }
+    QChart *chart() const { return mChart; }
+    /// Series holding dominated / front plans of colour bucket `bucket`: point-only series drawn with
+    /// pre-rendered "light markers" (no line, no per-point QGraphicsItem).
+    QLineSeries *dominatedSeries(int bucket) const { return mDominated[bucket]; }
+    QLineSeries *frontSeries(int bucket) const { return mFront[bucket]; }
+    QLineSeries *selectedSeries() const { return mSelectedSeries; }
+    QLineSeries *stepLine() const { return mStepLine; }
+    /// Number of points drawn as front / dominated (sums over the colour buckets).
+    int frontPointCount() const;
+    int dominatedPointCount() const;
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+signals:
+    /// The user clicked plan `id`.
+    void planSelected(quint32 id);
+    /// The pointer is over plan `id` (0 = over no plan).
+    void planHovered(quint32 id);
+    void axesChanged(memx::ui::Metric x, memx::ui::Metric y);
+
+private:
+    friend class ParetoChartViewport;
+    void rebuild();
+    void updateSelectionSeries();
+    void hoverAt(QPoint viewportPos, QPoint globalPos);
+    QString tooltipFor(const PlanPoint &p) const;
+
+    QVector<PlanPoint> mPoints;
+    Metric mX = Metric::Time;
+    Metric mY = Metric::Memory;
+    quint32 mSelected = 0;
+    quint32 mHovered = 0;
+
+    QChart *mChart = nullptr;
+    QChartView *mView = nullptr;
+    QValueAxis *mAxisX = nullptr;
+    QValueAxis *mAxisY = nullptr;
+    QLineSeries *mDominated[ColourBuckets] = {};
+    QLineSeries *mFront[ColourBuckets] = {};
+    QLineSeries *mSelectedSeries = nullptr;
+    QLineSeries *mStepLine = nullptr;
+    QLineSeries *mCapacityLine = nullptr;
+    QComboBox *mXCombo = nullptr;
+    QComboBox *mYCombo = nullptr;
+    QLabel *mCountLabel = nullptr;
+    ParetoColourLegend *mLegend = nullptr;
+};
+
+/// Colour of bucket `bucket` (0 = lowest = best value of the colour metric) of `buckets`.
+QColor paretoBucketColour(int bucket, int buckets = ParetoChartView::ColourBuckets);
+
+} // namespace memx::ui

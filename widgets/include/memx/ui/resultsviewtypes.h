@@ -1,0 +1,115 @@
+#pragma once
+
+#include <QColor>
+#include <QList>
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+
+namespace memx::ui {
+
+/// The three objectives a plan is ranked by.
+/// - Time: predicted time of one training iteration, in milliseconds (lower is better).
+/// - Memory: peak memory fraction, the highest per-GPU used/capacity ratio (0..1+, lower is better).
+/// - Balance: imbalance, the coefficient of variation (stddev / mean) of per-GPU utilisation (lower is better).
+enum class Metric { Time, Memory, Balance };
+
+/// Short axis/column label with its unit, e.g. "Time per iteration (ms)".
+QString metricLabel(Metric metric);
+/// Value of `metric` formatted with its unit: "123.4 ms", "87.5 %", "0.123 CV".
+QString formatMetric(Metric metric, double value);
+
+/// One evaluated plan as the results views show it. Filled by the integrator from search results.
+struct PlanPoint {
+    quint32 id = 0; ///< Stable plan id; used by every view to select "the same" plan.
+    double timeMs = 0.0; ///< T: predicted iteration time in milliseconds.
+    double peakMemoryFraction = 0.0; ///< M: highest per-GPU used/capacity (1.0 = full; > 1 = OOM).
+    double imbalance = 0.0; ///< B: coefficient of variation of per-GPU utilisation (dimensionless).
+    double score = 0.0; ///< Weighted objective (lower is better); rank 1 has the lowest score.
+    bool onFront = false; ///< True if no other plan is at least as good in T, M and B and better in one.
+    bool oom = false; ///< Some GPU exceeds its capacity.
+    bool riskOfOom = false; ///< Some GPU is within the safety margin of its capacity.
+    QString summary; ///< One-line human-readable plan description (Plan::summary()).
+
+    /// Value of one metric (ms, fraction, CV).
+    double metric(Metric m) const
+    {
+        switch (m) {
+        case Metric::Time:
+            return timeMs;
+        case Metric::Memory:
+            return peakMemoryFraction;
+        case Metric::Balance:
+            return imbalance;
+        }
+        return 0.0;
+    }
+};
+
+/// Memory use of one GPU under one plan, split by component. All sizes in bytes.
+struct GpuMemoryBar {
+    QString node; ///< Node name, e.g. "a100-0".
+    int gpuIndex = 0; ///< GPU index within the node.
+    QString device; ///< Catalogue device id/name, e.g. "A100-40".
+    QString vendor; ///< "nvidia", "amd", "intel", ... (lower case).
+    int stage = -1; ///< Pipeline stage served by this GPU, -1 if idle.
+    double paramsBytes = 0.0; ///< Model parameters (weights) resident on this GPU.
+    double gradsBytes = 0.0; ///< Gradients.
+    double optimizerBytes = 0.0; ///< Optimizer state (e.g. Adam moments, fp32 master weights).
+    double activationBytes = 0.0; ///< Stored activations of in-flight micro-batches.
+    double overheadBytes = 0.0; ///< Framework/runtime overhead (CUDA/ROCm context, buffers, fragmentation).
+    double capacityBytes = 0.0; ///< Usable device memory.
+    bool oom = false; ///< usedBytes() > capacityBytes.
+    bool riskOfOom = false; ///< Close to capacity (within the planner's safety margin).
+
+    /// Sum of the five components, in bytes.
+    double usedBytes() const { return paramsBytes + gradsBytes + optimizerBytes + activationBytes + overheadBytes; }
+    /// usedBytes() / capacityBytes (0 if the capacity is unknown).
+    double utilisation() const { return capacityBytes > 0.0 ? usedBytes() / capacityBytes : 0.0; }
+};
+
+/// One data-parallel replica of a pipeline stage.
+struct ReplicaInfo {
+    QString node; ///< Node name.
+    QList<int> gpus; ///< GPU indices within the node (size = tp).
+    QString device; ///< Catalogue device name.
+    QString vendor; ///< Lower-case vendor ("nvidia", "amd", ...).
+    int tp = 1; ///< Tensor-parallel degree.
+    int microBatch = 1; ///< Micro-batch size (samples) of this replica.
+};
+
+/// One pipeline stage of a plan.
+struct StageInfo {
+    int index = 0; ///< 0-based stage index.
+    int firstLayer = 0; ///< First transformer layer (0-based).
+    int layerCount = 0; ///< Number of transformer layers.
+    QString recompute; ///< "none", "selective" or "full" (free text is shown as is).
+    QList<ReplicaInfo> replicas; ///< DP replicas; dp = replicas.size().
+    double computeMs = 0.0; ///< Compute time of the stage per iteration, milliseconds.
+    double commMs = 0.0; ///< Communication time of the stage per iteration, milliseconds.
+};
+
+/// Relative weights of the three objectives (each >= 0; only ratios matter).
+struct ObjectiveWeights {
+    double time = 1.0; ///< Weight of T (iteration time).
+    double memory = 0.5; ///< Weight of M (peak memory fraction).
+    double balance = 0.5; ///< Weight of B (imbalance CV).
+
+    bool operator==(const ObjectiveWeights &) const = default;
+};
+
+/// View-side re-ranking from cached metrics, so a slider drag re-ranks without a new search.
+/// Each metric is min-max normalised over `plans` to 0..1, then
+/// score = (wT*T' + wM*M' + wB*B') / (wT + wM + wB)   (lower is better; 0 if all weights are 0).
+/// The integrator may replace this with the search engine's own objective.
+void scorePlans(QVector<PlanPoint> &plans, const ObjectiveWeights &weights);
+
+/// Coefficient of variation (population stddev / mean) of bar utilisations; 0 for < 2 bars or mean 0.
+double utilisationCv(const QVector<GpuMemoryBar> &bars);
+
+/// Vendor colour used by every results view ("nvidia" green, "amd" red, "intel" blue, others grey).
+QColor vendorColor(const QString &vendor);
+
+} // namespace memx::ui
+
+Q_DECLARE_METATYPE(memx::ui::Metric)

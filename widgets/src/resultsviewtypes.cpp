@@ -1,0 +1,95 @@
+#include "memx/ui/resultsviewtypes.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace memx::ui {
+
+QString metricLabel(Metric metric)
+{
+    switch (metric) {
+    case Metric::Time:
+        return QStringLiteral("Time per iteration (ms)");
+    case Metric::Memory:
+        return QStringLiteral("Peak memory (% of capacity)");
+    case Metric::Balance:
+        return QStringLiteral("Imbalance (CV)");
+    }
+    return {};
+}
+
+QString formatMetric(Metric metric, double value)
+{
+    switch (metric) {
+    case Metric::Time:
+        return QStringLiteral("%1 ms").arg(value, 0, 'f', value < 100.0 ? 2 : 1);
+    case Metric::Memory:
+        return QStringLiteral("%1 %").arg(value * 100.0, 0, 'f', 1);
+    case Metric::Balance:
+        return QStringLiteral("%1 CV").arg(value, 0, 'f', 3);
+    }
+    return {};
+}
+
+double utilisationCv(const QVector<GpuMemoryBar> &bars)
+{
+    if (bars.size() < 2)
+        return 0.0;
+    double sum = 0.0;
+    for (const auto &b : bars)
+        sum += b.utilisation();
+    const double mean = sum / bars.size();
+    if (mean <= 0.0)
+        return 0.0;
+    double sq = 0.0;
+    for (const auto &b : bars) {
+        const double d = b.utilisation() - mean;
+        sq += d * d;
+    }
+    return std::sqrt(sq / bars.size()) / mean;
+}
+
+QColor vendorColor(const QString &vendor)
+{
+    const QString v = vendor.toLower();
+    if (v == QLatin1String("nvidia"))
+        return QColor(0x76, 0xb9, 0x00);
+    if (v == QLatin1String("amd"))
+        return QColor(0xd0, 0x21, 0x2b);
+    if (v == QLatin1String("intel"))
+        return QColor(0x00, 0x71, 0xc5);
+    return QColor(0x80, 0x80, 0x80);
+}
+
+} // namespace memx::ui
+
+namespace memx::ui {
+
+void scorePlans(QVector<PlanPoint> &plans, const ObjectiveWeights &weights)
+{
+    if (plans.isEmpty())
+        return;
+    const Metric metrics[3] = {Metric::Time, Metric::Memory, Metric::Balance};
+    const double w[3] = {std::max(0.0, weights.time), std::max(0.0, weights.memory), std::max(0.0, weights.balance)};
+    const double wSum = w[0] + w[1] + w[2];
+    double lo[3], span[3];
+    for (int k = 0; k < 3; ++k) {
+        double mn = plans.front().metric(metrics[k]), mx = mn;
+        for (const auto &p : plans) {
+            mn = std::min(mn, p.metric(metrics[k]));
+            mx = std::max(mx, p.metric(metrics[k]));
+        }
+        lo[k] = mn;
+        span[k] = mx - mn;
+    }
+    for (auto &p : plans) {
+        double s = 0.0;
+        for (int k = 0; k < 3; ++k) {
+            if (span[k] > 0.0)
+                s += w[k] * (p.metric(metrics[k]) - lo[k]) / span[k];
+        }
+        p.score = wSum > 0.0 ? s / wSum : 0.0;
+    }
+}
+
+} // namespace memx::ui
