@@ -97,8 +97,11 @@ LayerProfile parseLayerProfile(const json &j, const std::string &pointer, Diagno
             m.forwardMs = lr.requireNumber("forwardMs", 0, 1e9);
             m.backwardMs = lr.requireNumber("backwardMs", 0, 1e9);
             m.optimizerMs = lr.optionalNumber("optimizerMs", 0, 1e9).value_or(0.0);
-            m.paramBytes = lr.nullableNumber("paramBytes", 0, 1e15);
-            m.activationBytes = lr.nullableNumber("activationBytes", 0, 1e15);
+            // Absent or null: unknown.
+            if (lr.has("paramBytes"))
+                m.paramBytes = lr.nullableNumber("paramBytes", 0, 1e15);
+            if (lr.has("activationBytes"))
+                m.activationBytes = lr.nullableNumber("activationBytes", 0, 1e15);
             p.layers.push_back(m);
         }
     }
