@@ -396,6 +396,7 @@ std::vector<LayerProfile> parseProfileCsv(const std::string &text, const std::st
     }
     if (!header)
         diags.error("line 1", std::string("expected the header \"") + kProfileCsvHeader + "\", found an empty file");
+    diags.throwIfAny(); // row errors first: a dropped row would also show up as a missing layer
     std::vector<LayerProfile> out;
     for (auto &[key, layers] : rows) {
         LayerProfile p;
