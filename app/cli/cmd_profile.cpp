@@ -21,7 +21,8 @@ namespace {
 
 constexpr const char *kDefaultProject = "memx-project.memx";
 
-const char *kImportUsage = R"txt(Usage: memx profile import --format sailor|megatron|csv|json [--project FILE] [OPTIONS] SOURCE...
+const char *kImportUsage
+    = R"txt(Usage: memx profile import --format sailor|megatron|csv|json [--project FILE] [OPTIONS] SOURCE...
 
 Imports measurements into a project file (created when absent; default ./memx-project.memx).
 Everything from one command goes in one transaction: if any SOURCE is bad, nothing is written.
@@ -52,7 +53,8 @@ Lists what a project holds: models, clusters, per-layer profiles (per GPU and mo
 micro-batch sizes, origin), measured runs per hardware group, network measurements.
 )txt";
 
-const char *kCoverageUsage = R"txt(Usage: memx profile coverage [--project FILE] [--cluster NAME|FILE] [--model ID] [--json]
+const char *kCoverageUsage
+    = R"txt(Usage: memx profile coverage [--project FILE] [--cluster NAME|FILE] [--model ID] [--json]
 
 For each model and GPU type: which (TP, micro-batch) cells are measured (M), interpolated or
 interpolable from measured neighbours (I), or missing (-). With --cluster only the cluster's GPU
@@ -65,8 +67,7 @@ std::string projectPath(const Args &args)
 }
 
 /// Progress on stderr, only when it is a terminal.
-struct ProgressLine
-{
+struct ProgressLine {
     std::string label;
     bool enabled = stderrIsTerminal();
     bool operator()(size_t done, size_t total) const
@@ -86,18 +87,18 @@ int runImport(const std::vector<std::string> &argv)
     Args args(argv, {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id"}, {"json"});
     const auto format = args.value("format");
     if (!format)
-        throw UsageError{"--format is required (sailor, megatron, csv or json)"};
+        throw UsageError {"--format is required (sailor, megatron, csv or json)"};
     if (args.positional().empty())
-        throw UsageError{"expected at least one SOURCE"};
+        throw UsageError {"expected at least one SOURCE"};
     ImportBatch batch;
     if (*format == "sailor") {
         for (const std::string &dir : args.positional())
-            batch.append(importSailor(dir, ProgressLine{"reading " + dir}));
+            batch.append(importSailor(dir, ProgressLine {"reading " + dir}));
     } else if (*format == "megatron") {
         if (!args.has("plan") || !args.has("cluster") || !args.has("model"))
-            throw UsageError{"--format megatron needs --plan, --cluster and --model"};
+            throw UsageError {"--format megatron needs --plan, --cluster and --model"};
         if (args.has("run-id") && args.positional().size() > 1)
-            throw UsageError{"--run-id needs exactly one log"};
+            throw UsageError {"--run-id needs exactly one log"};
         const Plan plan = loadPlan(args.require("plan"));
         const Cluster cluster = loadCluster(args.require("cluster"));
         const Model model = resolveModel(args.require("model"));
@@ -116,24 +117,24 @@ int runImport(const std::vector<std::string> &argv)
             batch.profiles.insert(batch.profiles.end(), ps.begin(), ps.end());
         }
     } else {
-        throw UsageError{"unknown --format \"" + *format + "\" (expected sailor, megatron, csv or json)"};
+        throw UsageError {"unknown --format \"" + *format + "\" (expected sailor, megatron, csv or json)"};
     }
 
     const std::string project = projectPath(args);
     SqliteStore store(project, true);
-    writeImport(store, batch, ProgressLine{"writing " + project});
+    writeImport(store, batch, ProgressLine {"writing " + project});
 
     if (args.has("json")) {
         nlohmann::json warnings = nlohmann::json::array();
         for (const Diagnostic &w : batch.warnings)
             warnings.push_back({{"file", w.file}, {"pointer", w.pointer}, {"message", w.message}});
-        std::cout << nlohmann::json{{"project", project},
-                                    {"models", batch.models.size()},
-                                    {"clusters", batch.clusters.size()},
-                                    {"profiles", batch.profiles.size()},
-                                    {"runs", batch.runs.size()},
-                                    {"network", batch.network.size()},
-                                    {"warnings", warnings}}
+        std::cout << nlohmann::json {{"project", project},
+                                     {"models", batch.models.size()},
+                                     {"clusters", batch.clusters.size()},
+                                     {"profiles", batch.profiles.size()},
+                                     {"runs", batch.runs.size()},
+                                     {"network", batch.network.size()},
+                                     {"warnings", warnings}}
                          .dump(2)
                   << "\n";
         return Ok;
@@ -169,14 +170,13 @@ int runList(const std::vector<std::string> &argv)
 {
     Args args(argv, {"project"}, {"json"});
     if (!args.positional().empty())
-        throw UsageError{"unexpected argument \"" + args.positional().front() + "\""};
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     SqliteStore store = openExisting(args);
     const ProfileSet profiles = store.profiles();
     const auto runs = store.runs();
     const auto network = store.networkMeasurements();
 
-    struct Group
-    {
+    struct Group {
         std::set<int> tps, mbs, seqs;
         std::map<std::string, int> origins;
     };
@@ -200,16 +200,27 @@ int runList(const std::vector<std::string> &argv)
         j["clusters"] = store.clusterNames();
         nlohmann::json ps = nlohmann::json::array();
         for (const LayerProfile &p : profiles.profiles())
-            ps.push_back({{"gpu", p.key.gpu}, {"model", p.key.model}, {"tp", p.key.tp},
-                          {"microBatch", p.key.microBatch}, {"seqLength", p.key.seqLength},
-                          {"origin", toString(p.origin)}, {"layers", p.layers.size()}, {"source", p.source}});
+            ps.push_back({{"gpu", p.key.gpu},
+                          {"model", p.key.model},
+                          {"tp", p.key.tp},
+                          {"microBatch", p.key.microBatch},
+                          {"seqLength", p.key.seqLength},
+                          {"origin", toString(p.origin)},
+                          {"layers", p.layers.size()},
+                          {"source", p.source}});
         j["profiles"] = ps;
         nlohmann::json rs = nlohmann::json::array();
         for (const MeasuredRun &r : runs)
-            rs.push_back({{"id", r.id}, {"group", r.group}, {"model", r.modelId}, {"cluster", r.clusterName},
-                          {"gpus", r.plan.totalGpus()}, {"iterationTimeMs", r.iterationTimeMs},
-                          {"peakMemoryBytes", r.peakMemoryBytes ? nlohmann::json(*r.peakMemoryBytes) : nlohmann::json()},
-                          {"memoryKind", toString(r.memoryKind)}, {"source", r.source}});
+            rs.push_back(
+                {{"id", r.id},
+                 {"group", r.group},
+                 {"model", r.modelId},
+                 {"cluster", r.clusterName},
+                 {"gpus", r.plan.totalGpus()},
+                 {"iterationTimeMs", r.iterationTimeMs},
+                 {"peakMemoryBytes", r.peakMemoryBytes ? nlohmann::json(*r.peakMemoryBytes) : nlohmann::json()},
+                 {"memoryKind", toString(r.memoryKind)},
+                 {"source", r.source}});
         j["runs"] = rs;
         j["networkMeasurements"] = network.size();
         std::cout << j.dump(2) << "\n";
@@ -222,7 +233,8 @@ int runList(const std::vector<std::string> &argv)
     std::cout << "\n  clusters: " << store.clusterNames().size() << "\n\n";
     std::cout << "  Profiles (" << profiles.size() << "):\n";
     std::cout << "    " << std::left << std::setw(22) << "MODEL" << std::setw(16) << "GPU" << std::setw(12) << "TP"
-              << std::setw(22) << "MICRO-BATCH" << "ORIGIN\n";
+              << std::setw(22) << "MICRO-BATCH"
+              << "ORIGIN\n";
     for (const auto &[key, g] : groups) {
         std::string origins;
         for (const auto &[o, n] : g.origins)
@@ -247,7 +259,7 @@ int runCoverage(const std::vector<std::string> &argv)
 {
     Args args(argv, {"project", "cluster", "model"}, {"json"});
     if (!args.positional().empty())
-        throw UsageError{"unexpected argument \"" + args.positional().front() + "\""};
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     SqliteStore store = openExisting(args);
     std::optional<Cluster> cluster;
     if (auto c = args.value("cluster")) {
@@ -286,7 +298,7 @@ int runCoverage(const std::vector<std::string> &argv)
             }
         for (const std::string &g : clusterGpus)
             byGpu[g]; // GPU types of the cluster without any profile show as missing
-        nlohmann::json jm{{"model", model}, {"tp", tps}, {"microBatch", mbs}, {"gpus", nlohmann::json::object()}};
+        nlohmann::json jm {{"model", model}, {"tp", tps}, {"microBatch", mbs}, {"gpus", nlohmann::json::object()}};
         if (!args.has("json"))
             std::cout << "Model " << model << " (M measured, I interpolated/interpolable, - missing)\n";
         for (auto &[gpu, ps] : byGpu) {
@@ -327,16 +339,20 @@ int runCoverage(const std::vector<std::string> &argv)
                 for (int b : mbs) {
                     const char s = status(tp, b);
                     ++counts[s == 'M' ? 0 : s == 'I' ? 1 : 2];
-                    cells.push_back({{"tp", tp}, {"microBatch", b},
-                                     {"status", s == 'M' ? "measured" : s == 'I' ? "interpolated" : "missing"}});
+                    cells.push_back({{"tp", tp},
+                                     {"microBatch", b},
+                                     {"status",
+                                      s == 'M'       ? "measured"
+                                          : s == 'I' ? "interpolated"
+                                                     : "missing"}});
                     if (!args.has("json"))
                         std::cout << std::setw(5) << s;
                 }
                 if (!args.has("json"))
                     std::cout << "\n";
             }
-            jm["gpus"][gpu] = {{"measured", counts[0]}, {"interpolated", counts[1]}, {"missing", counts[2]},
-                               {"cells", cells}};
+            jm["gpus"][gpu]
+                = {{"measured", counts[0]}, {"interpolated", counts[1]}, {"missing", counts[2]}, {"cells", cells}};
         }
         out.push_back(jm);
         if (!args.has("json"))

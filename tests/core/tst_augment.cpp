@@ -21,8 +21,7 @@ static LayerProfile profile(int tp, int mbs, double fwd, double bwd)
     return p;
 }
 
-class TestAugment : public QObject
-{
+class TestAugment : public QObject {
     Q_OBJECT
 
 private slots:
@@ -96,8 +95,8 @@ private slots:
         QVERIFY2(mbs.medianError < 0.05, "target: median error under 5% on hidden micro-batch points");
 
         const HoldOutReport tp = holdOutTensorParallel(measured);
-        qInfo("TP hold-out: %zu points, median %.2f%%, p90 %.2f%%, max %.2f%%", tp.points.size(),
-              100 * tp.medianError, 100 * tp.p90Error, 100 * tp.maxError);
+        qInfo("TP hold-out: %zu points, median %.2f%%, p90 %.2f%%, max %.2f%%", tp.points.size(), 100 * tp.medianError,
+              100 * tp.p90Error, 100 * tp.maxError);
         QVERIFY(!tp.points.empty());
 
         // The public micro-batch sizes are all powers of two and TP sets have no interior gaps, so

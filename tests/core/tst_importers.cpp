@@ -14,8 +14,7 @@ using namespace memx;
 static const std::string kData = MEMX_SOURCE_DIR "/tests/data/profiles";
 
 /// First diagnostic of loading `fn`, or a failure marker.
-template<typename F>
-static Diagnostic firstProblem(F fn)
+template<typename F> static Diagnostic firstProblem(F fn)
 {
     try {
         fn();
@@ -25,8 +24,7 @@ static Diagnostic firstProblem(F fn)
     return {"", "", "<no error>"};
 }
 
-class TestImporters : public QObject
-{
+class TestImporters : public QObject {
     Q_OBJECT
 
 private slots:
@@ -42,7 +40,8 @@ private slots:
         QVERIFY(std::abs(s.meanIterationMs(1) - 8426.4 / 7) < 1e-9);
         // All 8: (5234.1 + 8426.4) / 8 = 1707.5625
         QVERIFY(std::abs(s.meanIterationMs(0) - 1707.5625) < 1e-9);
-        // Rank 4's later report (19001.5 MB) is the peak; MB are MiB: 19001 * 1048576 + 0.5 * 1048576 = 19923992576 + 524288 = 19924516864 bytes.
+        // Rank 4's later report (19001.5 MB) is the peak; MB are MiB: 19001 * 1048576 + 0.5 * 1048576 = 19923992576 +
+        // 524288 = 19924516864 bytes.
         QCOMPARE(*s.peakAllocatedBytes(), 19924516864.0);
         QCOMPARE(s.maxAllocatedBytesByRank.size(), size_t(2));
         QCOMPARE(s.maxReservedBytesByRank[1].second, 21504.0 * 1048576);
@@ -65,7 +64,8 @@ private slots:
         QCOMPARE(r.group, std::string("h100/gpt3"));
         // Too many skipped iterations: a clear error, not a NaN.
         o.skipIterations = 8;
-        const Diagnostic d = firstProblem([&] { importMegatronLog(kData + "/megatron/gpt3-1.3b-tp4dp2.log", p, c, m, o); });
+        const Diagnostic d
+            = firstProblem([&] { importMegatronLog(kData + "/megatron/gpt3-1.3b-tp4dp2.log", p, c, m, o); });
         QVERIFY2(d.message.find("8 iteration line(s); skipping 8") != std::string::npos, d.message.c_str());
         // A plan that does not fit the model is rejected.
         const Diagnostic d2 = firstProblem(
@@ -98,7 +98,7 @@ private slots:
         const auto profiles = loadProfileFile(kData + "/small.csv");
         QCOMPARE(profiles.size(), size_t(2));
         const LayerProfile &p1 = profiles[0];
-        QCOMPARE(p1.key, (ProfileKey{"a100-80gb-sxm", "toy-2l", 2, 1, 2048})); // alias resolved to the catalogue id
+        QCOMPARE(p1.key, (ProfileKey {"a100-80gb-sxm", "toy-2l", 2, 1, 2048})); // alias resolved to the catalogue id
         QCOMPARE(p1.layers.size(), size_t(4));
         QCOMPARE(p1.layers[1].backwardMs, 6.5);
         QVERIFY(!p1.layers[0].activationBytes);
@@ -134,12 +134,24 @@ private slots:
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("pointer");
         QTest::addColumn<QString>("message");
-        QTest::newRow("csv bad number") << "bad-number.csv" << "line 4, column forward_ms" << "expected a number, found \"abc\"";
-        QTest::newRow("csv missing layer") << "missing-layer.csv" << "line 7" << "layer 1 is missing";
-        QTest::newRow("csv bad header") << "bad-header.csv" << "line 2" << "expected the header";
-        QTest::newRow("csv unknown gpu") << "unknown-gpu.csv" << "line 5, column gpu" << "unknown GPU \"A100-8O\"";
-        QTest::newRow("json bad fields") << "bad-fields.json" << "/profiles/0/gpu" << "unknown GPU \"MI999\"";
-        QTest::newRow("json not json") << "../broken/cluster-truncated.json" << "line" << "invalid JSON";
+        QTest::newRow("csv bad number") << "bad-number.csv"
+                                        << "line 4, column forward_ms"
+                                        << "expected a number, found \"abc\"";
+        QTest::newRow("csv missing layer") << "missing-layer.csv"
+                                           << "line 7"
+                                           << "layer 1 is missing";
+        QTest::newRow("csv bad header") << "bad-header.csv"
+                                        << "line 2"
+                                        << "expected the header";
+        QTest::newRow("csv unknown gpu") << "unknown-gpu.csv"
+                                         << "line 5, column gpu"
+                                         << "unknown GPU \"A100-8O\"";
+        QTest::newRow("json bad fields") << "bad-fields.json"
+                                         << "/profiles/0/gpu"
+                                         << "unknown GPU \"MI999\"";
+        QTest::newRow("json not json") << "../broken/cluster-truncated.json"
+                                       << "line"
+                                       << "invalid JSON";
     }
     void badProfilesNamePlace()
     {

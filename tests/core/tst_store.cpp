@@ -26,7 +26,8 @@ static LayerProfile sampleProfile(int mbs, ProfileOrigin origin = ProfileOrigin:
     LayerProfile p;
     p.key = {"a100-80gb-sxm", "gpt3-1.3b", 2, mbs, 2048};
     for (int i = 0; i < 5; ++i)
-        p.layers.push_back({0.5 * i + mbs, 1.0 * i + 2 * mbs, 0.1, 1e6 * i, i == 0 ? std::nullopt : std::optional(3e7)});
+        p.layers.push_back(
+            {0.5 * i + mbs, 1.0 * i + 2 * mbs, 0.1, 1e6 * i, i == 0 ? std::nullopt : std::optional(3e7)});
     p.origin = origin;
     p.source = "unit-test";
     return p;
@@ -61,8 +62,7 @@ static NetworkMeasurement sampleNetwork()
     return m;
 }
 
-class TestStore : public QObject
-{
+class TestStore : public QObject {
     Q_OBJECT
 
     QTemporaryDir mTmp;
@@ -101,7 +101,7 @@ private slots:
         fillStore(*s);
         const Cluster c = loadCluster(MEMX_SOURCE_DIR "/sample_clusters/h100-8x.json");
         QVERIFY(s->cluster(c.name) == c);
-        QCOMPARE(s->clusterNames(), std::vector<std::string>{c.name});
+        QCOMPARE(s->clusterNames(), std::vector<std::string> {c.name});
         QVERIFY(s->model("gpt3-1.3b") == resolveModel("gpt3-1.3b"));
         QVERIFY(!s->model("nope"));
         QVERIFY(s->profile(sampleProfile(1).key) == sampleProfile(1));
@@ -109,8 +109,8 @@ private slots:
         QVERIFY(s->run("run-1") == sampleRun());
         QCOMPARE(s->runs().size(), size_t(1));
         QVERIFY(s->networkMeasurements().front() == sampleNetwork());
-        QVERIFY((s->blob("predictor", "default") == std::vector<std::uint8_t>{0, 1, 2, 255}));
-        QCOMPARE(s->blobKeys("predictor"), std::vector<std::string>{"default"});
+        QVERIFY((s->blob("predictor", "default") == std::vector<std::uint8_t> {0, 1, 2, 255}));
+        QCOMPARE(s->blobKeys("predictor"), std::vector<std::string> {"default"});
         // Replacing by key keeps one copy.
         LayerProfile changed = sampleProfile(1);
         changed.layers[1].forwardMs = 99;
@@ -204,7 +204,8 @@ private slots:
         SqliteStore copy(mTmp.filePath("copy.memx").toStdString(), false);
         QVERIFY(copy.run("run-1") == sampleRun());
         QVERIFY(copy.profiles() == SqliteStore(path, false).profiles());
-        QVERIFY(std::filesystem::directory_iterator(mTmp.path().toStdString()) != std::filesystem::directory_iterator());
+        QVERIFY(std::filesystem::directory_iterator(mTmp.path().toStdString())
+                != std::filesystem::directory_iterator());
         for (const auto &e : std::filesystem::directory_iterator(mTmp.path().toStdString()))
             QVERIFY2(e.path().filename().string().find(".tmp-") == std::string::npos, "temporary file left behind");
     }
@@ -212,7 +213,10 @@ private slots:
     void rejectsNewerSchemaAndForeignFiles()
     {
         const std::string path = mTmp.filePath("newer.memx").toStdString();
-        { SqliteStore s(path); s.putModel(resolveModel("gpt3-1.3b")); }
+        {
+            SqliteStore s(path);
+            s.putModel(resolveModel("gpt3-1.3b"));
+        }
         {
             // user_version lives at byte offset 60 of the SQLite header (big-endian).
             std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -242,7 +246,8 @@ private slots:
         const std::vector<double> c = {-0.75177369, 26.46781337, 82.0621593};
         // At 1e6 bytes x = 0: the constant term.
         QCOMPARE(sailorFitGBps(c, 250558342885.70334, 1e6), 82.0621593);
-        // At 4e6 bytes x = 2: -0.75177369*4 + 26.46781337*2 + 82.0621593 = -3.00709476 + 52.93562674 + 82.0621593 = 131.99069128
+        // At 4e6 bytes x = 2: -0.75177369*4 + 26.46781337*2 + 82.0621593 = -3.00709476 + 52.93562674 + 82.0621593 =
+        // 131.99069128
         QVERIFY(std::abs(sailorFitGBps(c, 250558342885.70334, 4e6) - 131.99069128) < 1e-6);
         // At 1 GiB x = 30 - log2(1e6) = 10.068; the polynomial (272.3) exceeds the cap: 250.558 GB/s.
         QVERIFY(std::abs(sailorFitGBps(c, 250558342885.70334, 1073741824.0) - 250.55834288570334) < 1e-9);
@@ -265,13 +270,14 @@ private slots:
         QCOMPARE(b.profiles.size(), size_t(213));
         QCOMPARE(b.runs.size(), size_t(41)); // 26 gh200-main + 15 gh200-rerun plan_config files
         QCOMPARE(b.models.size(), size_t(4));
-        // 17 intra-node + 24 homogeneous inter-node + 1016 multi-zone fits (the homo "intra" duplicates intra_node_bandwidths.json).
+        // 17 intra-node + 24 homogeneous inter-node + 1016 multi-zone fits (the homo "intra" duplicates
+        // intra_node_bandwidths.json).
         QCOMPARE(b.network.size(), size_t(1057));
 
         // OPT-350 on GH-96, mbs 1, TP 1, layer 25 (head): [0.002068, 0.002109, 0.001337] s.
         const LayerProfile *p = nullptr;
         for (const LayerProfile &x : b.profiles)
-            if (x.key == ProfileKey{"gh200-96gb", "sailor-opt-350", 1, 1, 2048})
+            if (x.key == ProfileKey {"gh200-96gb", "sailor-opt-350", 1, 1, 2048})
                 p = &x;
         QVERIFY(p);
         QCOMPARE(p->layers.size(), size_t(26));
@@ -279,7 +285,7 @@ private slots:
         QVERIFY(std::abs(p->layers[25].optimizerMs - 1.337) < 1e-9);
         // GPT-Neo-2.7, A100-40, mbs 2, TP 2, layer 5: memory params 157383680 B, activations 388005888 B/sample x 2.
         for (const LayerProfile &x : b.profiles)
-            if (x.key == ProfileKey{"a100-40gb-sxm", "sailor-gpt-neo-2.7", 2, 2, 2048}) {
+            if (x.key == ProfileKey {"a100-40gb-sxm", "sailor-gpt-neo-2.7", 2, 2, 2048}) {
                 QCOMPARE(*x.layers[5].paramBytes, 157383680.0);
                 QCOMPARE(*x.layers[5].activationBytes, 2 * 388005888.0);
                 QVERIFY(std::abs(x.layers[5].backwardMs - 12.448) < 1e-9);
@@ -309,13 +315,14 @@ private slots:
         QCOMPARE(run->group, std::string("gh200-main/OPT-350"));
         QCOMPARE(run->cluster.totalGpus(), 16);
         QCOMPARE(run->plan.pp(), 2);
-        // Stage 0 holds entries 0..11 = embedding + transformer layers 0..10; stage 1 entries 12..25 = layers 11..23 + head.
+        // Stage 0 holds entries 0..11 = embedding + transformer layers 0..10; stage 1 entries 12..25 = layers 11..23 +
+        // head.
         QCOMPARE(run->plan.stages[0].firstLayer, 0);
         QCOMPARE(run->plan.stages[0].layerCount, 11);
         QCOMPARE(run->plan.stages[1].firstLayer, 11);
         QCOMPARE(run->plan.stages[1].layerCount, 13);
         QCOMPARE(run->plan.stages[1].replicas[1].node, std::string("gh-96-3"));
-        QCOMPARE(run->plan.stages[1].replicas[1].gpus, (std::vector<int>{0, 1, 2, 3}));
+        QCOMPARE(run->plan.stages[1].replicas[1].gpus, (std::vector<int> {0, 1, 2, 3}));
         QCOMPARE(run->plan.microBatches(), 32); // 64 / (2 replicas x mbs 1)
         // The cluster's inter-node link is the measured GH-96 4-GPU curve, capped at 22.93 GB/s (multizone fit).
         QVERIFY(!run->cluster.network.interNode.curve.empty());

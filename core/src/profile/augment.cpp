@@ -204,7 +204,8 @@ HoldOutReport holdOut(const ProfileSet &measured, bool groupByTp, Interp interp,
                 ps.push_back(p);
         if (ps.size() < 3)
             continue;
-        std::sort(ps.begin(), ps.end(), [&](const LayerProfile &a, const LayerProfile &b) { return axis(a) < axis(b); });
+        std::sort(ps.begin(), ps.end(),
+                  [&](const LayerProfile &a, const LayerProfile &b) { return axis(a) < axis(b); });
         for (size_t i = 1; i + 1 < ps.size(); ++i) {
             std::vector<LayerProfile> rest = ps;
             rest.erase(rest.begin() + static_cast<long>(i));

@@ -4,8 +4,7 @@
 
 namespace memx {
 
-template<typename T>
-static void moveAppend(std::vector<T> &to, std::vector<T> &from)
+template<typename T> static void moveAppend(std::vector<T> &to, std::vector<T> &from)
 {
     to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }

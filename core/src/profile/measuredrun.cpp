@@ -5,9 +5,12 @@ namespace memx {
 const char *toString(MemoryKind kind)
 {
     switch (kind) {
-    case MemoryKind::AllocatorMax: return "allocator-max";
-    case MemoryKind::Reserved: return "reserved";
-    case MemoryKind::DeviceUsed: return "device-used";
+    case MemoryKind::AllocatorMax:
+        return "allocator-max";
+    case MemoryKind::Reserved:
+        return "reserved";
+    case MemoryKind::DeviceUsed:
+        return "device-used";
     }
     return "allocator-max";
 }

@@ -27,8 +27,9 @@ std::optional<double> numberAfter(const std::string &line, const std::string &ma
     while (p < line.size() && line[p] == ' ')
         ++p;
     size_t end = p;
-    while (end < line.size() && (std::isdigit(static_cast<unsigned char>(line[end])) || line[end] == '.'
-                                 || line[end] == 'e' || line[end] == 'E' || line[end] == '+' || line[end] == '-'))
+    while (end < line.size()
+           && (std::isdigit(static_cast<unsigned char>(line[end])) || line[end] == '.' || line[end] == 'e'
+               || line[end] == 'E' || line[end] == '+' || line[end] == '-'))
         ++end;
     double v = 0;
     const auto [ptr, ec] = std::from_chars(line.data() + p, line.data() + end, v);
@@ -103,9 +104,10 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
             out.iterationTimesMs.push_back(*ms);
             out.iterationNumbers.push_back(iteration);
         } else if (line.find(kMemoryMarker) != std::string::npos && line.find("[Rank ") != std::string::npos) {
-            // [Rank 0] (after 10 iterations) memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...
-            const auto rank = numberAfter(line.substr(0, line.find(']') == std::string::npos ? 0 : line.find(']')) + " ",
-                                          "[Rank");
+            // [Rank 0] (after 10 iterations) memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max
+            // reserved: ...
+            const auto rank
+                = numberAfter(line.substr(0, line.find(']') == std::string::npos ? 0 : line.find(']')) + " ", "[Rank");
             const auto maxAlloc = numberAfter(line, "| max allocated:");
             const auto maxRes = numberAfter(line, "| max reserved:");
             if (!rank || !maxAlloc || !maxRes || *maxAlloc < 0 || *maxRes < 0) {
@@ -120,8 +122,9 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
     }
     diags.throwIfAny();
     if (out.iterationTimesMs.empty())
-        throw LoadError(file, "", "no iteration line (\"... elapsed time per iteration (ms): X ...\") found: is this a "
-                                  "Megatron-LM training log?");
+        throw LoadError(file, "",
+                        "no iteration line (\"... elapsed time per iteration (ms): X ...\") found: is this a "
+                        "Megatron-LM training log?");
     out.maxAllocatedBytesByRank.assign(alloc.begin(), alloc.end());
     out.maxReservedBytesByRank.assign(reserved.begin(), reserved.end());
     return out;
@@ -132,15 +135,17 @@ MeasuredRun importMegatronLog(const std::string &path, const Plan &plan, const C
 {
     const MegatronLogSummary log = parseMegatronLog(readTextFile(path), path);
     if (options.skipIterations < 0 || static_cast<size_t>(options.skipIterations) >= log.iterationTimesMs.size())
-        throw LoadError(path, "", "the log has " + std::to_string(log.iterationTimesMs.size())
-                                      + " iteration line(s); skipping " + std::to_string(options.skipIterations)
-                                      + " as warm-up leaves none to average (use a smaller skip count)");
+        throw LoadError(path, "",
+                        "the log has " + std::to_string(log.iterationTimesMs.size()) + " iteration line(s); skipping "
+                            + std::to_string(options.skipIterations)
+                            + " as warm-up leaves none to average (use a smaller skip count)");
     Diagnostics diags(path);
     validatePlan(plan, cluster, model, diags);
     if (!diags.empty()) {
         std::vector<Diagnostic> items;
         for (const Diagnostic &d : diags.items())
-            items.push_back({path, d.pointer, "the plan given for this log does not fit the cluster/model: " + d.message});
+            items.push_back(
+                {path, d.pointer, "the plan given for this log does not fit the cluster/model: " + d.message});
         throw LoadError(items);
     }
     MeasuredRun run;

@@ -11,8 +11,8 @@ const char *toString(LinkScope scope)
 
 std::string NetworkMeasurement::key() const
 {
-    return std::string(toString(scope)) + "|" + senderGpu + "|" + std::to_string(senderGpusPerNode) + "|"
-        + senderZone + "|" + receiverGpu + "|" + std::to_string(receiverGpusPerNode) + "|" + receiverZone;
+    return std::string(toString(scope)) + "|" + senderGpu + "|" + std::to_string(senderGpusPerNode) + "|" + senderZone
+        + "|" + receiverGpu + "|" + std::to_string(receiverGpusPerNode) + "|" + receiverZone;
 }
 
 Link NetworkMeasurement::toLink() const

@@ -58,9 +58,13 @@ json toJson(const LayerProfile &p)
                           {"optimizerMs", m.optimizerMs},
                           {"paramBytes", optionalJson(m.paramBytes)},
                           {"activationBytes", optionalJson(m.activationBytes)}});
-    json j{{"gpu", p.key.gpu},           {"model", p.key.model},       {"tp", p.key.tp},
-           {"microBatch", p.key.microBatch}, {"seqLength", p.key.seqLength}, {"origin", toString(p.origin)},
-           {"layers", layers}};
+    json j {{"gpu", p.key.gpu},
+            {"model", p.key.model},
+            {"tp", p.key.tp},
+            {"microBatch", p.key.microBatch},
+            {"seqLength", p.key.seqLength},
+            {"origin", toString(p.origin)},
+            {"layers", layers}};
     if (!p.source.empty())
         j["source"] = p.source;
     return j;
@@ -86,8 +90,9 @@ LayerProfile parseLayerProfile(const json &j, const std::string &pointer, Diagno
     p.source = r.optionalString("source").value_or("");
     if (const json *layers = r.requireArray("layers")) {
         if (layers->size() < 3)
-            r.error("layers", "expected at least 3 layers (embedding, one transformer layer, output layer), found "
-                                  + std::to_string(layers->size()));
+            r.error("layers",
+                    "expected at least 3 layers (embedding, one transformer layer, output layer), found "
+                        + std::to_string(layers->size()));
         for (size_t i = 0; i < layers->size(); ++i) {
             JsonObjectReader lr((*layers)[i], jsonPointerJoin(r.pointerTo("layers"), i), diags);
             if (!lr.valid())
@@ -184,8 +189,8 @@ NetworkMeasurement parseNetworkMeasurement(const json &j, const std::string &poi
     JsonObjectReader r(j, pointer, diags);
     if (!r.valid())
         return m;
-    r.rejectUnknownKeys({"scope", "senderGpu", "senderGpusPerNode", "senderZone", "receiverGpu",
-                         "receiverGpusPerNode", "receiverZone", "capGBps", "curve", "source"});
+    r.rejectUnknownKeys({"scope", "senderGpu", "senderGpusPerNode", "senderZone", "receiverGpu", "receiverGpusPerNode",
+                         "receiverZone", "capGBps", "curve", "source"});
     m.scope = r.requireEnum("scope", {"intra", "inter"}) == 0 ? LinkScope::IntraNode : LinkScope::InterNode;
     m.senderGpu = r.requireString("senderGpu");
     m.senderGpusPerNode = static_cast<int>(r.requireInt("senderGpusPerNode", 1, 1024));
@@ -209,8 +214,7 @@ NetworkMeasurement parseNetworkMeasurement(const json &j, const std::string &poi
     return m;
 }
 
-std::vector<LayerProfile> parseProfileJson(const std::string &text, const std::string &file,
-                                           const Catalogue &catalogue)
+std::vector<LayerProfile> parseProfileJson(const std::string &text, const std::string &file, const Catalogue &catalogue)
 {
     const json j = parseJsonText(text, file);
     Diagnostics diags(file);
@@ -228,8 +232,9 @@ std::vector<LayerProfile> parseProfileJson(const std::string &text, const std::s
                     lp.source = file;
                 auto [it, inserted] = seen.emplace(lp.key, i);
                 if (!inserted && !lp.key.gpu.empty())
-                    diags.error(p, "duplicate profile: same gpu, model, tp, microBatch and seqLength as /profiles/"
-                                       + std::to_string(it->second));
+                    diags.error(p,
+                                "duplicate profile: same gpu, model, tp, microBatch and seqLength as /profiles/"
+                                    + std::to_string(it->second));
                 out.push_back(std::move(lp));
             }
         }
@@ -243,7 +248,7 @@ std::string profilesToJsonText(const std::vector<LayerProfile> &profiles)
     json arr = json::array();
     for (const LayerProfile &p : profiles)
         arr.push_back(toJson(p));
-    return json{{"format", kProfileFormat}, {"profiles", arr}}.dump(2) + "\n";
+    return json {{"format", kProfileFormat}, {"profiles", arr}}.dump(2) + "\n";
 }
 
 // ---- CSV ----
@@ -310,9 +315,9 @@ static std::string csvCell(const std::string &s)
 
 std::vector<LayerProfile> parseProfileCsv(const std::string &text, const std::string &file, const Catalogue &catalogue)
 {
-    static const std::vector<std::string> kColumns = {"gpu", "model", "tp", "micro_batch", "seq_length", "layer",
-                                                      "forward_ms", "backward_ms", "optimizer_ms", "param_bytes",
-                                                      "activation_bytes"};
+    static const std::vector<std::string> kColumns
+        = {"gpu",        "model",       "tp",           "micro_batch", "seq_length",      "layer",
+           "forward_ms", "backward_ms", "optimizer_ms", "param_bytes", "activation_bytes"};
     Diagnostics diags(file);
     std::map<ProfileKey, std::map<int, LayerMeasurement>> rows;
     std::map<ProfileKey, int> firstLine;
@@ -331,16 +336,17 @@ std::vector<LayerProfile> parseProfileCsv(const std::string &text, const std::st
         std::vector<std::string> cells = splitCsvLine(line);
         if (!header) {
             if (cells != kColumns) {
-                diags.error(where, std::string("expected the header \"") + kProfileCsvHeader + "\", found \"" + line
-                                       + "\"");
+                diags.error(where,
+                            std::string("expected the header \"") + kProfileCsvHeader + "\", found \"" + line + "\"");
                 diags.throwIfAny();
             }
             header = true;
             continue;
         }
         if (cells.size() != kColumns.size()) {
-            diags.error(where, "expected " + std::to_string(kColumns.size()) + " columns, found "
-                                   + std::to_string(cells.size()));
+            diags.error(where,
+                        "expected " + std::to_string(kColumns.size()) + " columns, found "
+                            + std::to_string(cells.size()));
             continue;
         }
         const size_t before = diags.size();
@@ -355,8 +361,8 @@ std::vector<LayerProfile> parseProfileCsv(const std::string &text, const std::st
             if (!v)
                 diags.error(at, "expected a number, found \"" + cells[col] + "\"");
             else if (*v < min || *v > max)
-                diags.error(at, "expected a number in [" + csvNumber(min) + ", " + csvNumber(max) + "], found "
-                                    + cells[col]);
+                diags.error(
+                    at, "expected a number in [" + csvNumber(min) + ", " + csvNumber(max) + "], found " + cells[col]);
             else
                 return v;
             return std::nullopt;

@@ -29,11 +29,10 @@ double sailorFitGBps(const std::vector<double> &coefficients, double capBytesPer
 
 namespace {
 
-struct SailorModel
-{
-    const char *name;    ///< as in layer_times.json
-    const char *folder;  ///< folder under measured-runs (empty: none)
-    const char *preset;  ///< MemX preset the shape starts from
+struct SailorModel {
+    const char *name; ///< as in layer_times.json
+    const char *folder; ///< folder under measured-runs (empty: none)
+    const char *preset; ///< MemX preset the shape starts from
 };
 
 constexpr SailorModel kModels[] = {
@@ -82,25 +81,25 @@ std::optional<int> intKey(const std::string &key)
     return std::stoi(key);
 }
 
-struct Fit
-{
+struct Fit {
     std::vector<double> coefficients;
     double capBytesPerSecond = 0;
 };
 
-class Importer
-{
+class Importer {
 public:
     Importer(const std::string &dir, const std::function<bool(size_t, size_t)> &progress)
-        : mDir(dir), mProgress(progress)
+        : mDir(dir)
+        , mProgress(progress)
     {
     }
 
     ImportBatch run()
     {
         if (!fs::is_directory(mDir))
-            throw LoadError(mDir, "", "not a folder (expected the Sailor dataset folder holding profiles/, network/, "
-                                      "training-configs/ and measured-runs/)");
+            throw LoadError(mDir, "",
+                            "not a folder (expected the Sailor dataset folder holding profiles/, network/, "
+                            "training-configs/ and measured-runs/)");
         for (const char *sub : {"profiles/layer_times.json", "profiles/layer_memory.json"})
             if (!fs::exists(fs::path(mDir) / sub))
                 throw LoadError((fs::path(mDir) / sub).string(), "",
@@ -138,7 +137,7 @@ private:
     {
         ++mDone;
         if (mProgress && !mProgress(mDone, mTotal))
-            throw ImportCancelled{};
+            throw ImportCancelled {};
     }
 
     std::vector<fs::path> listFiles(const char *sub, const char *ext, bool recursive)
@@ -171,8 +170,8 @@ private:
     {
         const SailorModel *sm = findModel(sailorName);
         if (!sm)
-            throw LoadError(file, pointer, "unknown Sailor model \"" + sailorName + "\" (known: " + knownModelNames()
-                                               + ")");
+            throw LoadError(file, pointer,
+                            "unknown Sailor model \"" + sailorName + "\" (known: " + knownModelNames() + ")");
         const std::string id = modelIdFor(sm->name);
         auto it = mModels.find(id);
         if (it != mModels.end())
@@ -206,12 +205,13 @@ private:
         const auto all = r.optionalInt("num_all_layers", 1, 100000);
         diags.throwIfAny();
         if (headDim && *headDim * heads != hidden)
-            throw LoadError(file, "/head_dim", "expected heads x head_dim = hidden_size (" + std::to_string(hidden)
-                                                   + "), found " + std::to_string(heads) + " x "
-                                                   + std::to_string(*headDim));
+            throw LoadError(file, "/head_dim",
+                            "expected heads x head_dim = hidden_size (" + std::to_string(hidden) + "), found "
+                                + std::to_string(heads) + " x " + std::to_string(*headDim));
         if (all && *all != layers + 2)
-            throw LoadError(file, "/num_all_layers", "expected num_layers + 2 (embedding and head) = "
-                                                         + std::to_string(layers + 2) + ", found " + std::to_string(*all));
+            throw LoadError(file, "/num_all_layers",
+                            "expected num_layers + 2 (embedding and head) = " + std::to_string(layers + 2) + ", found "
+                                + std::to_string(*all));
         Model &m = model(name, file, "/model");
         const bool hiddenChanged = m.shape.hidden != hidden;
         m.shape.layers = layers;
@@ -237,14 +237,16 @@ private:
             return 0;
         if (entries == l + 3) {
             if (mFoldWarned.insert(m.id + file).second)
-                warn(file, pointer, std::to_string(entries) + " layer entries for a " + std::to_string(l)
-                                        + "-layer model: the extra entry before the output layer (the final norm) "
-                                          "was added to the output layer");
+                warn(file, pointer,
+                     std::to_string(entries) + " layer entries for a " + std::to_string(l)
+                         + "-layer model: the extra entry before the output layer (the final norm) "
+                           "was added to the output layer");
             return 1;
         }
-        throw LoadError(file, pointer, "expected " + std::to_string(l + 2) + " layer entries (embedding, "
-                                           + std::to_string(l) + " transformer layers, output layer) for model "
-                                           + m.id + ", found " + std::to_string(entries));
+        throw LoadError(file, pointer,
+                        "expected " + std::to_string(l + 2) + " layer entries (embedding, " + std::to_string(l)
+                            + " transformer layers, output layer) for model " + m.id + ", found "
+                            + std::to_string(entries));
     }
 
     std::string gpuId(const std::string &name, const std::string &file, const std::string &pointer)
@@ -254,16 +256,16 @@ private:
         std::string hint;
         for (const std::string &s : Catalogue::builtin().suggest(name))
             hint += (hint.empty() ? "; did you mean \"" : ", \"") + s + "\"";
-        throw LoadError(file, pointer, "unknown GPU \"" + name + "\": not in the MemX catalogue" + hint
-                                           + (hint.empty() ? "" : "?"));
+        throw LoadError(file, pointer,
+                        "unknown GPU \"" + name + "\": not in the MemX catalogue" + hint + (hint.empty() ? "" : "?"));
     }
 
     int intKeyOrThrow(const std::string &key, const std::string &file, const std::string &pointer, const char *what)
     {
         auto v = intKey(key);
         if (!v || *v < 1)
-            throw LoadError(file, pointer, std::string("expected ") + what + " (a positive integer), found \"" + key
-                                               + "\"");
+            throw LoadError(file, pointer,
+                            std::string("expected ") + what + " (a positive integer), found \"" + key + "\"");
         return *v;
     }
 
@@ -307,8 +309,8 @@ private:
                     for (auto tit = requireObject(bit.value(), file, bp).begin(); tit != bit.value().end(); ++tit) {
                         const std::string tp = jsonPointerJoin(bp, tit.key());
                         LayerProfile prof;
-                        prof.key = {gpu, m.id, intKeyOrThrow(tit.key(), file, tp, "a TP degree"), mbs,
-                                    m.shape.seqLength};
+                        prof.key
+                            = {gpu, m.id, intKeyOrThrow(tit.key(), file, tp, "a TP degree"), mbs, m.shape.seqLength};
                         prof.origin = ProfileOrigin::Measured;
                         prof.source = "sailor:" + rel(path) + "#" + tp;
                         const auto entries = layerEntries(tit.value(), file, tp);
@@ -316,12 +318,13 @@ private:
                         for (size_t i = 0; i < entries.size(); ++i) {
                             const json &v = *entries[i];
                             const std::string lp = jsonPointerJoin(tp, i);
-                            if (!v.is_array() || v.size() != 3
-                                || !std::all_of(v.begin(), v.end(), [](const json &x) {
-                                       return x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() >= 0;
-                                   }))
-                                throw LoadError(file, lp, "expected [forward s, backward s, optimizer s] (three "
-                                                          "non-negative numbers), found " + describeJson(v));
+                            if (!v.is_array() || v.size() != 3 || !std::all_of(v.begin(), v.end(), [](const json &x) {
+                                    return x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() >= 0;
+                                }))
+                                throw LoadError(file, lp,
+                                                "expected [forward s, backward s, optimizer s] (three "
+                                                "non-negative numbers), found "
+                                                    + describeJson(v));
                             LayerMeasurement lm;
                             lm.forwardMs = v[0].get<double>() * 1000.0;
                             lm.backwardMs = v[1].get<double>() * 1000.0;
@@ -334,10 +337,6 @@ private:
                             } else {
                                 prof.layers.push_back(lm);
                             }
-                        }
-                        if (fold) {
-                            // Entry L+1 (final norm) is now the last: move it next to the head (L+2).
-                            // We added the head into it above, which is the same sum.
                         }
                         mProfiles[prof.key] = std::move(prof);
                     }
@@ -386,8 +385,9 @@ private:
                     }
                 }
                 if (!attached)
-                    warn(file, tp, "no time profile of model " + m.id + " at TP " + std::to_string(tpDegree)
-                                       + ": memory figures not attached to anything");
+                    warn(file, tp,
+                         "no time profile of model " + m.id + " at TP " + std::to_string(tpDegree)
+                             + ": memory figures not attached to anything");
             }
         }
     }
@@ -396,12 +396,12 @@ private:
     {
         Fit f;
         const bool ok = v.is_array() && v.size() == 2 && v[0].is_array() && !v[0].empty() && v[1].is_number()
-            && v[1].get<double>() > 0
-            && std::all_of(v[0].begin(), v[0].end(),
-                           [](const json &c) { return c.is_number() && std::isfinite(c.get<double>()); });
+            && v[1].get<double>() > 0 && std::all_of(v[0].begin(), v[0].end(), [](const json &c) {
+                            return c.is_number() && std::isfinite(c.get<double>());
+                        });
         if (!ok)
-            throw LoadError(file, pointer, "expected a bandwidth fit [[coefficients...], cap bytes/s], found "
-                                               + describeJson(v));
+            throw LoadError(file, pointer,
+                            "expected a bandwidth fit [[coefficients...], cap bytes/s], found " + describeJson(v));
         for (const json &c : v[0])
             f.coefficients.push_back(c.get<double>());
         f.capBytesPerSecond = v[1].get<double>();
@@ -429,8 +429,9 @@ private:
         auto it = mNetwork.find(key);
         if (it != mNetwork.end()) {
             if (it->second.curve != m.curve)
-                warn(display(path), pointer, "a different fit for the same link was already read from "
-                                                 + it->second.source + "; this one replaces it");
+                warn(display(path), pointer,
+                     "a different fit for the same link was already read from " + it->second.source
+                         + "; this one replaces it");
             else
                 return; // the same fit in two files (intra_node_bandwidths.json and network_coeffs_all_homo.json)
         }
@@ -485,8 +486,7 @@ private:
                         const int sN = intKeyOrThrow(n1.key(), file, p3, "a GPU count");
                         for (auto z2 = requireObject(n1.value(), file, p3).begin(); z2 != n1.value().end(); ++z2) {
                             const std::string p4 = jsonPointerJoin(p3, z2.key());
-                            for (auto g2 = requireObject(z2.value(), file, p4).begin(); g2 != z2.value().end();
-                                 ++g2) {
+                            for (auto g2 = requireObject(z2.value(), file, p4).begin(); g2 != z2.value().end(); ++g2) {
                                 const std::string p5 = jsonPointerJoin(p4, g2.key());
                                 const std::string rGpu = gpuId(g2.key(), file, p5);
                                 for (auto n2 = requireObject(g2.value(), file, p5).begin(); n2 != g2.value().end();
@@ -527,7 +527,7 @@ private:
             json curve = json::array();
             for (const CurvePoint &p : l.curve)
                 curve.push_back({{"bytes", p.bytes}, {"bandwidthGBps", p.bandwidthGBps}});
-            return json{{"bandwidthGBps", l.bandwidthGBps}, {"latencyUs", 0.0}, {"curve", curve}};
+            return json {{"bandwidthGBps", l.bandwidthGBps}, {"latencyUs", 0.0}, {"curve", curve}};
         }
         return std::nullopt;
     }
@@ -559,8 +559,8 @@ private:
         if (pipelines->empty())
             throw LoadError(file, "/pipeline_list", "expected at least one pipeline, found an empty list");
         if (pipelines->size() > 1)
-            warn(file, "/pipeline_list", "only the first of " + std::to_string(pipelines->size())
-                                             + " pipelines is imported");
+            warn(file, "/pipeline_list",
+                 "only the first of " + std::to_string(pipelines->size()) + " pipelines is imported");
         JsonObjectReader pr((*pipelines)[0], "/pipeline_list/0", diags);
         const auto numStages = pr.requireInt("num_stages", 1, 100000);
         const json *lps = pr.requireArray("layers_per_stage");
@@ -568,7 +568,7 @@ private:
         const json *dps = pr.requireArray("dp");
         diags.throwIfAny();
         const size_t stages = static_cast<size_t>(numStages);
-        for (auto [arr, key] : {std::pair{lps, "layers_per_stage"}, {tmps, "tmp_per_stage"}, {dps, "dp"}})
+        for (auto [arr, key] : {std::pair {lps, "layers_per_stage"}, {tmps, "tmp_per_stage"}, {dps, "dp"}})
             if (arr->size() != stages)
                 throw LoadError(file, std::string("/pipeline_list/0/") + key,
                                 "expected " + std::to_string(stages) + " entries (num_stages), found "
@@ -586,8 +586,8 @@ private:
                 throw LoadError(file, sp, "expected a non-empty list of layer indices, found " + describeJson(list));
             for (size_t i = 0; i < list.size(); ++i, ++expected) {
                 if (!list[i].is_number_integer())
-                    throw LoadError(file, jsonPointerJoin(sp, i), "expected a layer index, found "
-                                                                      + describeJson(list[i]));
+                    throw LoadError(file, jsonPointerJoin(sp, i),
+                                    "expected a layer index, found " + describeJson(list[i]));
                 if (list[i].get<int>() != expected && !warned) {
                     warn(file, jsonPointerJoin(sp, i),
                          "layer list is not contiguous (expected " + std::to_string(expected) + ", found "
@@ -605,16 +605,14 @@ private:
                                 + std::to_string(expected));
 
         // Replicas: parse and assign nodes (one group per GPU type and GPUs per node, filled in order).
-        struct GroupAlloc
-        {
+        struct GroupAlloc {
             std::string sailorName, gpu, zone;
             int gpusPerNode = 0;
-            int nodes = 0;       ///< nodes used so far
-            int nextGpu = 0;     ///< next free GPU in the current node (== gpusPerNode: node full)
+            int nodes = 0; ///< nodes used so far
+            int nextGpu = 0; ///< next free GPU in the current node (== gpusPerNode: node full)
         };
         std::vector<GroupAlloc> groups;
-        struct Placement
-        {
+        struct Placement {
             size_t group;
             int node;
             int firstGpu;
@@ -636,24 +634,27 @@ private:
                 const json &rep = reps[k];
                 const bool shape = rep.is_array() && rep.size() == 2 && rep[0].is_array() && rep[1].is_number_integer();
                 if (!shape)
-                    throw LoadError(file, rp, "expected a replica [[[gpu type, gpus per node, zone]], tp], found "
-                                                  + describeJson(rep));
+                    throw LoadError(file, rp,
+                                    "expected a replica [[[gpu type, gpus per node, zone]], tp], found "
+                                        + describeJson(rep));
                 if (rep[0].size() != 1)
-                    throw LoadError(file, rp + "/0", "expected exactly one [gpu type, gpus per node, zone] per "
-                                                     "replica (a replica spanning node types is not supported), found "
-                                                         + std::to_string(rep[0].size()));
+                    throw LoadError(file, rp + "/0",
+                                    "expected exactly one [gpu type, gpus per node, zone] per "
+                                    "replica (a replica spanning node types is not supported), found "
+                                        + std::to_string(rep[0].size()));
                 const json &node = rep[0][0];
                 if (!node.is_array() || node.size() != 3 || !node[0].is_string() || !node[1].is_number_integer()
                     || !node[2].is_string() || node[1].get<int>() < 1)
-                    throw LoadError(file, rp + "/0/0", "expected [gpu type, gpus per node, zone], found "
-                                                           + describeJson(node));
+                    throw LoadError(file, rp + "/0/0",
+                                    "expected [gpu type, gpus per node, zone], found " + describeJson(node));
                 const std::string sailorGpu = node[0].get<std::string>();
                 const std::string gpu = gpuId(sailorGpu, file, rp + "/0/0/0");
                 const int gpn = node[1].get<int>();
                 const int tp = rep[1].get<int>();
                 if (tp < 1 || tp > gpn)
-                    throw LoadError(file, rp + "/1", "expected a TP degree between 1 and the node's "
-                                                         + std::to_string(gpn) + " GPUs, found " + std::to_string(tp));
+                    throw LoadError(file, rp + "/1",
+                                    "expected a TP degree between 1 and the node's " + std::to_string(gpn)
+                                        + " GPUs, found " + std::to_string(tp));
                 size_t gi = 0;
                 while (gi < groups.size() && !(groups[gi].gpu == gpu && groups[gi].gpusPerNode == gpn))
                     ++gi;
@@ -672,22 +673,25 @@ private:
         for (const GroupAlloc &g : groups)
             used += g.nodes;
         if (used > nodesInFile)
-            throw LoadError(file, "/N", "the plan needs " + std::to_string(used) + " nodes, the file says N = "
-                                            + std::to_string(nodesInFile));
+            throw LoadError(file, "/N",
+                            "the plan needs " + std::to_string(used)
+                                + " nodes, the file says N = " + std::to_string(nodesInFile));
         if (groups.size() == 1)
             groups[0].nodes = nodesInFile; // unused nodes of the allocation are still part of the cluster
         else if (used != nodesInFile)
-            warn(file, "/N", "N = " + std::to_string(nodesInFile) + " but the plan uses " + std::to_string(used)
-                                 + " nodes; the cluster holds the nodes the plan uses");
+            warn(file, "/N",
+                 "N = " + std::to_string(nodesInFile) + " but the plan uses " + std::to_string(used)
+                     + " nodes; the cluster holds the nodes the plan uses");
 
         // The cluster, built as JSON and parsed so it is in the canonical form a reload gives.
         std::string clusterName = "sailor";
         json nodes = json::array();
         for (const GroupAlloc &g : groups) {
             clusterName += "-" + lower(g.sailorName) + "x" + std::to_string(g.nodes);
-            json n{{"name", lower(g.sailorName)}, {"gpu", g.gpu}, {"gpus", g.gpusPerNode}, {"count", g.nodes}};
+            json n {{"name", lower(g.sailorName)}, {"gpu", g.gpu}, {"gpus", g.gpusPerNode}, {"count", g.nodes}};
             if (g.gpusPerNode > 1)
-                if (auto intra = fittedLinkJson(LinkScope::IntraNode, g.gpu, g.gpusPerNode, "", g.gpu, g.gpusPerNode, ""))
+                if (auto intra
+                    = fittedLinkJson(LinkScope::IntraNode, g.gpu, g.gpusPerNode, "", g.gpu, g.gpusPerNode, ""))
                     n["intraLink"] = *intra;
             nodes.push_back(n);
         }
@@ -697,27 +701,29 @@ private:
             // Documented default when the dataset has no fit: the device's typical NIC, else 100 Gb/s.
             const GpuSpec *spec = Catalogue::builtin().find(groups[0].gpu);
             const double gbps = spec && spec->nicGbps ? *spec->nicGbps : 100.0;
-            inter = json{{"bandwidthGBps", gbps / 8.0}, {"latencyUs", 5.0}};
-            warn(file, "", "no measured inter-node fit for " + groups[0].gpu + ": default " + std::to_string(gbps / 8.0)
-                               + " GB/s");
+            inter = json {{"bandwidthGBps", gbps / 8.0}, {"latencyUs", 5.0}};
+            warn(file, "",
+                 "no measured inter-node fit for " + groups[0].gpu + ": default " + std::to_string(gbps / 8.0)
+                     + " GB/s");
         }
-        json network{{"interNode", *inter}};
+        json network {{"interNode", *inter}};
         json overrides = json::array();
         for (size_t a = 0; a < groups.size(); ++a)
             for (size_t b = a + 1; b < groups.size(); ++b)
                 if (auto l = fittedLinkJson(LinkScope::InterNode, groups[a].gpu, groups[a].gpusPerNode, groups[a].zone,
                                             groups[b].gpu, groups[b].gpusPerNode, groups[b].zone))
-                    overrides.push_back({{"a", lower(groups[a].sailorName)}, {"b", lower(groups[b].sailorName)},
-                                         {"link", *l}});
+                    overrides.push_back(
+                        {{"a", lower(groups[a].sailorName)}, {"b", lower(groups[b].sailorName)}, {"link", *l}});
         if (!overrides.empty())
             network["overrides"] = overrides;
-        const json clusterJson{{"format", kClusterFormat},
-                               {"name", clusterName},
-                               {"description", "Synthetic cluster of the public Sailor measured runs" + std::string(
-                                                   zone.empty() ? "" : " (zone " + zone + ")")
-                                                   + "; links from the dataset's fitted bandwidth curves"},
-                               {"nodes", nodes},
-                               {"network", network}};
+        const json clusterJson {{"format", kClusterFormat},
+                                {"name", clusterName},
+                                {"description",
+                                 "Synthetic cluster of the public Sailor measured runs"
+                                     + std::string(zone.empty() ? "" : " (zone " + zone + ")")
+                                     + "; links from the dataset's fitted bandwidth curves"},
+                                {"nodes", nodes},
+                                {"network", network}};
         Diagnostics cdiags(file);
         const Cluster cluster = parseCluster(clusterJson, Catalogue::builtin(), cdiags);
         if (!cdiags.empty())
@@ -750,8 +756,8 @@ private:
         if (!pdiags.empty()) {
             std::vector<Diagnostic> items;
             for (const Diagnostic &d : pdiags.items())
-                items.push_back({file, "/pipeline_list/0", "the imported plan is inconsistent (plan field " + d.pointer
-                                                                + "): " + d.message});
+                items.push_back({file, "/pipeline_list/0",
+                                 "the imported plan is inconsistent (plan field " + d.pointer + "): " + d.message});
             throw LoadError(items);
         }
 

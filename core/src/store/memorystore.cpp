@@ -28,8 +28,7 @@ void MemoryStore::rollback()
     mSnapshot.reset();
 }
 
-template<typename Map>
-static std::vector<std::string> keysOf(const Map &map)
+template<typename Map> static std::vector<std::string> keysOf(const Map &map)
 {
     std::vector<std::string> out;
     for (const auto &kv : map)
@@ -52,8 +51,14 @@ void MemoryStore::putCluster(const Cluster &cluster)
         throw std::invalid_argument("a stored cluster needs a name");
     mState.clusters[cluster.name] = cluster;
 }
-std::optional<Cluster> MemoryStore::cluster(const std::string &name) const { return findValue(mState.clusters, name); }
-std::vector<std::string> MemoryStore::clusterNames() const { return keysOf(mState.clusters); }
+std::optional<Cluster> MemoryStore::cluster(const std::string &name) const
+{
+    return findValue(mState.clusters, name);
+}
+std::vector<std::string> MemoryStore::clusterNames() const
+{
+    return keysOf(mState.clusters);
+}
 
 void MemoryStore::putModel(const Model &model)
 {
@@ -61,8 +66,14 @@ void MemoryStore::putModel(const Model &model)
         throw std::invalid_argument("a stored model needs an id");
     mState.models[model.id] = model;
 }
-std::optional<Model> MemoryStore::model(const std::string &id) const { return findValue(mState.models, id); }
-std::vector<std::string> MemoryStore::modelIds() const { return keysOf(mState.models); }
+std::optional<Model> MemoryStore::model(const std::string &id) const
+{
+    return findValue(mState.models, id);
+}
+std::vector<std::string> MemoryStore::modelIds() const
+{
+    return keysOf(mState.models);
+}
 
 void MemoryStore::putProfile(const LayerProfile &profile)
 {
@@ -92,7 +103,10 @@ void MemoryStore::putRun(const MeasuredRun &run)
         throw std::invalid_argument("a stored run needs an id");
     mState.runs[run.id] = run;
 }
-std::optional<MeasuredRun> MemoryStore::run(const std::string &id) const { return findValue(mState.runs, id); }
+std::optional<MeasuredRun> MemoryStore::run(const std::string &id) const
+{
+    return findValue(mState.runs, id);
+}
 std::vector<MeasuredRun> MemoryStore::runs() const
 {
     std::vector<MeasuredRun> out;
@@ -101,7 +115,10 @@ std::vector<MeasuredRun> MemoryStore::runs() const
     return out;
 }
 
-void MemoryStore::putNetwork(const NetworkMeasurement &measurement) { mState.network[measurement.key()] = measurement; }
+void MemoryStore::putNetwork(const NetworkMeasurement &measurement)
+{
+    mState.network[measurement.key()] = measurement;
+}
 std::vector<NetworkMeasurement> MemoryStore::networkMeasurements() const
 {
     std::vector<NetworkMeasurement> out;
@@ -126,6 +143,9 @@ std::vector<std::string> MemoryStore::blobKeys(const std::string &kind) const
             out.push_back(kv.first.second);
     return out;
 }
-void MemoryStore::removeBlob(const std::string &kind, const std::string &key) { mState.blobs.erase({kind, key}); }
+void MemoryStore::removeBlob(const std::string &kind, const std::string &key)
+{
+    mState.blobs.erase({kind, key});
+}
 
 } // namespace memx

@@ -6,7 +6,8 @@
 
 namespace memx::sqlite {
 
-Database::Database(const std::string &path, bool create) : mPath(path)
+Database::Database(const std::string &path, bool create)
+    : mPath(path)
 {
     const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
     const int rc = sqlite3_open_v2(path.c_str(), &mDb, flags, nullptr);
@@ -54,7 +55,8 @@ long long Database::changes() const
     return sqlite3_changes(mDb);
 }
 
-Statement::Statement(Database &db, const std::string &sql) : mDb(db)
+Statement::Statement(Database &db, const std::string &sql)
+    : mDb(db)
 {
     mDb.check(sqlite3_prepare_v2(db.handle(), sql.c_str(), -1, &mStmt, nullptr), "preparing a statement");
 }
@@ -95,8 +97,7 @@ bool Statement::step()
 
 void Statement::run()
 {
-    while (step()) {
-    }
+    while (step()) { }
 }
 
 std::string Statement::text(int column) const
@@ -117,7 +118,8 @@ std::vector<std::uint8_t> Statement::bytes(int column) const
     return p ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
 }
 
-TransactionGuard::TransactionGuard(Database &db) : mDb(db)
+TransactionGuard::TransactionGuard(Database &db)
+    : mDb(db)
 {
     mDb.exec("BEGIN IMMEDIATE");
 }

@@ -14,8 +14,7 @@ namespace memx::sqlite {
 
 /// An open database connection; closes it on destruction. Errors throw std::runtime_error
 /// naming the file and SQLite's message.
-class Database
-{
+class Database {
 public:
     /// Opens `path` read-write; with `create` the file is created when absent.
     Database(const std::string &path, bool create);
@@ -39,8 +38,7 @@ private:
 };
 
 /// A prepared statement; finalized on destruction. Bind indices are 1-based, columns 0-based.
-class Statement
-{
+class Statement {
 public:
     Statement(Database &db, const std::string &sql);
     ~Statement();
@@ -64,8 +62,7 @@ private:
 };
 
 /// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() was called.
-class TransactionGuard
-{
+class TransactionGuard {
 public:
     explicit TransactionGuard(Database &db);
     ~TransactionGuard();

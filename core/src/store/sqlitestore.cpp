@@ -6,8 +6,8 @@
 #include "memx/util/jsonreader.h"
 #include "sqlitedb.h"
 
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
@@ -25,8 +25,7 @@ namespace {
 /// 'MEMX' in PRAGMA application_id marks a MemX project file.
 constexpr long long kApplicationId = 0x4D454D58;
 
-struct Migration
-{
+struct Migration {
     int version;
     const char *description;
     const char *sql;
@@ -62,15 +61,13 @@ std::string nowIso()
 
 } // namespace
 
-struct SqliteStore::Impl
-{
+struct SqliteStore::Impl {
     std::unique_ptr<Database> db;
     int openedVersion = 0;
     bool explicitTx = false;
 
     /// Runs `f` inside the open explicit transaction, or in its own one.
-    template<typename F>
-    void write(F &&f)
+    template<typename F> void write(F &&f)
     {
         if (explicitTx) {
             f();
@@ -105,7 +102,8 @@ int SqliteStore::schemaVersion()
     return kMigrations[std::size(kMigrations) - 1].version;
 }
 
-SqliteStore::SqliteStore(const std::string &path, bool create) : d(std::make_unique<Impl>())
+SqliteStore::SqliteStore(const std::string &path, bool create)
+    : d(std::make_unique<Impl>())
 {
     if (!create && !std::filesystem::exists(path))
         throw LoadError(path, "", "no such project file");
@@ -121,9 +119,10 @@ SqliteStore::SqliteStore(const std::string &path, bool create) : d(std::make_uni
         if (appId != kApplicationId && (tables > 0 || version != 0))
             throw LoadError(path, "", "not a MemX project file (an SQLite database of another application)");
         if (version > schemaVersion())
-            throw LoadError(path, "", "the project file has schema version " + std::to_string(version)
-                                          + ", newer than this MemX understands (" + std::to_string(schemaVersion())
-                                          + "); open it with a newer MemX");
+            throw LoadError(path, "",
+                            "the project file has schema version " + std::to_string(version)
+                                + ", newer than this MemX understands (" + std::to_string(schemaVersion())
+                                + "); open it with a newer MemX");
         d->openedVersion = static_cast<int>(version);
         d->db->exec("PRAGMA journal_mode=WAL");
         d->db->exec("PRAGMA foreign_keys=ON");
@@ -134,7 +133,10 @@ SqliteStore::SqliteStore(const std::string &path, bool create) : d(std::make_uni
                     continue;
                 d->db->exec(m.sql);
                 Statement s(*d->db, "INSERT INTO schema_migrations(version, description, applied_at) VALUES(?,?,?)");
-                s.bind(1, static_cast<long long>(m.version)).bind(2, std::string(m.description)).bind(3, nowIso()).run();
+                s.bind(1, static_cast<long long>(m.version))
+                    .bind(2, std::string(m.description))
+                    .bind(3, nowIso())
+                    .run();
                 d->db->exec("PRAGMA user_version=" + std::to_string(m.version));
             }
             d->db->exec("PRAGMA application_id=" + std::to_string(kApplicationId));
@@ -156,8 +158,14 @@ SqliteStore::~SqliteStore()
         }
 }
 
-const std::string &SqliteStore::path() const { return d->db->path(); }
-int SqliteStore::fileSchemaVersion() const { return d->openedVersion; }
+const std::string &SqliteStore::path() const
+{
+    return d->db->path();
+}
+int SqliteStore::fileSchemaVersion() const
+{
+    return d->openedVersion;
+}
 
 void SqliteStore::saveAs(const std::string &path) const
 {
@@ -209,7 +217,10 @@ void SqliteStore::rollback()
     d->db->exec("ROLLBACK");
 }
 
-bool SqliteStore::inTransaction() const { return d->explicitTx; }
+bool SqliteStore::inTransaction() const
+{
+    return d->explicitTx;
+}
 
 // ---- clusters / models ----
 
@@ -229,9 +240,9 @@ std::optional<Cluster> SqliteStore::cluster(const std::string &name) const
     s.bind(1, name);
     if (!s.step())
         return std::nullopt;
-    return d->parseRecord<Cluster>(s.text(0), "/clusters/" + name, [](const json &j, const std::string &, Diagnostics &dg) {
-        return parseCluster(j, Catalogue::builtin(), dg);
-    });
+    return d->parseRecord<Cluster>(
+        s.text(0), "/clusters/" + name,
+        [](const json &j, const std::string &, Diagnostics &dg) { return parseCluster(j, Catalogue::builtin(), dg); });
 }
 
 std::vector<std::string> SqliteStore::clusterNames() const
@@ -279,8 +290,9 @@ void SqliteStore::putProfile(const LayerProfile &profile)
     if (profile.key.gpu.empty() || profile.key.model.empty())
         throw std::invalid_argument("a stored profile needs a GPU and a model");
     d->write([&] {
-        Statement s(*d->db, "INSERT OR REPLACE INTO profiles(gpu, model, tp, micro_batch, seq_length, origin, json) "
-                            "VALUES(?, ?, ?, ?, ?, ?, ?)");
+        Statement s(*d->db,
+                    "INSERT OR REPLACE INTO profiles(gpu, model, tp, micro_batch, seq_length, origin, json) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?)");
         s.bind(1, profile.key.gpu)
             .bind(2, profile.key.model)
             .bind(3, static_cast<long long>(profile.key.tp))
@@ -301,8 +313,9 @@ static LayerProfile parseStoredProfile(const json &j, const std::string &where, 
 
 std::optional<LayerProfile> SqliteStore::profile(const ProfileKey &key) const
 {
-    Statement s(*d->db, "SELECT json FROM profiles WHERE gpu = ? AND model = ? AND tp = ? AND micro_batch = ? AND "
-                        "seq_length = ?");
+    Statement s(*d->db,
+                "SELECT json FROM profiles WHERE gpu = ? AND model = ? AND tp = ? AND micro_batch = ? AND "
+                "seq_length = ?");
     s.bind(1, key.gpu)
         .bind(2, key.model)
         .bind(3, static_cast<long long>(key.tp))

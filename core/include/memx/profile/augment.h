@@ -31,8 +31,7 @@ LayerProfile withLayerCount(const LayerProfile &profile, int layers, const std::
 /// embedding and output layer linear in s). Model-based: the public data has one sequence length.
 LayerProfile scaleSequenceLength(const LayerProfile &profile, const Model &model, int seqLength);
 
-struct AugmentOptions
-{
+struct AugmentOptions {
     /// Micro-batch sizes to fill in inside each measured range (in addition to powers of two).
     std::vector<int> microBatches;
     /// TP degrees to fill in inside each measured range.
@@ -45,14 +44,12 @@ struct AugmentOptions
 std::vector<LayerProfile> augmentProfiles(const ProfileSet &measured, const AugmentOptions &options = {});
 
 /// Result of hiding measured points and interpolating them from the others.
-struct HoldOutReport
-{
-    struct Point
-    {
+struct HoldOutReport {
+    struct Point {
         ProfileKey key;
-        double measuredMs = 0;     ///< sum over layers of forward + backward, measured
+        double measuredMs = 0; ///< sum over layers of forward + backward, measured
         double interpolatedMs = 0; ///< the same sum from the interpolated profile
-        double relativeError = 0;  ///< |interpolated - measured| / measured
+        double relativeError = 0; ///< |interpolated - measured| / measured
     };
     std::vector<Point> points;
     double medianError = 0;

@@ -13,8 +13,7 @@ namespace memx {
 
 /// Everything one import produced, before it is written to a Store (in one transaction, see
 /// writeImport in memx/store/store.h). Importers never write half a batch.
-struct ImportBatch
-{
+struct ImportBatch {
     std::vector<Model> models;
     std::vector<Cluster> clusters;
     std::vector<LayerProfile> profiles;

@@ -13,16 +13,15 @@
 namespace memx {
 
 /// What a Megatron-LM training log says about a run.
-struct MegatronLogSummary
-{
+struct MegatronLogSummary {
     /// "elapsed time per iteration (ms)" of every iteration line, in order (each line is the
     /// mean over Megatron's --log-interval iterations).
     std::vector<double> iterationTimesMs;
-    std::vector<int> iterationNumbers;      ///< the "iteration N/" of each line
+    std::vector<int> iterationNumbers; ///< the "iteration N/" of each line
     /// Per rank: the largest "max allocated" and "max reserved" reported, bytes (MB x 2^20).
     std::vector<std::pair<int, double>> maxAllocatedBytesByRank;
     std::vector<std::pair<int, double>> maxReservedBytesByRank;
-    std::vector<Diagnostic> warnings;       ///< e.g. a truncated last line that was ignored
+    std::vector<Diagnostic> warnings; ///< e.g. a truncated last line that was ignored
 
     /// Mean of iterationTimesMs after skipping the first `skip` lines (warm-up).
     double meanIterationMs(int skip) const;
@@ -36,11 +35,10 @@ struct MegatronLogSummary
 /// Throws LoadError when the log has no iteration line.
 MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &file);
 
-struct MegatronImportOptions
-{
-    int skipIterations = 1;   ///< iteration lines skipped as warm-up before averaging
-    std::string runId;        ///< default: the log's file name
-    std::string group;        ///< hardware group label
+struct MegatronImportOptions {
+    int skipIterations = 1; ///< iteration lines skipped as warm-up before averaging
+    std::string runId; ///< default: the log's file name
+    std::string group; ///< hardware group label
     std::string date;
 };
 

@@ -23,8 +23,6 @@ ImportBatch importSailor(const std::string &dir, const std::function<bool(size_t
 double sailorFitGBps(const std::vector<double> &coefficients, double capBytesPerSecond, double bytes);
 
 /// Thrown when a progress callback cancels an import.
-struct ImportCancelled
-{
-};
+struct ImportCancelled { };
 
 } // namespace memx

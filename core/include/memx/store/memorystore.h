@@ -8,8 +8,7 @@ namespace memx {
 
 /// A Store held in memory (for tests and scratch projects). Transactions snapshot the whole
 /// state on begin() and restore it on rollback().
-class MemoryStore final : public Store
-{
+class MemoryStore final : public Store {
 public:
     void begin() override;
     void commit() override;
@@ -37,8 +36,7 @@ public:
     void removeBlob(const std::string &kind, const std::string &key) override;
 
 private:
-    struct State
-    {
+    struct State {
         std::map<std::string, Cluster> clusters;
         std::map<std::string, Model> models;
         std::map<ProfileKey, LayerProfile> profiles;

@@ -10,8 +10,7 @@ namespace memx {
 /// version, migrations applied in order on open, every write in a transaction.
 /// Opening a file written by a newer MemX (higher schema version) or a file that is not a MemX
 /// project throws LoadError naming the file.
-class SqliteStore final : public Store
-{
+class SqliteStore final : public Store {
 public:
     /// Schema version this build writes.
     static int schemaVersion();

@@ -24,8 +24,7 @@ using ProgressCallback = std::function<bool(size_t done, size_t total)>;
 /// Every write happens in a transaction: either inside an explicit begin()/commit() pair (use
 /// StoreTransaction) or, outside one, in its own implicit transaction. Transactions do not nest.
 /// Not thread-safe: one thread at a time.
-class Store
-{
+class Store {
 public:
     virtual ~Store() = default;
 
@@ -71,10 +70,13 @@ public:
 };
 
 /// begin() on construction, rollback() on destruction unless commit() was called.
-class StoreTransaction
-{
+class StoreTransaction {
 public:
-    explicit StoreTransaction(Store &store) : mStore(store) { mStore.begin(); }
+    explicit StoreTransaction(Store &store)
+        : mStore(store)
+    {
+        mStore.begin();
+    }
     ~StoreTransaction()
     {
         if (!mDone) {
