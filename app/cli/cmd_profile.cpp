@@ -1,0 +1,373 @@
+// memx profile import | list | coverage: the project's measured data.
+#include "command.h"
+
+#include "memx/io/formats.h"
+#include "memx/profile/augment.h"
+#include "memx/profile/megatronlog.h"
+#include "memx/profile/profileio.h"
+#include "memx/profile/sailorimporter.h"
+#include "memx/store/sqlitestore.h"
+#include "memx/util/fileio.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+
+namespace memx::cli {
+namespace {
+
+constexpr const char *kDefaultProject = "memx-project.memx";
+
+const char *kImportUsage
+    = R"txt(Usage: memx profile import --format sailor|megatron|csv|json [--project FILE] [OPTIONS] SOURCE...
+
+Imports measurements into a project file (created when absent; default ./memx-project.memx).
+Everything from one command goes in one transaction: if any SOURCE is bad, nothing is written.
+
+Formats:
+  sailor     SOURCE is the public Sailor dataset folder (profiles/, network/, training-configs/,
+             measured-runs/): models, per-layer profiles, network fits and measured runs.
+  megatron   SOURCE is a Megatron-LM training log; needs --plan, --cluster and --model.
+             Iteration time = mean of the "elapsed time per iteration (ms)" lines after skipping
+             the first --skip (default 1) as warm-up; peak memory = max over ranks of
+             "max allocated" (allocator peak).
+  csv, json  MemX profile files (docs/formats-profiles.md).
+
+Options:
+  --project FILE   project file (default ./memx-project.memx)
+  --plan FILE      (megatron) the plan the log ran
+  --cluster FILE   (megatron) the cluster it ran on
+  --model ID|FILE  (megatron) model preset id or model file
+  --skip N         (megatron) warm-up iteration lines to skip (default 1)
+  --group LABEL    (megatron) hardware group label stored with the run
+  --run-id ID      (megatron, one SOURCE) run id (default: the log's file name)
+  --json           print the summary as JSON
+)txt";
+
+const char *kListUsage = R"txt(Usage: memx profile list [--project FILE] [--json]
+
+Lists what a project holds: models, clusters, per-layer profiles (per GPU and model: TP degrees,
+micro-batch sizes, origin), measured runs per hardware group, network measurements.
+)txt";
+
+const char *kCoverageUsage
+    = R"txt(Usage: memx profile coverage [--project FILE] [--cluster NAME|FILE] [--model ID] [--json]
+
+For each model and GPU type: which (TP, micro-batch) cells are measured (M), interpolated or
+interpolable from measured neighbours (I), or missing (-). With --cluster only the cluster's GPU
+types and TP degrees up to its GPUs per node are shown; with --model only that model id.
+)txt";
+
+std::string projectPath(const Args &args)
+{
+    return args.value("project").value_or(kDefaultProject);
+}
+
+/// Progress on stderr, only when it is a terminal.
+struct ProgressLine {
+    std::string label;
+    bool enabled = stderrIsTerminal();
+    bool operator()(size_t done, size_t total) const
+    {
+        if (enabled && total > 0) {
+            std::cerr << "\r" << label << " " << done << "/" << total << " (" << (100 * done / total) << "%)   "
+                      << std::flush;
+            if (done == total)
+                std::cerr << "\n";
+        }
+        return true;
+    }
+};
+
+int runImport(const std::vector<std::string> &argv)
+{
+    Args args(argv, {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id"}, {"json"});
+    const auto format = args.value("format");
+    if (!format)
+        throw UsageError {"--format is required (sailor, megatron, csv or json)"};
+    if (args.positional().empty())
+        throw UsageError {"expected at least one SOURCE"};
+    ImportBatch batch;
+    if (*format == "sailor") {
+        for (const std::string &dir : args.positional())
+            batch.append(importSailor(dir, ProgressLine {"reading " + dir}));
+    } else if (*format == "megatron") {
+        if (!args.has("plan") || !args.has("cluster") || !args.has("model"))
+            throw UsageError {"--format megatron needs --plan, --cluster and --model"};
+        if (args.has("run-id") && args.positional().size() > 1)
+            throw UsageError {"--run-id needs exactly one log"};
+        const Plan plan = loadPlan(args.require("plan"));
+        const Cluster cluster = loadCluster(args.require("cluster"));
+        const Model model = resolveModel(args.require("model"));
+        MegatronImportOptions o;
+        o.skipIterations = static_cast<int>(args.intValue("skip", 0, 1000000).value_or(1));
+        o.group = args.value("group").value_or("");
+        o.runId = args.value("run-id").value_or("");
+        for (const std::string &log : args.positional())
+            batch.runs.push_back(importMegatronLog(log, plan, cluster, model, o));
+        batch.clusters.push_back(cluster);
+        batch.models.push_back(model);
+    } else if (*format == "csv" || *format == "json") {
+        for (const std::string &file : args.positional()) {
+            const std::string text = readTextFile(file);
+            auto ps = *format == "csv" ? parseProfileCsv(text, file) : parseProfileJson(text, file);
+            batch.profiles.insert(batch.profiles.end(), ps.begin(), ps.end());
+        }
+    } else {
+        throw UsageError {"unknown --format \"" + *format + "\" (expected sailor, megatron, csv or json)"};
+    }
+
+    const std::string project = projectPath(args);
+    SqliteStore store(project, true);
+    writeImport(store, batch, ProgressLine {"writing " + project});
+
+    if (args.has("json")) {
+        nlohmann::json warnings = nlohmann::json::array();
+        for (const Diagnostic &w : batch.warnings)
+            warnings.push_back({{"file", w.file}, {"pointer", w.pointer}, {"message", w.message}});
+        std::cout << nlohmann::json {{"project", project},
+                                     {"models", batch.models.size()},
+                                     {"clusters", batch.clusters.size()},
+                                     {"profiles", batch.profiles.size()},
+                                     {"runs", batch.runs.size()},
+                                     {"network", batch.network.size()},
+                                     {"warnings", warnings}}
+                         .dump(2)
+                  << "\n";
+        return Ok;
+    }
+    for (const Diagnostic &w : batch.warnings)
+        std::cerr << "warning: " << w.toString() << "\n";
+    std::cout << "Imported into " << project << ": " << batch.models.size() << " model(s), " << batch.clusters.size()
+              << " cluster(s), " << batch.profiles.size() << " profile(s), " << batch.runs.size() << " run(s), "
+              << batch.network.size() << " network measurement(s)";
+    if (!batch.warnings.empty())
+        std::cout << ", " << batch.warnings.size() << " warning(s)";
+    std::cout << "\n";
+    return Ok;
+}
+
+SqliteStore openExisting(const Args &args)
+{
+    const std::string path = projectPath(args);
+    if (!std::filesystem::exists(path))
+        throw LoadError(path, "", "no such project file (create one with 'memx profile import', or pass --project)");
+    return SqliteStore(path, false);
+}
+
+std::string joinInts(const std::set<int> &v)
+{
+    std::string s;
+    for (int x : v)
+        s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+}
+
+int runList(const std::vector<std::string> &argv)
+{
+    Args args(argv, {"project"}, {"json"});
+    if (!args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    SqliteStore store = openExisting(args);
+    const ProfileSet profiles = store.profiles();
+    const auto runs = store.runs();
+    const auto network = store.networkMeasurements();
+
+    struct Group {
+        std::set<int> tps, mbs, seqs;
+        std::map<std::string, int> origins;
+    };
+    std::map<std::pair<std::string, std::string>, Group> groups;
+    for (const LayerProfile &p : profiles.profiles()) {
+        Group &g = groups[{p.key.model, p.key.gpu}];
+        g.tps.insert(p.key.tp);
+        g.mbs.insert(p.key.microBatch);
+        g.seqs.insert(p.key.seqLength);
+        ++g.origins[toString(p.origin)];
+    }
+    std::map<std::string, std::vector<const MeasuredRun *>> runGroups;
+    for (const MeasuredRun &r : runs)
+        runGroups[r.group].push_back(&r);
+
+    if (args.has("json")) {
+        nlohmann::json j;
+        j["project"] = store.path();
+        j["schemaVersion"] = store.fileSchemaVersion();
+        j["models"] = store.modelIds();
+        j["clusters"] = store.clusterNames();
+        nlohmann::json ps = nlohmann::json::array();
+        for (const LayerProfile &p : profiles.profiles())
+            ps.push_back({{"gpu", p.key.gpu},
+                          {"model", p.key.model},
+                          {"tp", p.key.tp},
+                          {"microBatch", p.key.microBatch},
+                          {"seqLength", p.key.seqLength},
+                          {"origin", toString(p.origin)},
+                          {"layers", p.layers.size()},
+                          {"source", p.source}});
+        j["profiles"] = ps;
+        nlohmann::json rs = nlohmann::json::array();
+        for (const MeasuredRun &r : runs)
+            rs.push_back(
+                {{"id", r.id},
+                 {"group", r.group},
+                 {"model", r.modelId},
+                 {"cluster", r.clusterName},
+                 {"gpus", r.plan.totalGpus()},
+                 {"iterationTimeMs", r.iterationTimeMs},
+                 {"peakMemoryBytes", r.peakMemoryBytes ? nlohmann::json(*r.peakMemoryBytes) : nlohmann::json()},
+                 {"memoryKind", toString(r.memoryKind)},
+                 {"source", r.source}});
+        j["runs"] = rs;
+        j["networkMeasurements"] = network.size();
+        std::cout << j.dump(2) << "\n";
+        return Ok;
+    }
+    std::cout << "Project " << store.path() << " (schema " << store.fileSchemaVersion() << ")\n";
+    std::cout << "  models:   ";
+    for (const std::string &m : store.modelIds())
+        std::cout << m << " ";
+    std::cout << "\n  clusters: " << store.clusterNames().size() << "\n\n";
+    std::cout << "  Profiles (" << profiles.size() << "):\n";
+    std::cout << "    " << std::left << std::setw(22) << "MODEL" << std::setw(16) << "GPU" << std::setw(12) << "TP"
+              << std::setw(22) << "MICRO-BATCH"
+              << "ORIGIN\n";
+    for (const auto &[key, g] : groups) {
+        std::string origins;
+        for (const auto &[o, n] : g.origins)
+            origins += (origins.empty() ? "" : ", ") + std::to_string(n) + " " + o;
+        std::cout << "    " << std::setw(22) << key.first << std::setw(16) << key.second << std::setw(12)
+                  << joinInts(g.tps) << std::setw(22) << joinInts(g.mbs) << origins << "\n";
+    }
+    std::cout << "\n  Measured runs (" << runs.size() << "):\n";
+    for (const auto &[group, rs] : runGroups) {
+        std::set<int> gpus;
+        for (const MeasuredRun *r : rs)
+            gpus.insert(r->plan.totalGpus());
+        std::cout << "    " << std::setw(30) << (group.empty() ? "(no group)" : group) << std::right << std::setw(4)
+                  << rs.size() << " runs on " << joinInts(gpus) << " GPUs\n"
+                  << std::left;
+    }
+    std::cout << "\n  Network measurements: " << network.size() << "\n";
+    return Ok;
+}
+
+int runCoverage(const std::vector<std::string> &argv)
+{
+    Args args(argv, {"project", "cluster", "model"}, {"json"});
+    if (!args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    SqliteStore store = openExisting(args);
+    std::optional<Cluster> cluster;
+    if (auto c = args.value("cluster")) {
+        cluster = store.cluster(*c);
+        if (!cluster)
+            cluster = loadCluster(*c);
+    }
+    const ProfileSet all = store.profiles();
+    std::set<std::string> models;
+    for (const LayerProfile &p : all.profiles())
+        if (!args.has("model") || p.key.model == *args.value("model"))
+            models.insert(p.key.model);
+    if (args.has("model") && models.empty())
+        throw LoadError(store.path(), "", "no profile of model \"" + *args.value("model") + "\" in the project");
+
+    std::set<std::string> clusterGpus;
+    int maxTp = 1 << 20;
+    if (cluster) {
+        maxTp = 0;
+        for (const NodeGroup &g : cluster->groups) {
+            clusterGpus.insert(cluster->deviceOf(g).id);
+            maxTp = std::max(maxTp, g.gpusPerNode);
+        }
+    }
+
+    nlohmann::json out = nlohmann::json::array();
+    for (const std::string &model : models) {
+        std::set<int> tps, mbs;
+        std::map<std::string, std::vector<LayerProfile>> byGpu;
+        for (const LayerProfile &p : all.profiles())
+            if (p.key.model == model) {
+                if (p.key.tp <= maxTp)
+                    tps.insert(p.key.tp);
+                mbs.insert(p.key.microBatch);
+                byGpu[p.key.gpu].push_back(p);
+            }
+        for (const std::string &g : clusterGpus)
+            byGpu[g]; // GPU types of the cluster without any profile show as missing
+        nlohmann::json jm {{"model", model}, {"tp", tps}, {"microBatch", mbs}, {"gpus", nlohmann::json::object()}};
+        if (!args.has("json"))
+            std::cout << "Model " << model << " (M measured, I interpolated/interpolable, - missing)\n";
+        for (auto &[gpu, ps] : byGpu) {
+            if (cluster && !clusterGpus.count(gpu))
+                continue;
+            auto status = [&](int tp, int b) -> char {
+                const LayerProfile *best = nullptr;
+                for (const LayerProfile &p : ps)
+                    if (p.key.tp == tp && p.key.microBatch == b)
+                        best = (!best || p.origin == ProfileOrigin::Measured) ? &p : best;
+                if (best)
+                    return best->origin == ProfileOrigin::Measured ? 'M' : 'I';
+                std::vector<LayerProfile> sameTp, sameMbs;
+                for (const LayerProfile &p : ps) {
+                    if (p.origin != ProfileOrigin::Measured)
+                        continue;
+                    if (p.key.tp == tp)
+                        sameTp.push_back(p);
+                    if (p.key.microBatch == b)
+                        sameMbs.push_back(p);
+                }
+                if ((!sameTp.empty() && interpolateMicroBatch(sameTp, b))
+                    || (sameMbs.size() >= 2 && interpolateTensorParallel(sameMbs, tp)))
+                    return 'I';
+                return '-';
+            };
+            nlohmann::json cells = nlohmann::json::array();
+            int counts[3] = {0, 0, 0};
+            if (!args.has("json")) {
+                std::cout << "  " << gpu << "\n    " << std::left << std::setw(8) << "TP\\mbs";
+                for (int b : mbs)
+                    std::cout << std::setw(5) << b;
+                std::cout << "\n";
+            }
+            for (int tp : tps) {
+                if (!args.has("json"))
+                    std::cout << "    " << std::setw(8) << tp;
+                for (int b : mbs) {
+                    const char s = status(tp, b);
+                    ++counts[s == 'M' ? 0 : s == 'I' ? 1 : 2];
+                    cells.push_back({{"tp", tp},
+                                     {"microBatch", b},
+                                     {"status",
+                                      s == 'M'       ? "measured"
+                                          : s == 'I' ? "interpolated"
+                                                     : "missing"}});
+                    if (!args.has("json"))
+                        std::cout << std::setw(5) << s;
+                }
+                if (!args.has("json"))
+                    std::cout << "\n";
+            }
+            jm["gpus"][gpu]
+                = {{"measured", counts[0]}, {"interpolated", counts[1]}, {"missing", counts[2]}, {"cells", cells}};
+        }
+        out.push_back(jm);
+        if (!args.has("json"))
+            std::cout << "\n";
+    }
+    if (args.has("json"))
+        std::cout << out.dump(2) << "\n";
+    return Ok;
+}
+
+CommandRegistration regImport({"profile import", "import profiles and runs (Sailor data, Megatron logs, CSV/JSON)",
+                               kImportUsage, &runImport});
+CommandRegistration regList({"profile list", "list the measurements a project holds", kListUsage, &runList});
+CommandRegistration regCoverage({"profile coverage", "show measured/interpolated/missing TP x micro-batch per GPU",
+                                 kCoverageUsage, &runCoverage});
+
+} // namespace
+} // namespace memx::cli

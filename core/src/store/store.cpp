@@ -1,0 +1,43 @@
+#include "memx/store/store.h"
+
+namespace memx {
+
+bool writeImport(Store &store, const ImportBatch &batch, const ProgressCallback &progress)
+{
+    const size_t total = batch.itemCount();
+    size_t done = 0;
+    StoreTransaction tx(store);
+    auto step = [&]() {
+        ++done;
+        return !progress || progress(done, total);
+    };
+    for (const Model &m : batch.models) {
+        store.putModel(m);
+        if (!step())
+            return false;
+    }
+    for (const Cluster &c : batch.clusters) {
+        store.putCluster(c);
+        if (!step())
+            return false;
+    }
+    for (const LayerProfile &p : batch.profiles) {
+        store.putProfile(p);
+        if (!step())
+            return false;
+    }
+    for (const MeasuredRun &r : batch.runs) {
+        store.putRun(r);
+        if (!step())
+            return false;
+    }
+    for (const NetworkMeasurement &n : batch.network) {
+        store.putNetwork(n);
+        if (!step())
+            return false;
+    }
+    tx.commit();
+    return true;
+}
+
+} // namespace memx
