@@ -47,6 +47,7 @@ ClusterCanvas::ClusterCanvas(ClusterDocument *document, QWidget *parent)
     connect(mScene, &QGraphicsScene::selectionChanged, this, &ClusterCanvas::selectionChanged);
     connect(mDocument, &ClusterDocument::clusterReset, this, [this] {
         rebuild();
+        mAutoFit = true;
         fitToView();
     });
     connect(mDocument, &ClusterDocument::nodeGroupAdded, this, &ClusterCanvas::onGroupAdded);
@@ -57,6 +58,12 @@ ClusterCanvas::ClusterCanvas(ClusterDocument *document, QWidget *parent)
         viewport()->update();
     });
     rebuild();
+}
+
+ClusterCanvas::~ClusterCanvas()
+{
+    // The scene dies with us; its selection changes while items go must not reach observers.
+    disconnect(mScene, nullptr, this, nullptr);
 }
 
 // --- observing the document ---
@@ -92,8 +99,7 @@ void ClusterCanvas::rebuildLinks()
         // lists them. Ends that name no group exist only transiently during a rename.
         if (a < 0 || b < 0 || a == b || a >= mNodes.size() || b >= mNodes.size())
             continue;
-        auto *item = new LinkItem(mDocument, i, boxEdge(mNodes[a], mNodes[b]->centre()),
-                                  boxEdge(mNodes[b], mNodes[a]->centre()));
+        auto *item = new LinkItem(mDocument, i, mNodes[a]->centre(), mNodes[b]->centre());
         mScene->addItem(item);
         item->setSelected(wasSelected.contains(i));
         mLinks << item;
@@ -129,7 +135,7 @@ void ClusterCanvas::onGroupChanged(int index)
         const memx::LinkOverride &o = mDocument->cluster().network.overrides.at(size_t(l->overrideIndex()));
         const int a = mDocument->groupIndexOf(o.a), b = mDocument->groupIndexOf(o.b);
         if (a >= 0 && b >= 0 && (a == index || b == index))
-            l->setEnds(boxEdge(mNodes[a], mNodes[b]->centre()), boxEdge(mNodes[b], mNodes[a]->centre()));
+            l->setEnds(mNodes[a]->centre(), mNodes[b]->centre());
     }
     if (mDrag != Drag::Move)
         updateSceneRect();
@@ -142,18 +148,6 @@ void ClusterCanvas::updateSceneRect()
     if (r.isEmpty())
         r = QRectF(0, 0, 600, 400);
     mScene->setSceneRect(r.adjusted(-400, -300, 400, 300));
-}
-
-QPointF ClusterCanvas::boxEdge(const NodeGroupItem *item, QPointF towards)
-{
-    const QPointF c = item->centre();
-    const QPointF d = towards - c;
-    if (d.isNull())
-        return c;
-    const qreal hw = NodeGroupItem::kWidth / 2, hh = NodeGroupItem::kHeight / 2;
-    const qreal t = std::min(std::abs(d.x()) > 1e-9 ? hw / std::abs(d.x()) : 1e9,
-                             std::abs(d.y()) > 1e-9 ? hh / std::abs(d.y()) : 1e9);
-    return t >= 1 ? c : c + d * t;
 }
 
 // --- selection ---
@@ -275,30 +269,40 @@ void ClusterCanvas::scaleBy(double factor)
 
 void ClusterCanvas::zoomIn()
 {
+    mAutoFit = false;
     scaleBy(kZoomStep);
 }
 
 void ClusterCanvas::zoomOut()
 {
+    mAutoFit = false;
     scaleBy(1 / kZoomStep);
 }
 
 void ClusterCanvas::resetZoom()
 {
+    mAutoFit = false;
     setTransform(QTransform());
+}
+
+void ClusterCanvas::resizeEvent(QResizeEvent *event)
+{
+    QGraphicsView::resizeEvent(event);
+    if (mAutoFit)
+        fitToView();
 }
 
 void ClusterCanvas::fitToView()
 {
     QRectF r = mScene->itemsBoundingRect();
     if (r.isEmpty()) {
-        resetZoom();
+        setTransform(QTransform());
         return;
     }
     r.adjust(-40, -40, 40, 80); // room for the legend at the bottom
     fitInView(r, Qt::KeepAspectRatio);
-    if (zoom() > 1.25) { // a small cluster stays at a readable size rather than blown up
-        resetZoom();
+    if (zoom() > 1.5) { // a small cluster is shown enlarged for readability, but not blown up
+        setTransform(QTransform::fromScale(1.5, 1.5));
         centerOn(r.center());
     }
 }
@@ -317,6 +321,7 @@ void ClusterCanvas::mousePressEvent(QMouseEvent *event)
 {
     if (event->button() == Qt::MiddleButton || (event->button() == Qt::LeftButton && mSpaceHeld)) {
         mDrag = Drag::Pan;
+        mAutoFit = false;
         mPanLast = event->position().toPoint();
         viewport()->setCursor(Qt::ClosedHandCursor);
         event->accept();
@@ -416,8 +421,10 @@ void ClusterCanvas::mouseReleaseEvent(QMouseEvent *event)
 void ClusterCanvas::wheelEvent(QWheelEvent *event)
 {
     const double steps = event->angleDelta().y() / 120.0;
-    if (steps != 0)
+    if (steps != 0) {
+        mAutoFit = false;
         scaleBy(std::pow(kZoomStep, steps));
+    }
     event->accept();
 }
 

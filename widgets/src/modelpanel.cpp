@@ -24,6 +24,8 @@ ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent) : QWidget(par
     auto *form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     mPreset = new QComboBox(this);
+    mPreset->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    mPreset->setMinimumContentsLength(12);
     for (const memx::Model &m : memx::builtinModels())
         mPreset->addItem(QString::fromStdString(m.name), QString::fromStdString(m.id));
     mPreset->addItem(tr("Custom"), QStringLiteral("custom"));

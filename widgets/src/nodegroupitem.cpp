@@ -17,6 +17,21 @@ namespace {
 constexpr qreal kRadius = 8;
 constexpr int kMaxShadows = 2;
 
+QString scaleUpName(memx::ScaleUpKind kind)
+{
+    switch (kind) {
+    case memx::ScaleUpKind::NvLink: return QStringLiteral("NVLink");
+    case memx::ScaleUpKind::NvSwitch: return QStringLiteral("NVSwitch");
+    case memx::ScaleUpKind::InfinityFabric: return QStringLiteral("Infinity Fabric");
+    case memx::ScaleUpKind::RoCE: return QStringLiteral("RoCE");
+    case memx::ScaleUpKind::Hccs: return QStringLiteral("HCCS");
+    case memx::ScaleUpKind::MluLink: return QStringLiteral("MLU-Link");
+    case memx::ScaleUpKind::BLink: return QStringLiteral("BLink");
+    case memx::ScaleUpKind::Pcie: return QStringLiteral("PCIe");
+    }
+    return QString();
+}
+
 QString formatBandwidth(double gbps)
 {
     return gbps >= 100 ? QString::number(gbps, 'f', 0) : QString::number(gbps, 'g', 3);
@@ -117,7 +132,7 @@ void NodeGroupItem::paint(QPainter *painter, const QStyleOptionGraphicsItem *opt
         QStringLiteral("%1 \u00d7 %2").arg(g.gpusPerNode).arg(QString::fromStdString(d.name)),
         QObject::tr("%1 GiB/GPU \u00b7 %2 GiB/node").arg(memGiB, 0, 'f', 0).arg(memGiB * g.gpusPerNode, 0, 'f', 0),
         QObject::tr("%1 %2 GB/s%3")
-            .arg(g.intraLink ? QObject::tr("intra") : QString::fromLatin1(memx::toString(d.scaleUpKind)))
+            .arg(g.intraLink ? QObject::tr("intra-node") : scaleUpName(d.scaleUpKind))
             .arg(formatBandwidth(intra.bandwidthGBps))
             .arg(g.intraLink ? QStringLiteral(" *") : QString()),
     };
@@ -132,20 +147,51 @@ void NodeGroupItem::paint(QPainter *painter, const QStyleOptionGraphicsItem *opt
 // --- LinkItem ---
 
 LinkItem::LinkItem(const ClusterDocument *document, int overrideIndex, QPointF from, QPointF to)
-    : mDocument(document), mIndex(overrideIndex), mFrom(from), mTo(to)
+    : mDocument(document), mIndex(overrideIndex)
 {
     setFlag(ItemIsSelectable);
-    setZValue(0);
+    setZValue(2); // above the boxes: the curve starts at their edges, the label must stay readable
+    setEnds(from, to);
     const memx::LinkOverride &o = mDocument->cluster().network.overrides.at(size_t(mIndex));
     setToolTip(QObject::tr("Link %1 \u2194 %2: %3\nSelect to edit, Delete to remove")
                    .arg(QString::fromStdString(o.a), QString::fromStdString(o.b), label()));
 }
 
-void LinkItem::setEnds(QPointF from, QPointF to)
+namespace {
+/// Point where the ray from the centre of a box towards `towards` leaves the box.
+QPointF boxEdge(QPointF centre, QPointF towards)
+{
+    const QPointF d = towards - centre;
+    const qreal hw = NodeGroupItem::kWidth / 2 + 2, hh = NodeGroupItem::kHeight / 2 + 2;
+    const qreal tx = std::abs(d.x()) > 1e-9 ? hw / std::abs(d.x()) : 1e9;
+    const qreal ty = std::abs(d.y()) > 1e-9 ? hh / std::abs(d.y()) : 1e9;
+    const qreal t = std::min(tx, ty);
+    return t >= 1 ? centre : centre + d * t;
+}
+} // namespace
+
+void LinkItem::setEnds(QPointF fromCentre, QPointF toCentre)
 {
     prepareGeometryChange();
-    mFrom = from;
-    mTo = to;
+    const QPointF d = toCentre - fromCentre;
+    const qreal len = std::hypot(d.x(), d.y());
+    // Sideways offset of the curve's middle: at least half a box height + half a label (so the
+    // label of two neighbouring boxes sits clear of both), growing with distance
+    // (centres 520 apart -> 0.3 * 520 - 60 = 96: clears a box of half-height 43 in between).
+    const qreal bow = std::max<qreal>(NodeGroupItem::kHeight / 2 + 16, 0.3 * len - 60);
+    const QPointF normal = len > 0 ? QPointF(d.y() / len, -d.x() / len) : QPointF();
+    const QPointF mid = (fromCentre + toCentre) / 2;
+    mControl = mid + normal * (2 * bow); // a quadratic curve passes half way to its control point
+    mMid = mid + normal * bow;
+    mFrom = boxEdge(fromCentre, bow > 0 ? mControl : toCentre);
+    mTo = boxEdge(toCentre, bow > 0 ? mControl : fromCentre);
+}
+
+QPainterPath LinkItem::path() const
+{
+    QPainterPath p(mFrom);
+    p.quadTo(mControl, mTo);
+    return p;
 }
 
 QString LinkItem::label() const
@@ -158,22 +204,19 @@ QRectF LinkItem::labelRect() const
 {
     const QFontMetricsF fm(QApplication::font());
     const qreal w = fm.horizontalAdvance(label()) + 12, h = fm.height() + 4;
-    const QPointF mid = (mFrom + mTo) / 2;
-    return QRectF(mid.x() - w / 2, mid.y() - h / 2, w, h);
+    return QRectF(mMid.x() - w / 2, mMid.y() - h / 2, w, h);
 }
 
 QRectF LinkItem::boundingRect() const
 {
-    return QRectF(mFrom, mTo).normalized().adjusted(-6, -6, 6, 6).united(labelRect().adjusted(-3, -3, 3, 3));
+    return path().controlPointRect().adjusted(-6, -6, 6, 6).united(labelRect().adjusted(-3, -3, 3, 3));
 }
 
 QPainterPath LinkItem::shape() const
 {
-    QPainterPath line(mFrom);
-    line.lineTo(mTo);
     QPainterPathStroker stroker;
     stroker.setWidth(10);
-    QPainterPath p = stroker.createStroke(line);
+    QPainterPath p = stroker.createStroke(path());
     p.addRect(labelRect());
     return p;
 }
@@ -184,7 +227,8 @@ void LinkItem::paint(QPainter *painter, const QStyleOptionGraphicsItem *option, 
     const QColor highlight = QApplication::palette().color(QPalette::Highlight);
     painter->setRenderHint(QPainter::Antialiasing);
     painter->setPen(QPen(selected ? highlight : QColor(0x45, 0x4f, 0x5c), selected ? 3.5 : 2.2, Qt::SolidLine, Qt::RoundCap));
-    painter->drawLine(mFrom, mTo);
+    painter->setBrush(Qt::NoBrush);
+    painter->drawPath(path());
     const QRectF r = labelRect();
     painter->setPen(QPen(selected ? highlight : QColor(0x45, 0x4f, 0x5c), 1));
     painter->setBrush(QColor(255, 255, 255, 235));

@@ -94,6 +94,8 @@ QWidget *NodePropertyPanel::buildGroupPage()
 
     mGpu = new QComboBox(page);
     mGpu->setMaxVisibleItems(20);
+    mGpu->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    mGpu->setMinimumContentsLength(14);
     for (const memx::GpuSpec &d : memx::Catalogue::builtin().devices()) {
         QPixmap swatch(10, 10);
         swatch.fill(vendorColor(d.vendor));

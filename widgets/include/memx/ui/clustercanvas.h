@@ -27,6 +27,7 @@ class ClusterCanvas : public QGraphicsView
 
 public:
     explicit ClusterCanvas(ClusterDocument *document, QWidget *parent = nullptr);
+    ~ClusterCanvas() override;
 
     ClusterDocument *document() const { return mDocument; }
 
@@ -76,6 +77,7 @@ protected:
     void dropEvent(QDropEvent *event) override;
     void drawForeground(QPainter *painter, const QRectF &rect) override;
     void drawBackground(QPainter *painter, const QRectF &rect) override;
+    void resizeEvent(QResizeEvent *event) override;
 
 private:
     void rebuild();
@@ -86,8 +88,6 @@ private:
     void updateSceneRect();
     void scaleBy(double factor);
     NodeGroupItem *nodeAt(QPoint viewPos) const;
-    /// Point where the segment from the box centre towards `towards` leaves the box.
-    static QPointF boxEdge(const NodeGroupItem *item, QPointF towards);
 
     ClusterDocument *mDocument;
     QGraphicsScene *mScene;
@@ -105,6 +105,8 @@ private:
     int mConnectFrom = -1;
     QGraphicsLineItem *mConnectLine = nullptr;
     bool mSpaceHeld = false;
+    /// Keep the cluster fitted on resize until the user zooms or pans (set on open).
+    bool mAutoFit = true;
 };
 
 } // namespace memx::ui

@@ -38,16 +38,20 @@ private:
 };
 
 /// Canvas item of one link override: a line between the two groups' boxes, labelled with
-/// bandwidth and latency.
+/// bandwidth and latency. Long links bow sideways (a quadratic curve) so links between boxes in a
+/// row do not run through the boxes in between or hide each other's labels.
 class LinkItem : public QGraphicsItem
 {
 public:
     enum { Type = UserType + 2 };
 
+    /// `from`/`to`: centres of the two boxes (scene coordinates).
     LinkItem(const ClusterDocument *document, int overrideIndex, QPointF from, QPointF to);
 
     int overrideIndex() const { return mIndex; }
-    void setEnds(QPointF from, QPointF to);
+    void setEnds(QPointF fromCentre, QPointF toCentre);
+    /// Where the label sits (middle of the curve), scene coordinates.
+    QPointF labelCentre() const { return mMid; }
 
     int type() const override { return Type; }
     QRectF boundingRect() const override;
@@ -57,10 +61,11 @@ public:
 private:
     QString label() const;
     QRectF labelRect() const;
+    QPainterPath path() const;
 
     const ClusterDocument *mDocument;
     int mIndex;
-    QPointF mFrom, mTo;
+    QPointF mFrom, mTo, mControl, mMid;
 };
 
 } // namespace memx::ui
