@@ -19,7 +19,8 @@ int main(int argc, char **argv)
     parser.setApplicationDescription(QStringLiteral("Memory-aware parallel planning for heterogeneous GPU clusters"));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("cluster"), QStringLiteral("Cluster file to open (default: a shipped sample)"));
+    parser.addPositionalArgument(QStringLiteral("cluster"),
+                                 QStringLiteral("Cluster file to open (default: a shipped sample)"));
     QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                   QStringLiteral("Save a PNG of the window after start-up and quit."),
                                   QStringLiteral("file"));

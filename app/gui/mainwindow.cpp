@@ -51,7 +51,9 @@ QWidget *scrollable(QWidget *w)
 }
 } // namespace
 
-MainWindow::MainWindow(bool rememberLayout, QWidget *parent) : QMainWindow(parent), mRememberLayout(rememberLayout)
+MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
+    : QMainWindow(parent)
+    , mRememberLayout(rememberLayout)
 {
     setWindowIcon(QIcon(QStringLiteral(":/memx/icons/memx.svg")));
     mDocument = new ClusterDocument(this);
@@ -95,7 +97,8 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent) : QMainWindow(paren
     auto *paletteDock = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
     auto *propertiesDock = makeDock(tr("Properties"), QStringLiteral("propertiesDock"), scrollable(mProperties), this);
     auto *modelDock = makeDock(tr("Model"), QStringLiteral("modelDock"), scrollable(mModelPanel), this);
-    auto *historyDock = makeDock(tr("History"), QStringLiteral("historyDock"), new QUndoView(mDocument->undoStack()), this);
+    auto *historyDock
+        = makeDock(tr("History"), QStringLiteral("historyDock"), new QUndoView(mDocument->undoStack()), this);
     addDockWidget(Qt::LeftDockWidgetArea, paletteDock);
     addDockWidget(Qt::RightDockWidgetArea, propertiesDock);
     addDockWidget(Qt::RightDockWidgetArea, modelDock);
@@ -113,9 +116,11 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent) : QMainWindow(paren
             [this] { mProperties->setSelection(mCanvas->selectedGroups(), mCanvas->selectedLinks()); });
     connect(mCanvas, &ClusterCanvas::message, this, [this](const QString &m) { statusBar()->showMessage(m, 6000); });
     connect(mPalette, &GpuPalette::gpuActivated, this, &MainWindow::addGpuAtFreeSpot);
-    for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged, &ClusterDocument::modelChanged})
+    for (auto signal :
+         {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged, &ClusterDocument::modelChanged})
         connect(mDocument, signal, this, &MainWindow::updateSummary);
-    for (auto signal : {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
+    for (auto signal :
+         {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
         connect(mDocument, signal, this, &MainWindow::updateSummary);
     connect(mDocument, &ClusterDocument::modifiedChanged, this, &MainWindow::updateTitle);
     connect(mDocument, &ClusterDocument::filePathChanged, this, &MainWindow::updateTitle);
@@ -144,7 +149,8 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent) : QMainWindow(paren
         restoreGeometry(mSettings.windowGeometry());
         restoreState(mSettings.windowState());
     }
-    statusBar()->showMessage(tr("Drag GPUs from the catalogue onto the canvas; Shift-drag between nodes to connect them."));
+    statusBar()->showMessage(
+        tr("Drag GPUs from the catalogue onto the canvas; Shift-drag between nodes to connect them."));
 }
 
 MainWindow::~MainWindow()
@@ -210,7 +216,8 @@ void MainWindow::createMenus()
 QStringList MainWindow::sampleClusterDirs()
 {
     QStringList dirs;
-    for (const QString &dir : {QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters"), QStringLiteral(MEMX_DATA_DIR "/sample_clusters")})
+    for (const QString &dir :
+         {QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters"), QStringLiteral(MEMX_DATA_DIR "/sample_clusters")})
         if (QFileInfo(dir).isDir())
             dirs << QDir(dir).absolutePath();
     return dirs;
@@ -272,9 +279,10 @@ void MainWindow::showLoadErrors(const QString &title, const memx::LoadError &err
     QStringList lines;
     for (const memx::Diagnostic &d : error.diagnostics())
         lines << QString::fromStdString(d.toString()).toHtmlEscaped();
-    QMessageBox box(QMessageBox::Warning, title,
-                    tr("%n problem(s) found:", nullptr, int(lines.size())), QMessageBox::Ok, this);
-    box.setInformativeText(QStringLiteral("<ul><li>%1</li></ul>").arg(lines.mid(0, 12).join(QStringLiteral("</li><li>"))));
+    QMessageBox box(QMessageBox::Warning, title, tr("%n problem(s) found:", nullptr, int(lines.size())),
+                    QMessageBox::Ok, this);
+    box.setInformativeText(
+        QStringLiteral("<ul><li>%1</li></ul>").arg(lines.mid(0, 12).join(QStringLiteral("</li><li>"))));
     QStringList plain;
     for (const memx::Diagnostic &d : error.diagnostics())
         plain << QString::fromStdString(d.toString());
@@ -323,7 +331,8 @@ void MainWindow::openDialog()
 {
     if (!maybeSave())
         return;
-    const QString dir = mDocument->filePath().isEmpty() ? QDir::homePath() : QFileInfo(mDocument->filePath()).absolutePath();
+    const QString dir
+        = mDocument->filePath().isEmpty() ? QDir::homePath() : QFileInfo(mDocument->filePath()).absolutePath();
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Cluster"), dir, mStorage.fileFilter());
     if (!path.isEmpty())
         openClusterFile(path);
@@ -381,7 +390,8 @@ void MainWindow::importCluster()
     // Replaces the cluster of this window (the model stays); the result is a new, unsaved document.
     if (!maybeSave())
         return;
-    const QString path = QFileDialog::getOpenFileName(this, tr("Import Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
+    const QString path
+        = QFileDialog::getOpenFileName(this, tr("Import Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
     if (path.isEmpty())
         return;
     try {
@@ -395,7 +405,8 @@ void MainWindow::importCluster()
 void MainWindow::exportCluster()
 {
     // Writes a copy; the document keeps its own file and modified state.
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
+    const QString path
+        = QFileDialog::getSaveFileName(this, tr("Export Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
     if (path.isEmpty())
         return;
     try {
@@ -412,9 +423,10 @@ bool MainWindow::maybeSave()
 {
     if (!mDocument->isModified())
         return true;
-    const auto answer = QMessageBox::warning(this, tr("Unsaved changes"),
-                                             tr("The cluster \"%1\" has unsaved changes. Save them?").arg(mDocument->displayName()),
-                                             QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    const auto answer
+        = QMessageBox::warning(this, tr("Unsaved changes"),
+                               tr("The cluster \"%1\" has unsaved changes. Save them?").arg(mDocument->displayName()),
+                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
     if (answer == QMessageBox::Save)
         return save();
     return answer == QMessageBox::Discard;

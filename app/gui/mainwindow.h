@@ -23,8 +23,7 @@ class NodePropertyPanel;
 
 /// The workbench main window: wiring only. One ClusterDocument per window; canvas in the centre,
 /// GPU palette (left), properties and model (right), results area below the canvas.
-class MainWindow : public QMainWindow
-{
+class MainWindow : public QMainWindow {
     Q_OBJECT
 
 public:

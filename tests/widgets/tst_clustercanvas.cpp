@@ -12,17 +12,16 @@
 
 #include <QAbstractItemModelTester>
 #include <QGraphicsScene>
+#include <QLineEdit>
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QTest>
-#include <QLineEdit>
 #include <QTreeView>
 #include <QUndoStack>
 
 using namespace memx::ui;
 
-class TestClusterCanvas : public QObject
-{
+class TestClusterCanvas : public QObject {
     Q_OBJECT
 
 private:
@@ -45,7 +44,8 @@ private slots:
         QCOMPARE(canvas.linkItemCount(), int(doc.cluster().network.overrides.size()));
         for (int i = 0; i < canvas.nodeItemCount(); ++i) {
             QCOMPARE(canvas.nodeItem(i)->index(), i);
-            QCOMPARE(canvas.nodeItem(i)->pos(), QPointF(doc.cluster().groups[size_t(i)].x, doc.cluster().groups[size_t(i)].y));
+            QCOMPARE(canvas.nodeItem(i)->pos(),
+                     QPointF(doc.cluster().groups[size_t(i)].x, doc.cluster().groups[size_t(i)].y));
         }
     }
 
@@ -93,7 +93,7 @@ private slots:
         // Centred on the drop point, snapped to the 10-unit grid: 505 - 105 = 400, 303 - 43 = 260.
         QCOMPARE(g.x, 400.0);
         QCOMPARE(g.y, 260.0);
-        QCOMPARE(canvas.selectedGroups(), QVector<int>{3});
+        QCOMPARE(canvas.selectedGroups(), QVector<int> {3});
         doc.undoStack()->undo();
         QCOMPARE(canvas.nodeItemCount(), 3);
 
@@ -120,8 +120,9 @@ private slots:
         const QPoint start = viewPoint(canvas, canvas.nodeItem(2)->centre()); // h100 at (520, 0)
         QTest::mousePress(canvas.viewport(), Qt::LeftButton, {}, start);
         for (int step = 1; step <= 4; ++step) {
-            QMouseEvent move(QEvent::MouseMove, QPointF(start + QPoint(0, 20 * step)), canvas.viewport()->mapToGlobal(QPointF(start + QPoint(0, 20 * step))),
-                             Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+            QMouseEvent move(QEvent::MouseMove, QPointF(start + QPoint(0, 20 * step)),
+                             canvas.viewport()->mapToGlobal(QPointF(start + QPoint(0, 20 * step))), Qt::NoButton,
+                             Qt::LeftButton, Qt::NoModifier);
             QApplication::sendEvent(canvas.viewport(), &move);
         }
         QTest::mouseRelease(canvas.viewport(), Qt::LeftButton, {}, start + QPoint(0, 80));
@@ -156,7 +157,7 @@ private slots:
         QCOMPARE(o.b, std::string("h100"));
         QCOMPARE(o.link, doc.cluster().network.interNode); // starts at the default, edited later
         QCOMPARE(canvas.linkItemCount(), 1);
-        QCOMPARE(canvas.selectedLinks(), QVector<int>{0});
+        QCOMPARE(canvas.selectedLinks(), QVector<int> {0});
         QVERIFY(doc.cluster().groups[0].x == 0 && doc.cluster().groups[0].y == 0); // nothing moved
     }
 
@@ -168,7 +169,7 @@ private slots:
         ClusterCanvas canvas(&doc);
         canvas.selectGroup(0);
         canvas.selectGroup(2, false);
-        QCOMPARE(canvas.selectedGroups(), (QVector<int>{0, 2}));
+        QCOMPARE(canvas.selectedGroups(), (QVector<int> {0, 2}));
         QTest::keyClick(&canvas, Qt::Key_Delete);
         QCOMPARE(doc.cluster().groups.size(), before.groups.size() - 2);
         QCOMPARE(canvas.nodeItemCount(), int(before.groups.size()) - 2);
@@ -206,7 +207,8 @@ private slots:
         const QModelIndex h100 = model.indexOfDevice("h100-sxm");
         QVERIFY(h100.isValid());
         QVERIFY(model.parent(h100).data().toString().startsWith(QLatin1String("NVIDIA")));
-        QCOMPARE(model.index(h100.row(), GpuCatalogueModel::MemoryColumn, h100.parent()).data().toString(), QStringLiteral("79"));
+        QCOMPARE(model.index(h100.row(), GpuCatalogueModel::MemoryColumn, h100.parent()).data().toString(),
+                 QStringLiteral("79"));
         QVERIFY(model.data(h100, Qt::ToolTipRole).toString().contains(QLatin1String("989.4 TFLOP/s")));
         QVERIFY(model.flags(h100) & Qt::ItemIsDragEnabled);
         QVERIFY(!(model.flags(model.parent(h100)) & Qt::ItemIsDragEnabled));
@@ -224,7 +226,8 @@ private slots:
     void paletteFilter()
     {
         GpuPalette palette;
-        QAbstractItemModelTester tester(palette.view()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(palette.view()->model(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
         auto *filter = palette.findChild<QLineEdit *>();
         QVERIFY(filter);
         filter->setText(QStringLiteral("gaudi"));

@@ -12,8 +12,7 @@
 
 using namespace memx::ui;
 
-class TestClusterDocument : public QObject
-{
+class TestClusterDocument : public QObject {
     Q_OBJECT
 
 private:
@@ -46,7 +45,8 @@ private slots:
         openSample(doc);
         const memx::Cluster before = doc.cluster();
         try {
-            doc.load(QStringLiteral(MEMX_SOURCE_DIR "/tests/data/broken/cluster-unknown-gpu.json"), ClusterJsonStorage());
+            doc.load(QStringLiteral(MEMX_SOURCE_DIR "/tests/data/broken/cluster-unknown-gpu.json"),
+                     ClusterJsonStorage());
             QFAIL("expected LoadError");
         } catch (const memx::LoadError &e) {
             QVERIFY(!e.diagnostics().empty());
@@ -139,15 +139,33 @@ private slots:
         QTest::addColumn<QString>("field");
         QTest::addColumn<QString>("value");
         QTest::addColumn<QString>("expectedError");
-        QTest::newRow("0 GPUs") << "gpus" << "0" << "1 to 64";
-        QTest::newRow("65 GPUs") << "gpus" << "65" << "1 to 64";
-        QTest::newRow("0 nodes") << "count" << "0" << "node count";
-        QTest::newRow("empty name") << "name" << "" << "needs a name";
-        QTest::newRow("duplicate name") << "name" << "mi250x" << "already used";
-        QTest::newRow("clashes with expanded node") << "name" << "a100-1" << "already used";
-        QTest::newRow("space in name") << "name" << "my node" << "no spaces";
-        QTest::newRow("unknown gpu") << "gpu" << "xyz-9000" << "unknown device";
-        QTest::newRow("zero link bandwidth") << "intra" << "0" << "bandwidth";
+        QTest::newRow("0 GPUs") << "gpus"
+                                << "0"
+                                << "1 to 64";
+        QTest::newRow("65 GPUs") << "gpus"
+                                 << "65"
+                                 << "1 to 64";
+        QTest::newRow("0 nodes") << "count"
+                                 << "0"
+                                 << "node count";
+        QTest::newRow("empty name") << "name"
+                                    << ""
+                                    << "needs a name";
+        QTest::newRow("duplicate name") << "name"
+                                        << "mi250x"
+                                        << "already used";
+        QTest::newRow("clashes with expanded node") << "name"
+                                                    << "a100-1"
+                                                    << "already used";
+        QTest::newRow("space in name") << "name"
+                                       << "my node"
+                                       << "no spaces";
+        QTest::newRow("unknown gpu") << "gpu"
+                                     << "xyz-9000"
+                                     << "unknown device";
+        QTest::newRow("zero link bandwidth") << "intra"
+                                             << "0"
+                                             << "bandwidth";
     }
 
     void changeGroupValidation()
@@ -168,7 +186,7 @@ private slots:
         else if (field == QLatin1String("gpu"))
             g.gpu = value.toStdString();
         else
-            g.intraLink = memx::Link{value.toDouble(), 1.0, {}};
+            g.intraLink = memx::Link {value.toDouble(), 1.0, {}};
         QString error;
         QVERIFY(!doc.changeNodeGroup(2, g, ClusterDocument::GroupField::All, &error));
         QVERIFY2(error.contains(expectedError), qPrintable(error));
@@ -291,7 +309,7 @@ private slots:
         QVERIFY(doc.addNodeGroup("mi300x", QPointF(40, 420), 8) >= 0);
         QVERIFY(doc.addLinkOverride("mi300x", "a100", {40, 3, {}}) >= 0);
         memx::NodeGroup g = doc.cluster().groups[0];
-        g.intraLink = memx::Link{300, 1.5, {}};
+        g.intraLink = memx::Link {300, 1.5, {}};
         g.count = 2;
         QVERIFY(doc.changeNodeGroup(0, g));
         doc.moveNodeGroups({1}, {QPointF(-75.5, 12.25)}, 1);

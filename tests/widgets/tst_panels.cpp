@@ -15,8 +15,7 @@
 
 using namespace memx::ui;
 
-class TestPanels : public QObject
-{
+class TestPanels : public QObject {
     Q_OBJECT
 
 private:

@@ -8,8 +8,7 @@
 
 using memx::ui::Settings;
 
-class TestSettings : public QObject
-{
+class TestSettings : public QObject {
     Q_OBJECT
 
 private slots:
@@ -21,14 +20,14 @@ private slots:
             QSettings qs(ini, QSettings::IniFormat);
             Settings s(&qs);
             QCOMPARE(s.lastModelId(), QStringLiteral("llama2-7b")); // default
-            QCOMPARE(s.lastWeights(), (Settings::Weights{1, 1, 1}));
+            QCOMPARE(s.lastWeights(), (Settings::Weights {1, 1, 1}));
             s.setLastWeights({0.75, 0.25, 2.0}); // balance clamped to 1
             s.setLastModelId(QStringLiteral("gpt3-13b"));
             s.setWindowGeometry(QByteArray("geom\0etry", 9));
         }
         QSettings qs(ini, QSettings::IniFormat);
         Settings s(&qs);
-        QCOMPARE(s.lastWeights(), (Settings::Weights{0.75, 0.25, 1.0}));
+        QCOMPARE(s.lastWeights(), (Settings::Weights {0.75, 0.25, 1.0}));
         QCOMPARE(s.lastModelId(), QStringLiteral("gpt3-13b"));
         QCOMPARE(s.windowGeometry(), QByteArray("geom\0etry", 9));
     }

@@ -31,7 +31,9 @@ qreal snap(qreal v)
 } // namespace
 
 ClusterCanvas::ClusterCanvas(ClusterDocument *document, QWidget *parent)
-    : QGraphicsView(parent), mDocument(document), mScene(new QGraphicsScene(this))
+    : QGraphicsView(parent)
+    , mDocument(document)
+    , mScene(new QGraphicsScene(this))
 {
     setScene(mScene);
     setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
@@ -223,7 +225,8 @@ int ClusterCanvas::dropGpu(const QMimeData *mime, QPointF scenePos)
     const std::string id = mime->data(QLatin1String(kGpuMimeType)).toStdString();
     const memx::GpuSpec *spec = memx::Catalogue::builtin().find(id);
     const int gpus = spec && spec->segment == "consumer" ? 4 : 8;
-    const QPointF topLeft(snap(scenePos.x() - NodeGroupItem::kWidth / 2), snap(scenePos.y() - NodeGroupItem::kHeight / 2));
+    const QPointF topLeft(snap(scenePos.x() - NodeGroupItem::kWidth / 2),
+                          snap(scenePos.y() - NodeGroupItem::kHeight / 2));
     QString error;
     const int index = mDocument->addNodeGroup(id, topLeft, gpus, &error);
     if (index < 0) {
@@ -231,7 +234,8 @@ int ClusterCanvas::dropGpu(const QMimeData *mime, QPointF scenePos)
         return -1;
     }
     selectGroup(index);
-    emit message(tr("Added node group %1").arg(QString::fromStdString(mDocument->cluster().groups[size_t(index)].name)));
+    emit message(
+        tr("Added node group %1").arg(QString::fromStdString(mDocument->cluster().groups[size_t(index)].name)));
     return index;
 }
 
@@ -248,8 +252,9 @@ int ClusterCanvas::connectGroups(int from, int to)
         return -1;
     }
     selectLink(index);
-    emit message(tr("Connected %1 and %2; set the link's bandwidth in the properties")
-                     .arg(QString::fromStdString(groups[size_t(from)].name), QString::fromStdString(groups[size_t(to)].name)));
+    emit message(
+        tr("Connected %1 and %2; set the link's bandwidth in the properties")
+            .arg(QString::fromStdString(groups[size_t(from)].name), QString::fromStdString(groups[size_t(to)].name)));
     return index;
 }
 
@@ -336,7 +341,8 @@ void ClusterCanvas::mousePressEvent(QMouseEvent *event)
     if (event->modifiers() & Qt::ShiftModifier) {
         mDrag = Drag::Connect;
         mConnectFrom = node->index();
-        mConnectLine = mScene->addLine(QLineF(node->centre(), scenePos), QPen(QColor(0x30, 0x30, 0x30), 2, Qt::DashLine));
+        mConnectLine
+            = mScene->addLine(QLineF(node->centre(), scenePos), QPen(QColor(0x30, 0x30, 0x30), 2, Qt::DashLine));
         mConnectLine->setZValue(5);
         event->accept();
         return;
@@ -355,7 +361,8 @@ void ClusterCanvas::mousePressEvent(QMouseEvent *event)
     mDragGroups = selectedGroups();
     mDragStartPositions.clear();
     for (int g : std::as_const(mDragGroups))
-        mDragStartPositions << QPointF(mDocument->cluster().groups[size_t(g)].x, mDocument->cluster().groups[size_t(g)].y);
+        mDragStartPositions << QPointF(mDocument->cluster().groups[size_t(g)].x,
+                                       mDocument->cluster().groups[size_t(g)].y);
     ++mDragId;
     event->accept();
 }
@@ -474,7 +481,8 @@ void ClusterCanvas::contextMenuEvent(QContextMenuEvent *event)
         for (int g = 0; g < int(groups.size()); ++g) {
             if (g == from)
                 continue;
-            connectMenu->addAction(QString::fromStdString(groups[size_t(g)].name), this, [this, from, g] { connectGroups(from, g); });
+            connectMenu->addAction(QString::fromStdString(groups[size_t(g)].name), this,
+                                   [this, from, g] { connectGroups(from, g); });
         }
         connectMenu->setEnabled(!connectMenu->isEmpty());
         menu.addAction(tr("Remove"), this, &ClusterCanvas::deleteSelection);
@@ -546,7 +554,9 @@ void ClusterCanvas::drawForeground(QPainter *painter, const QRectF &)
 
     const memx::Link &def = mDocument->cluster().network.interNode;
     QStringList lines;
-    lines << tr("Default inter-node link: %1 GB/s \u00b7 %2 \u00b5s").arg(def.bandwidthGBps, 0, 'g', 4).arg(def.latencyUs, 0, 'g', 3);
+    lines << tr("Default inter-node link: %1 GB/s \u00b7 %2 \u00b5s")
+                 .arg(def.bandwidthGBps, 0, 'g', 4)
+                 .arg(def.latencyUs, 0, 'g', 3);
     if (!mDocument->cluster().network.overrides.empty())
         lines << tr("Lines: link overrides (bandwidth \u00b7 latency)");
     lines << tr("Shift-drag node \u2192 node to connect \u00b7 wheel to zoom");
@@ -564,8 +574,8 @@ void ClusterCanvas::drawForeground(QPainter *painter, const QRectF &)
     painter->drawLine(box.left() + pad, box.top() + pad + lh / 2, box.left() + pad + 14, box.top() + pad + lh / 2);
     painter->setPen(QColor(0x20, 0x24, 0x2a));
     for (int i = 0; i < lines.size(); ++i)
-        painter->drawText(QRect(box.left() + pad + 20, box.top() + pad + i * lh, w, lh), Qt::AlignLeft | Qt::AlignVCenter,
-                          lines[i]);
+        painter->drawText(QRect(box.left() + pad + 20, box.top() + pad + i * lh, w, lh),
+                          Qt::AlignLeft | Qt::AlignVCenter, lines[i]);
 
     if (mNodes.isEmpty()) {
         QFont big = font;

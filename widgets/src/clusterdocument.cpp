@@ -32,7 +32,9 @@ bool fail(QString *error, const QString &message)
 
 } // namespace
 
-ClusterDocument::ClusterDocument(QObject *parent) : QObject(parent), mUndoStack(new QUndoStack(this))
+ClusterDocument::ClusterDocument(QObject *parent)
+    : QObject(parent)
+    , mUndoStack(new QUndoStack(this))
 {
     connect(mUndoStack, &QUndoStack::cleanChanged, this, [this](bool clean) { emit modifiedChanged(!clean); });
 }
@@ -132,7 +134,7 @@ QString ClusterDocument::validateGroup(const memx::NodeGroup &group, int index) 
         for (int k = 0; k < mCluster.groups[g].count; ++k)
             taken.insert(memx::nodeName(mCluster.groups[g], k));
     }
-    std::set<std::string> mine{group.name};
+    std::set<std::string> mine {group.name};
     for (int k = 0; k < group.count; ++k)
         mine.insert(memx::nodeName(group, k));
     for (const std::string &n : mine)
@@ -257,8 +259,7 @@ void ClusterDocument::moveNodeGroups(const QVector<int> &indices, const QVector<
         mUndoStack->push(new MoveNodeGroupsCommand(this, indices, before, positions, dragId));
 }
 
-int ClusterDocument::addLinkOverride(const std::string &a, const std::string &b, const memx::Link &link,
-                                     QString *error)
+int ClusterDocument::addLinkOverride(const std::string &a, const std::string &b, const memx::Link &link, QString *error)
 {
     if (groupIndexOf(a) < 0 || groupIndexOf(b) < 0) {
         fail(error, tr("a link connects two existing nodes or node groups"));
@@ -270,7 +271,8 @@ int ClusterDocument::addLinkOverride(const std::string &a, const std::string &b,
     }
     for (const auto &o : mCluster.network.overrides) {
         if ((o.a == a && o.b == b) || (o.a == b && o.b == a)) {
-            fail(error, tr("%1 and %2 are already connected").arg(QString::fromStdString(a), QString::fromStdString(b)));
+            fail(error,
+                 tr("%1 and %2 are already connected").arg(QString::fromStdString(a), QString::fromStdString(b)));
             return -1;
         }
     }
@@ -281,8 +283,9 @@ int ClusterDocument::addLinkOverride(const std::string &a, const std::string &b,
     }
     memx::Network net = mCluster.network;
     net.overrides.push_back({a, b, link});
-    mUndoStack->push(new SetNetworkCommand(
-        this, tr("Connect %1 to %2").arg(QString::fromStdString(a), QString::fromStdString(b)), mCluster.network, net, 0));
+    mUndoStack->push(
+        new SetNetworkCommand(this, tr("Connect %1 to %2").arg(QString::fromStdString(a), QString::fromStdString(b)),
+                              mCluster.network, net, 0));
     return int(net.overrides.size()) - 1;
 }
 
@@ -297,8 +300,8 @@ bool ClusterDocument::changeLinkOverride(int index, const memx::Link &link, int 
     if (net.overrides[size_t(index)].link == link)
         return true;
     net.overrides[size_t(index)].link = link;
-    mUndoStack->push(new SetNetworkCommand(this, tr("Change link"), mCluster.network, net,
-                                           mergeKey ? mergeKey * 1000 + index : 0));
+    mUndoStack->push(
+        new SetNetworkCommand(this, tr("Change link"), mCluster.network, net, mergeKey ? mergeKey * 1000 + index : 0));
     return true;
 }
 
@@ -311,8 +314,8 @@ void ClusterDocument::removeLinkOverrides(QVector<int> indices)
         if (i >= 0 && i < int(net.overrides.size()))
             net.overrides.erase(net.overrides.begin() + i);
     if (net != mCluster.network)
-        mUndoStack->push(
-            new SetNetworkCommand(this, tr("Remove %n link(s)", nullptr, int(indices.size())), mCluster.network, net, 0));
+        mUndoStack->push(new SetNetworkCommand(this, tr("Remove %n link(s)", nullptr, int(indices.size())),
+                                               mCluster.network, net, 0));
 }
 
 bool ClusterDocument::setDefaultLink(const memx::Link &link, int mergeKey, QString *error)
@@ -324,8 +327,8 @@ bool ClusterDocument::setDefaultLink(const memx::Link &link, int mergeKey, QStri
     if (net.interNode == link)
         return true;
     net.interNode = link;
-    mUndoStack->push(new SetNetworkCommand(this, tr("Change default network"), mCluster.network, net,
-                                           mergeKey ? -mergeKey : 0));
+    mUndoStack->push(
+        new SetNetworkCommand(this, tr("Change default network"), mCluster.network, net, mergeKey ? -mergeKey : 0));
     return true;
 }
 
@@ -395,7 +398,8 @@ void ClusterDocument::normalizeDevices()
         if (found)
             continue;
         const int local = mCluster.deviceIndex(g.gpu);
-        const memx::GpuSpec *spec = local >= 0 ? &mCluster.devices[size_t(local)] : memx::Catalogue::builtin().find(g.gpu);
+        const memx::GpuSpec *spec
+            = local >= 0 ? &mCluster.devices[size_t(local)] : memx::Catalogue::builtin().find(g.gpu);
         if (spec) {
             g.gpu = spec->id;
             devices.push_back(*spec);

@@ -3,8 +3,8 @@
 #include "memx/ui/vendorstyle.h"
 
 #include <QMimeData>
-#include <QPixmap>
 #include <QPainter>
+#include <QPixmap>
 
 namespace memx::ui {
 
@@ -13,17 +13,17 @@ constexpr quintptr kVendorRow = 0; // internalId of vendor rows; device rows sto
 
 QString figure(const std::optional<double> &v, const char *unit, int decimals = 0)
 {
-    return v ? QStringLiteral("%1 %2").arg(*v, 0, 'f', decimals).arg(QLatin1String(unit))
-             : QObject::tr("unknown");
+    return v ? QStringLiteral("%1 %2").arg(*v, 0, 'f', decimals).arg(QLatin1String(unit)) : QObject::tr("unknown");
 }
 } // namespace
 
-GpuCatalogueModel::GpuCatalogueModel(const memx::Catalogue &catalogue, QObject *parent) : QAbstractItemModel(parent)
+GpuCatalogueModel::GpuCatalogueModel(const memx::Catalogue &catalogue, QObject *parent)
+    : QAbstractItemModel(parent)
 {
     for (const memx::GpuSpec &d : catalogue.devices()) {
         auto it = std::find_if(mVendors.begin(), mVendors.end(), [&](const Vendor &v) { return v.name == d.vendor; });
         if (it == mVendors.end())
-            it = mVendors.insert(mVendors.end(), Vendor{d.vendor, {}});
+            it = mVendors.insert(mVendors.end(), Vendor {d.vendor, {}});
         it->devices.push_back(d);
     }
 }
@@ -165,15 +165,19 @@ QString GpuCatalogueModel::tooltip(const memx::GpuSpec &d)
     QString link = QString::fromLatin1(memx::toString(d.scaleUpKind));
     if (d.scaleUpPerDirectionGBps)
         link += QStringLiteral(" %1 GB/s per direction").arg(*d.scaleUpPerDirectionGBps, 0, 'f', 0);
-    QString text = QStringLiteral("<b>%1</b> (%2)<br>").arg(QString::fromStdString(d.name).toHtmlEscaped(),
-                                                           QString::fromStdString(d.id).toHtmlEscaped());
+    QString text
+        = QStringLiteral("<b>%1</b> (%2)<br>")
+              .arg(QString::fromStdString(d.name).toHtmlEscaped(), QString::fromStdString(d.id).toHtmlEscaped());
     text += tr("Memory: %1<br>").arg(figure(d.memoryGiB, "GiB", 1));
     text += tr("Memory bandwidth: %1<br>").arg(figure(d.memoryBandwidthGBps, "GB/s"));
-    text += d.denseBf16Tflops ? tr("Dense BF16: %1<br>").arg(figure(d.denseBf16Tflops, "TFLOP/s", 1))
-                              : tr("Dense BF16: not supported (FP16 %1)<br>").arg(figure(d.denseFp16Tflops, "TFLOP/s", 1));
+    text += d.denseBf16Tflops
+        ? tr("Dense BF16: %1<br>").arg(figure(d.denseBf16Tflops, "TFLOP/s", 1))
+        : tr("Dense BF16: not supported (FP16 %1)<br>").arg(figure(d.denseFp16Tflops, "TFLOP/s", 1));
     text += tr("Scale-up: %1<br>").arg(link.toHtmlEscaped());
     if (d.nicGbps)
-        text += tr("NIC: %1 Gb/s %2<br>").arg(*d.nicGbps, 0, 'f', 0).arg(QString::fromStdString(d.nicDescription).toHtmlEscaped());
+        text += tr("NIC: %1 Gb/s %2<br>")
+                    .arg(*d.nicGbps, 0, 'f', 0)
+                    .arg(QString::fromStdString(d.nicDescription).toHtmlEscaped());
     if (!d.verified)
         text += tr("<i>Figures unverified: calibrate before trusting plans.</i><br>");
     text += tr("Drag onto the canvas to add a node.");

@@ -10,7 +10,8 @@
 
 namespace memx::ui {
 
-GpuPalette::GpuPalette(QWidget *parent) : QWidget(parent)
+GpuPalette::GpuPalette(QWidget *parent)
+    : QWidget(parent)
 {
     mModel = new GpuCatalogueModel(memx::Catalogue::builtin(), this);
     mProxy = new QSortFilterProxyModel(this);

@@ -15,11 +15,14 @@
 namespace memx::ui {
 
 namespace {
-constexpr const char *kFieldNames[] = {"layers", "hidden", "heads", "kvGroups", "ffnHidden", "vocab", "seqLength", "globalBatch"};
+constexpr const char *kFieldNames[]
+    = {"layers", "hidden", "heads", "kvGroups", "ffnHidden", "vocab", "seqLength", "globalBatch"};
 constexpr int kMergeBase = 100; // merge keys 100 + field; 0 (no merge) for presets and toggles
 } // namespace
 
-ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent) : QWidget(parent), mDocument(document)
+ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent)
+    : QWidget(parent)
+    , mDocument(document)
 {
     auto *form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -32,9 +35,10 @@ ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent) : QWidget(par
     connect(mPreset, &QComboBox::activated, this, &ModelPanel::onPreset);
     form->addRow(tr("&Preset:"), mPreset);
 
-    const char *labels[] = {QT_TR_NOOP("&Layers:"),  QT_TR_NOOP("&Hidden size:"),    QT_TR_NOOP("Attention h&eads:"),
-                            QT_TR_NOOP("&KV groups:"), QT_TR_NOOP("&FFN hidden:"),   QT_TR_NOOP("&Vocabulary:"),
-                            QT_TR_NOOP("&Sequence length:"), QT_TR_NOOP("&Global batch:")};
+    const char *labels[]
+        = {QT_TR_NOOP("&Layers:"),          QT_TR_NOOP("&Hidden size:"), QT_TR_NOOP("Attention h&eads:"),
+           QT_TR_NOOP("&KV groups:"),       QT_TR_NOOP("&FFN hidden:"),  QT_TR_NOOP("&Vocabulary:"),
+           QT_TR_NOOP("&Sequence length:"), QT_TR_NOOP("&Global batch:")};
     const int maxima[] = {1000, 1 << 20, 4096, 4096, 1 << 22, 1 << 22, 1 << 20, 1 << 24};
     for (int f = 0; f < FieldCount; ++f) {
         auto *s = new QSpinBox(this);
@@ -106,7 +110,8 @@ void ModelPanel::refresh()
 {
     mDraft = mDocument->model();
     const memx::ModelShape &s = mDraft.shape;
-    const int values[] = {s.layers, s.hidden, s.heads, s.kvGroups, s.ffnHidden, s.vocab, s.seqLength, mDraft.training.globalBatch};
+    const int values[]
+        = {s.layers, s.hidden, s.heads, s.kvGroups, s.ffnHidden, s.vocab, s.seqLength, mDraft.training.globalBatch};
     for (int f = 0; f < FieldCount; ++f) {
         const QSignalBlocker block(mSpins[f]);
         mSpins[f]->setValue(values[f]);
@@ -153,15 +158,32 @@ void ModelPanel::onField(int field)
     const int v = mSpins[field]->value();
     memx::ModelShape &s = mDraft.shape;
     switch (Field(field)) {
-    case Layers: s.layers = v; break;
-    case Hidden: s.hidden = v; break;
-    case Heads: s.heads = v; break;
-    case KvGroups: s.kvGroups = v; break;
-    case Ffn: s.ffnHidden = v; break;
-    case Vocab: s.vocab = v; break;
-    case SeqLength: s.seqLength = v; break;
-    case GlobalBatch: mDraft.training.globalBatch = v; break;
-    case FieldCount: break;
+    case Layers:
+        s.layers = v;
+        break;
+    case Hidden:
+        s.hidden = v;
+        break;
+    case Heads:
+        s.heads = v;
+        break;
+    case KvGroups:
+        s.kvGroups = v;
+        break;
+    case Ffn:
+        s.ffnHidden = v;
+        break;
+    case Vocab:
+        s.vocab = v;
+        break;
+    case SeqLength:
+        s.seqLength = v;
+        break;
+    case GlobalBatch:
+        mDraft.training.globalBatch = v;
+        break;
+    case FieldCount:
+        break;
     }
     applyDraft(kMergeBase + field);
 }

@@ -20,14 +20,22 @@ constexpr int kMaxShadows = 2;
 QString scaleUpName(memx::ScaleUpKind kind)
 {
     switch (kind) {
-    case memx::ScaleUpKind::NvLink: return QStringLiteral("NVLink");
-    case memx::ScaleUpKind::NvSwitch: return QStringLiteral("NVSwitch");
-    case memx::ScaleUpKind::InfinityFabric: return QStringLiteral("Infinity Fabric");
-    case memx::ScaleUpKind::RoCE: return QStringLiteral("RoCE");
-    case memx::ScaleUpKind::Hccs: return QStringLiteral("HCCS");
-    case memx::ScaleUpKind::MluLink: return QStringLiteral("MLU-Link");
-    case memx::ScaleUpKind::BLink: return QStringLiteral("BLink");
-    case memx::ScaleUpKind::Pcie: return QStringLiteral("PCIe");
+    case memx::ScaleUpKind::NvLink:
+        return QStringLiteral("NVLink");
+    case memx::ScaleUpKind::NvSwitch:
+        return QStringLiteral("NVSwitch");
+    case memx::ScaleUpKind::InfinityFabric:
+        return QStringLiteral("Infinity Fabric");
+    case memx::ScaleUpKind::RoCE:
+        return QStringLiteral("RoCE");
+    case memx::ScaleUpKind::Hccs:
+        return QStringLiteral("HCCS");
+    case memx::ScaleUpKind::MluLink:
+        return QStringLiteral("MLU-Link");
+    case memx::ScaleUpKind::BLink:
+        return QStringLiteral("BLink");
+    case memx::ScaleUpKind::Pcie:
+        return QStringLiteral("PCIe");
     }
     return QString();
 }
@@ -38,7 +46,9 @@ QString formatBandwidth(double gbps)
 }
 } // namespace
 
-NodeGroupItem::NodeGroupItem(const ClusterDocument *document, int index) : mDocument(document), mIndex(index)
+NodeGroupItem::NodeGroupItem(const ClusterDocument *document, int index)
+    : mDocument(document)
+    , mIndex(index)
 {
     setFlag(ItemIsSelectable);
     setAcceptHoverEvents(true);
@@ -99,7 +109,8 @@ void NodeGroupItem::paint(QPainter *painter, const QStyleOptionGraphicsItem *opt
         painter->drawRoundedRect(QRectF(kStackOffset * s, kStackOffset * s, kWidth, kHeight), kRadius, kRadius);
     }
     const QRectF box(0, 0, kWidth, kHeight);
-    painter->setPen(selected ? QPen(QApplication::palette().color(QPalette::Highlight), 3) : QPen(fill.darker(150), 1.2));
+    painter->setPen(selected ? QPen(QApplication::palette().color(QPalette::Highlight), 3)
+                             : QPen(fill.darker(150), 1.2));
     painter->setBrush(fill);
     painter->drawRoundedRect(box, kRadius, kRadius);
 
@@ -121,8 +132,8 @@ void NodeGroupItem::paint(QPainter *painter, const QStyleOptionGraphicsItem *opt
                       Qt::AlignLeft | Qt::AlignVCenter,
                       ft.elidedText(QString::fromStdString(g.name), Qt::ElideRight, inner.width() - countWidth));
     if (!count.isEmpty())
-        painter->drawText(QRectF(inner.left(), inner.top(), inner.width(), ft.height()), Qt::AlignRight | Qt::AlignVCenter,
-                          count);
+        painter->drawText(QRectF(inner.left(), inner.top(), inner.width(), ft.height()),
+                          Qt::AlignRight | Qt::AlignVCenter, count);
 
     // Lines 2-4: GPUs, memory, intra-node link.
     painter->setFont(body);
@@ -147,7 +158,8 @@ void NodeGroupItem::paint(QPainter *painter, const QStyleOptionGraphicsItem *opt
 // --- LinkItem ---
 
 LinkItem::LinkItem(const ClusterDocument *document, int overrideIndex, QPointF from, QPointF to)
-    : mDocument(document), mIndex(overrideIndex)
+    : mDocument(document)
+    , mIndex(overrideIndex)
 {
     setFlag(ItemIsSelectable);
     setZValue(2); // above the boxes: the curve starts at their edges, the label must stay readable
@@ -226,7 +238,8 @@ void LinkItem::paint(QPainter *painter, const QStyleOptionGraphicsItem *option, 
     const bool selected = option->state & QStyle::State_Selected;
     const QColor highlight = QApplication::palette().color(QPalette::Highlight);
     painter->setRenderHint(QPainter::Antialiasing);
-    painter->setPen(QPen(selected ? highlight : QColor(0x45, 0x4f, 0x5c), selected ? 3.5 : 2.2, Qt::SolidLine, Qt::RoundCap));
+    painter->setPen(
+        QPen(selected ? highlight : QColor(0x45, 0x4f, 0x5c), selected ? 3.5 : 2.2, Qt::SolidLine, Qt::RoundCap));
     painter->setBrush(Qt::NoBrush);
     painter->drawPath(path());
     const QRectF r = labelRect();

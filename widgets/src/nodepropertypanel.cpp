@@ -54,7 +54,9 @@ QLabel *title(QWidget *parent)
 }
 } // namespace
 
-NodePropertyPanel::NodePropertyPanel(ClusterDocument *document, QWidget *parent) : QWidget(parent), mDocument(document)
+NodePropertyPanel::NodePropertyPanel(ClusterDocument *document, QWidget *parent)
+    : QWidget(parent)
+    , mDocument(document)
 {
     mStack = new QStackedWidget(this);
     mStack->addWidget(buildGroupPage());
@@ -99,7 +101,8 @@ QWidget *NodePropertyPanel::buildGroupPage()
     for (const memx::GpuSpec &d : memx::Catalogue::builtin().devices()) {
         QPixmap swatch(10, 10);
         swatch.fill(vendorColor(d.vendor));
-        mGpu->addItem(QIcon(swatch), QStringLiteral("%1 %2").arg(QString::fromStdString(d.vendor), QString::fromStdString(d.name)),
+        mGpu->addItem(QIcon(swatch),
+                      QStringLiteral("%1 %2").arg(QString::fromStdString(d.vendor), QString::fromStdString(d.name)),
                       QString::fromStdString(d.id));
     }
     connect(mGpu, &QComboBox::activated, this, [this] { editGroup(int(ClusterDocument::GroupField::Gpu)); });
@@ -108,7 +111,8 @@ QWidget *NodePropertyPanel::buildGroupPage()
     mGpusPerNode = new QSpinBox(page);
     mGpusPerNode->setRange(1, 64);
     mGpusPerNode->setKeyboardTracking(false);
-    connect(mGpusPerNode, &QSpinBox::valueChanged, this, [this] { editGroup(int(ClusterDocument::GroupField::GpusPerNode)); });
+    connect(mGpusPerNode, &QSpinBox::valueChanged, this,
+            [this] { editGroup(int(ClusterDocument::GroupField::GpusPerNode)); });
     form->addRow(tr("GPUs per &node:"), mGpusPerNode);
 
     mCount = new QSpinBox(page);
@@ -120,12 +124,15 @@ QWidget *NodePropertyPanel::buildGroupPage()
 
     mIntraOverride = new QCheckBox(tr("Override intra-node link"), page);
     mIntraOverride->setToolTip(tr("Unchecked: derived from the GPU's scale-up link (NVLink, Infinity Fabric, PCIe)"));
-    connect(mIntraOverride, &QCheckBox::toggled, this, [this] { editGroup(int(ClusterDocument::GroupField::IntraLink)); });
+    connect(mIntraOverride, &QCheckBox::toggled, this,
+            [this] { editGroup(int(ClusterDocument::GroupField::IntraLink)); });
     form->addRow(mIntraOverride);
     mIntraBandwidth = bandwidthSpin(page);
     mIntraLatency = latencySpin(page);
-    connect(mIntraBandwidth, &QDoubleSpinBox::valueChanged, this, [this] { editGroup(int(ClusterDocument::GroupField::IntraLink)); });
-    connect(mIntraLatency, &QDoubleSpinBox::valueChanged, this, [this] { editGroup(int(ClusterDocument::GroupField::IntraLink)); });
+    connect(mIntraBandwidth, &QDoubleSpinBox::valueChanged, this,
+            [this] { editGroup(int(ClusterDocument::GroupField::IntraLink)); });
+    connect(mIntraLatency, &QDoubleSpinBox::valueChanged, this,
+            [this] { editGroup(int(ClusterDocument::GroupField::IntraLink)); });
     form->addRow(tr("Intra bandwidth:"), mIntraBandwidth);
     form->addRow(tr("Intra latency:"), mIntraLatency);
 
@@ -211,8 +218,9 @@ void NodePropertyPanel::refresh()
 {
     const memx::Cluster &c = mDocument->cluster();
     // Drop indices that no longer exist (the canvas re-reports its selection anyway).
-    mGroups.erase(std::remove_if(mGroups.begin(), mGroups.end(), [&](int g) { return g < 0 || g >= int(c.groups.size()); }),
-                  mGroups.end());
+    mGroups.erase(
+        std::remove_if(mGroups.begin(), mGroups.end(), [&](int g) { return g < 0 || g >= int(c.groups.size()); }),
+        mGroups.end());
     mLinks.erase(std::remove_if(mLinks.begin(), mLinks.end(),
                                 [&](int l) { return l < 0 || l >= int(c.network.overrides.size()); }),
                  mLinks.end());
@@ -228,8 +236,9 @@ void NodePropertyPanel::refresh()
         mName->setText(QString::fromStdString(g.name));
         int gi = mGpu->findData(QString::fromStdString(d.id));
         if (gi < 0) { // a custom device of this cluster
-            mGpu->addItem(QStringLiteral("%1 %2 (custom)").arg(QString::fromStdString(d.vendor), QString::fromStdString(d.name)),
-                          QString::fromStdString(d.id));
+            mGpu->addItem(
+                QStringLiteral("%1 %2 (custom)").arg(QString::fromStdString(d.vendor), QString::fromStdString(d.name)),
+                QString::fromStdString(d.id));
             gi = mGpu->count() - 1;
         }
         mGpu->setCurrentIndex(gi);
@@ -289,7 +298,7 @@ void NodePropertyPanel::editGroup(int field)
         break;
     case ClusterDocument::GroupField::IntraLink:
         if (mIntraOverride->isChecked())
-            g.intraLink = memx::Link{mIntraBandwidth->value(), mIntraLatency->value(), {}};
+            g.intraLink = memx::Link {mIntraBandwidth->value(), mIntraLatency->value(), {}};
         else
             g.intraLink.reset();
         break;
@@ -310,8 +319,8 @@ void NodePropertyPanel::editLink()
     if (mLinks.isEmpty())
         return;
     QString error;
-    if (!mDocument->changeLinkOverride(mLinks.front(), {mLinkBandwidth->value(), mLinkLatency->value(), {}}, kLinkMergeKey,
-                                       &error)) {
+    if (!mDocument->changeLinkOverride(mLinks.front(), {mLinkBandwidth->value(), mLinkLatency->value(), {}},
+                                       kLinkMergeKey, &error)) {
         refresh();
         showError(tr("Not applied: %1").arg(error));
         return;

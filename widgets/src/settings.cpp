@@ -24,9 +24,16 @@ double weight(const QSettings &s, const QString &key)
 }
 } // namespace
 
-Settings::Settings() : mOwned(std::make_unique<QSettings>()), mSettings(mOwned.get()) {}
+Settings::Settings()
+    : mOwned(std::make_unique<QSettings>())
+    , mSettings(mOwned.get())
+{
+}
 
-Settings::Settings(QSettings *settings) : mSettings(settings) {}
+Settings::Settings(QSettings *settings)
+    : mSettings(settings)
+{
+}
 
 Settings::~Settings() = default;
 

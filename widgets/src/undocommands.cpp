@@ -7,7 +7,9 @@
 namespace memx::ui {
 
 AddNodeGroupCommand::AddNodeGroupCommand(ClusterDocument *document, int index, memx::NodeGroup group)
-    : mDocument(document), mIndex(index), mGroup(std::move(group))
+    : mDocument(document)
+    , mIndex(index)
+    , mGroup(std::move(group))
 {
     setText(QObject::tr("Add node group %1").arg(QString::fromStdString(mGroup.name)));
 }
@@ -23,9 +25,12 @@ void AddNodeGroupCommand::undo()
 }
 
 RemoveNodeGroupsCommand::RemoveNodeGroupsCommand(ClusterDocument *document,
-                                                 QVector<std::pair<int, memx::NodeGroup>> removed,
-                                                 memx::Network before, memx::Network after)
-    : mDocument(document), mRemoved(std::move(removed)), mBefore(std::move(before)), mAfter(std::move(after))
+                                                 QVector<std::pair<int, memx::NodeGroup>> removed, memx::Network before,
+                                                 memx::Network after)
+    : mDocument(document)
+    , mRemoved(std::move(removed))
+    , mBefore(std::move(before))
+    , mAfter(std::move(after))
 {
     setText(mRemoved.size() == 1
                 ? QObject::tr("Remove node group %1").arg(QString::fromStdString(mRemoved.front().second.name))
@@ -47,11 +52,16 @@ void RemoveNodeGroupsCommand::undo()
     mDocument->applySetNetwork(mBefore);
 }
 
-ChangeNodeGroupCommand::ChangeNodeGroupCommand(ClusterDocument *document, int index, int field,
-                                               memx::NodeGroup before, memx::NodeGroup after,
-                                               memx::Network networkBefore, memx::Network networkAfter)
-    : mDocument(document), mIndex(index), mField(field), mBefore(std::move(before)), mAfter(std::move(after)),
-      mNetworkBefore(std::move(networkBefore)), mNetworkAfter(std::move(networkAfter))
+ChangeNodeGroupCommand::ChangeNodeGroupCommand(ClusterDocument *document, int index, int field, memx::NodeGroup before,
+                                               memx::NodeGroup after, memx::Network networkBefore,
+                                               memx::Network networkAfter)
+    : mDocument(document)
+    , mIndex(index)
+    , mField(field)
+    , mBefore(std::move(before))
+    , mAfter(std::move(after))
+    , mNetworkBefore(std::move(networkBefore))
+    , mNetworkAfter(std::move(networkAfter))
 {
     setText(QObject::tr("Change node group %1").arg(QString::fromStdString(mBefore.name)));
 }
@@ -80,10 +90,13 @@ bool ChangeNodeGroupCommand::mergeWith(const QUndoCommand *other)
     return true;
 }
 
-MoveNodeGroupsCommand::MoveNodeGroupsCommand(ClusterDocument *document, QVector<int> indices,
-                                             QVector<QPointF> before, QVector<QPointF> after, int dragId)
-    : mDocument(document), mIndices(std::move(indices)), mBefore(std::move(before)), mAfter(std::move(after)),
-      mDragId(dragId)
+MoveNodeGroupsCommand::MoveNodeGroupsCommand(ClusterDocument *document, QVector<int> indices, QVector<QPointF> before,
+                                             QVector<QPointF> after, int dragId)
+    : mDocument(document)
+    , mIndices(std::move(indices))
+    , mBefore(std::move(before))
+    , mAfter(std::move(after))
+    , mDragId(dragId)
 {
     setText(QObject::tr("Move %n node group(s)", nullptr, int(mIndices.size())));
 }
@@ -119,7 +132,10 @@ bool MoveNodeGroupsCommand::mergeWith(const QUndoCommand *other)
 
 SetNetworkCommand::SetNetworkCommand(ClusterDocument *document, const QString &text, memx::Network before,
                                      memx::Network after, int mergeKey)
-    : mDocument(document), mBefore(std::move(before)), mAfter(std::move(after)), mMergeKey(mergeKey)
+    : mDocument(document)
+    , mBefore(std::move(before))
+    , mAfter(std::move(after))
+    , mMergeKey(mergeKey)
 {
     setText(text);
 }
@@ -143,9 +159,12 @@ bool SetNetworkCommand::mergeWith(const QUndoCommand *other)
     return true;
 }
 
-SetModelCommand::SetModelCommand(ClusterDocument *document, const QString &text, memx::Model before,
-                                 memx::Model after, int mergeKey)
-    : mDocument(document), mBefore(std::move(before)), mAfter(std::move(after)), mMergeKey(mergeKey)
+SetModelCommand::SetModelCommand(ClusterDocument *document, const QString &text, memx::Model before, memx::Model after,
+                                 int mergeKey)
+    : mDocument(document)
+    , mBefore(std::move(before))
+    , mAfter(std::move(after))
+    , mMergeKey(mergeKey)
 {
     setText(text);
 }

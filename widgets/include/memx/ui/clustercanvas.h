@@ -21,8 +21,7 @@ class NodeGroupItem;
 /// bandwidth, then edit it in the property panel); drag on empty space for rubber-band selection;
 /// middle-drag or Space+drag to pan; wheel to zoom. Keys: Delete/Backspace removes the selection,
 /// Ctrl+A selects all. Right-click: Connect to..., Remove. Drop a GPU from GpuPalette to add a group.
-class ClusterCanvas : public QGraphicsView
-{
+class ClusterCanvas : public QGraphicsView {
     Q_OBJECT
 
 public:

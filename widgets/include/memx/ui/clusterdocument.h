@@ -23,8 +23,7 @@ class DocumentStorage;
 ///
 /// The `apply*` functions are the raw mutators the undo commands call; they emit the matching
 /// signal and are not meant for views.
-class ClusterDocument : public QObject
-{
+class ClusterDocument : public QObject {
     Q_OBJECT
 
 public:
@@ -75,8 +74,7 @@ public:
     void moveNodeGroups(const QVector<int> &indices, const QVector<QPointF> &positions, int dragId = 0);
 
     /// Adds a link override between two node or group names. Returns its index or -1.
-    int addLinkOverride(const std::string &a, const std::string &b, const memx::Link &link,
-                        QString *error = nullptr);
+    int addLinkOverride(const std::string &a, const std::string &b, const memx::Link &link, QString *error = nullptr);
     /// Changes the link of override `index`; `mergeKey` != 0 merges consecutive edits.
     bool changeLinkOverride(int index, const memx::Link &link, int mergeKey = 0, QString *error = nullptr);
     void removeLinkOverrides(QVector<int> indices);

@@ -10,16 +10,14 @@
 namespace memx::ui {
 
 /// What a workbench document persists: the cluster, and the model when the format can hold it.
-struct DocumentContent
-{
+struct DocumentContent {
     memx::Cluster cluster;
     std::optional<memx::Model> model; ///< unset: the format does not store a model
 };
 
 /// How a ClusterDocument is read from and written to disk. The cluster JSON implementation is
 /// used today; the .memx project store plugs in as a second implementation.
-class DocumentStorage
-{
+class DocumentStorage {
 public:
     virtual ~DocumentStorage() = default;
 
@@ -35,8 +33,7 @@ public:
 };
 
 /// Cluster JSON files ("format": "memx.cluster/1"); the model is not stored.
-class ClusterJsonStorage : public DocumentStorage
-{
+class ClusterJsonStorage : public DocumentStorage {
 public:
     QString fileFilter() const override;
     QString defaultSuffix() const override;

@@ -12,8 +12,7 @@ namespace memx::ui {
 /// The GPU catalogue as a two-level tree: vendors (in catalogue order), then their devices.
 /// Columns: device name, memory (GiB), dense BF16 TFLOP/s. Device rows are draggable
 /// (MIME kGpuMimeType carrying the device id) and have a tooltip with their figures.
-class GpuCatalogueModel : public QAbstractItemModel
-{
+class GpuCatalogueModel : public QAbstractItemModel {
     Q_OBJECT
 
 public:
@@ -43,8 +42,7 @@ public:
     static QString tooltip(const memx::GpuSpec &device);
 
 private:
-    struct Vendor
-    {
+    struct Vendor {
         std::string name;
         std::vector<memx::GpuSpec> devices;
     };

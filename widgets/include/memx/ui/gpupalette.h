@@ -12,8 +12,7 @@ class GpuCatalogueModel;
 
 /// Dock contents: a filter box and the GPU catalogue grouped by vendor; drag a device onto the
 /// ClusterCanvas to add a node group, or double-click it (emits gpuActivated).
-class GpuPalette : public QWidget
-{
+class GpuPalette : public QWidget {
     Q_OBJECT
 
 public:

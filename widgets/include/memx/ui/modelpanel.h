@@ -18,8 +18,7 @@ class ClusterDocument;
 /// global batch and precision. Edits form a draft; a valid draft is applied to the document
 /// (undoable; consecutive edits of one field merge), an invalid one is shown inline in red and
 /// kept until it is fixed. Editing a preset's shape turns the model into "custom".
-class ModelPanel : public QWidget
-{
+class ModelPanel : public QWidget {
     Q_OBJECT
 
 public:

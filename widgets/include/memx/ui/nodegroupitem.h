@@ -10,8 +10,7 @@ class ClusterDocument;
 /// "gpus x device", memory and the intra-node link; a group of several nodes is drawn as a
 /// stack with "x N". Its position is the group's (x, y) (top-left corner, scene units).
 /// Reads its group from the document on every paint; call refresh() after the group changed.
-class NodeGroupItem : public QGraphicsItem
-{
+class NodeGroupItem : public QGraphicsItem {
 public:
     enum { Type = UserType + 1 };
     static constexpr qreal kWidth = 210;
@@ -40,8 +39,7 @@ private:
 /// Canvas item of one link override: a line between the two groups' boxes, labelled with
 /// bandwidth and latency. Long links bow sideways (a quadratic curve) so links between boxes in a
 /// row do not run through the boxes in between or hide each other's labels.
-class LinkItem : public QGraphicsItem
-{
+class LinkItem : public QGraphicsItem {
 public:
     enum { Type = UserType + 2 };
 

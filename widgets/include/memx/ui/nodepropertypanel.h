@@ -21,8 +21,7 @@ class ClusterDocument;
 /// (bandwidth, latency), else the cluster's default inter-node network. Every edit goes through
 /// ClusterDocument (undoable; consecutive edits of one field merge); rejected values are shown
 /// inline in red and the fields return to the document's values.
-class NodePropertyPanel : public QWidget
-{
+class NodePropertyPanel : public QWidget {
     Q_OBJECT
 
 public:

@@ -12,12 +12,10 @@ namespace memx::ui {
 
 /// Typed access to the workbench's UI state in QSettings (window layout, recent files, last
 /// objective weights, last model). User data never lives here: it is in cluster/project files.
-class Settings
-{
+class Settings {
 public:
     /// Objective weights of the plan ranking, each 0..1.
-    struct Weights
-    {
+    struct Weights {
         double time = 1.0;
         double memory = 1.0;
         double balance = 1.0;

@@ -17,8 +17,7 @@ class ClusterDocument;
 enum CommandId { MoveNodeGroupsId = 1, ChangeNodeGroupId, SetNetworkId, SetModelId };
 
 /// Adds one node group at an index.
-class AddNodeGroupCommand : public QUndoCommand
-{
+class AddNodeGroupCommand : public QUndoCommand {
 public:
     AddNodeGroupCommand(ClusterDocument *document, int index, memx::NodeGroup group);
     void redo() override;
@@ -31,8 +30,7 @@ private:
 };
 
 /// Removes node groups and the link overrides that refer to them.
-class RemoveNodeGroupsCommand : public QUndoCommand
-{
+class RemoveNodeGroupsCommand : public QUndoCommand {
 public:
     /// `removed`: (index, group) sorted by ascending index; networks before and after removal.
     RemoveNodeGroupsCommand(ClusterDocument *document, QVector<std::pair<int, memx::NodeGroup>> removed,
@@ -48,8 +46,7 @@ private:
 
 /// Replaces one node group (and the network, when overrides follow a rename). Consecutive
 /// changes of the same field of the same group merge.
-class ChangeNodeGroupCommand : public QUndoCommand
-{
+class ChangeNodeGroupCommand : public QUndoCommand {
 public:
     ChangeNodeGroupCommand(ClusterDocument *document, int index, int field, memx::NodeGroup before,
                            memx::NodeGroup after, memx::Network networkBefore, memx::Network networkAfter);
@@ -66,8 +63,7 @@ private:
 };
 
 /// Moves node groups on the canvas; commands with the same non-zero drag id merge.
-class MoveNodeGroupsCommand : public QUndoCommand
-{
+class MoveNodeGroupsCommand : public QUndoCommand {
 public:
     MoveNodeGroupsCommand(ClusterDocument *document, QVector<int> indices, QVector<QPointF> before,
                           QVector<QPointF> after, int dragId);
@@ -86,8 +82,7 @@ private:
 };
 
 /// Replaces the network (default link and overrides). Same non-zero merge key merges.
-class SetNetworkCommand : public QUndoCommand
-{
+class SetNetworkCommand : public QUndoCommand {
 public:
     SetNetworkCommand(ClusterDocument *document, const QString &text, memx::Network before, memx::Network after,
                       int mergeKey);
@@ -103,8 +98,7 @@ private:
 };
 
 /// Replaces the model. Same non-zero merge key merges.
-class SetModelCommand : public QUndoCommand
-{
+class SetModelCommand : public QUndoCommand {
 public:
     SetModelCommand(ClusterDocument *document, const QString &text, memx::Model before, memx::Model after,
                     int mergeKey);
