@@ -1,37 +1,231 @@
 #include "mainwindow.h"
 
 #include "memx/io/formats.h"
+#include "memx/ui/clustercanvas.h"
+#include "memx/ui/clusterdocument.h"
 #include "memx/ui/clustersummary.h"
+#include "memx/ui/gpupalette.h"
+#include "memx/ui/modelpanel.h"
+#include "memx/ui/nodegroupitem.h"
+#include "memx/ui/nodepropertypanel.h"
 #include "memx/util/diagnostic.h"
 
+#include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
 #include <QFileInfo>
-#include <QHeaderView>
 #include <QLabel>
+#include <QMenuBar>
 #include <QMessageBox>
+#include <QScrollArea>
+#include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTimer>
-#include <QTreeWidget>
+#include <QUndoStack>
+#include <QUndoView>
 #include <QVBoxLayout>
 
-MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
+using namespace memx::ui;
+
+namespace {
+QDockWidget *makeDock(const QString &title, const QString &objectName, QWidget *contents, QWidget *parent)
 {
-    auto *central = new QWidget(this);
-    auto *layout = new QVBoxLayout(central);
-    mSummary = new QLabel(central);
+    auto *dock = new QDockWidget(title, parent);
+    dock->setObjectName(objectName);
+    dock->setWidget(contents);
+    return dock;
+}
+
+QWidget *scrollable(QWidget *w)
+{
+    auto *area = new QScrollArea;
+    area->setWidget(w);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    return area;
+}
+} // namespace
+
+MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
+    : QMainWindow(parent)
+    , mRememberLayout(rememberLayout)
+{
+    setWindowIcon(QIcon(QStringLiteral(":/memx/icons/memx.svg")));
+    mDocument = new ClusterDocument(this);
+
+    // Centre: summary header + canvas above the results area.
+    mCanvas = new ClusterCanvas(mDocument);
+    mSummary = new QLabel;
+    mSummary->setTextFormat(Qt::RichText);
     mSummary->setWordWrap(true);
-    mNodes = new QTreeWidget(central);
-    mNodes->setHeaderLabels({tr("Node group"), tr("GPU"), tr("Vendor"), tr("GPUs/node"), tr("Nodes"), tr("Memory (GiB)")});
-    mNodes->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    layout->addWidget(mSummary);
-    layout->addWidget(mNodes);
-    setCentralWidget(central);
-    resize(1100, 700);
+    mSummary->setContentsMargins(8, 6, 8, 6);
+    mSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto *top = new QWidget;
+    auto *topLayout = new QVBoxLayout(top);
+    topLayout->setContentsMargins(0, 0, 0, 0);
+    topLayout->setSpacing(0);
+    topLayout->addWidget(mSummary);
+    topLayout->addWidget(mCanvas, 1);
+
+    // Results area: the integrator adds the Pareto chart, memory bars and plan table as tabs here.
+    mResults = new QTabWidget;
+    mResults->setDocumentMode(true);
+    auto *empty = new QLabel(tr("Search results appear here.\nEdit the cluster and the model, then run a search."));
+    empty->setAlignment(Qt::AlignCenter);
+    empty->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    empty->setMinimumHeight(120);
+    mResults->addTab(empty, tr("Results"));
+
+    auto *split = new QSplitter(Qt::Vertical);
+    split->setObjectName(QStringLiteral("centralSplitter"));
+    split->addWidget(top);
+    split->addWidget(mResults);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 1);
+    split->setChildrenCollapsible(false);
+    setCentralWidget(split);
+
+    // Docks.
+    mPalette = new GpuPalette;
+    mProperties = new NodePropertyPanel(mDocument);
+    mModelPanel = new ModelPanel(mDocument);
+    auto *paletteDock = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
+    auto *propertiesDock = makeDock(tr("Properties"), QStringLiteral("propertiesDock"), scrollable(mProperties), this);
+    auto *modelDock = makeDock(tr("Model"), QStringLiteral("modelDock"), scrollable(mModelPanel), this);
+    auto *historyDock
+        = makeDock(tr("History"), QStringLiteral("historyDock"), new QUndoView(mDocument->undoStack()), this);
+    addDockWidget(Qt::LeftDockWidgetArea, paletteDock);
+    addDockWidget(Qt::RightDockWidgetArea, propertiesDock);
+    addDockWidget(Qt::RightDockWidgetArea, modelDock);
+    addDockWidget(Qt::RightDockWidgetArea, historyDock);
+    tabifyDockWidget(modelDock, historyDock);
+    modelDock->raise();
+    resizeDocks({paletteDock, propertiesDock}, {330, 350}, Qt::Horizontal);
+    resizeDocks({propertiesDock, modelDock}, {330, 470}, Qt::Vertical);
+
+    createMenus();
+    for (QDockWidget *d : {paletteDock, propertiesDock, modelDock, historyDock})
+        mViewMenu->addAction(d->toggleViewAction());
+
+    connect(mCanvas, &ClusterCanvas::selectionChanged, this,
+            [this] { mProperties->setSelection(mCanvas->selectedGroups(), mCanvas->selectedLinks()); });
+    connect(mCanvas, &ClusterCanvas::message, this, [this](const QString &m) { statusBar()->showMessage(m, 6000); });
+    connect(mPalette, &GpuPalette::gpuActivated, this, &MainWindow::addGpuAtFreeSpot);
+    for (auto signal :
+         {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged, &ClusterDocument::modelChanged})
+        connect(mDocument, signal, this, &MainWindow::updateSummary);
+    for (auto signal :
+         {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
+        connect(mDocument, signal, this, &MainWindow::updateSummary);
+    connect(mDocument, &ClusterDocument::modifiedChanged, this, &MainWindow::updateTitle);
+    connect(mDocument, &ClusterDocument::filePathChanged, this, &MainWindow::updateTitle);
+    connect(mDocument, &ClusterDocument::clusterReset, this, &MainWindow::updateTitle);
+    connect(mDocument, &ClusterDocument::modelChanged, this, [this] {
+        if (mRememberLayout)
+            mSettings.setLastModelId(QString::fromStdString(mDocument->model().id));
+    });
+
+    // Start with an empty cluster and the last model; main() opens a file next.
+    memx::Model model = memx::resolveModel("llama2-7b");
+    if (mRememberLayout) {
+        try {
+            model = memx::resolveModel(mSettings.lastModelId().toStdString());
+        } catch (const std::exception &) {
+            // a preset that no longer exists: keep llama2-7b
+        }
+    }
+    memx::Cluster untitled;
+    untitled.name = "Untitled cluster";
+    untitled.network.interNode = {25, 5, {}};
+    mDocument->reset(untitled, model);
+
+    resize(1480, 900);
+    if (mRememberLayout) {
+        restoreGeometry(mSettings.windowGeometry());
+        restoreState(mSettings.windowState());
+    }
+    statusBar()->showMessage(
+        tr("Drag GPUs from the catalogue onto the canvas; Shift-drag between nodes to connect them."));
+}
+
+MainWindow::~MainWindow()
+{
+    // The views observe the document (a child created first): destroy them while it still exists.
+    mCanvas->disconnect(this);
+    delete takeCentralWidget();
+    qDeleteAll(findChildren<QDockWidget *>(QString(), Qt::FindDirectChildrenOnly));
+}
+
+void MainWindow::createMenus()
+{
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&New"), QKeySequence::New, this, &MainWindow::newDocument);
+    file->addAction(tr("&Open..."), QKeySequence::Open, this, &MainWindow::openDialog);
+    mSampleMenu = file->addMenu(tr("Open &Sample Cluster"));
+    mRecentMenu = file->addMenu(tr("Open &Recent"));
+    file->addSeparator();
+    file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save);
+    file->addAction(tr("Save &As..."), QKeySequence::SaveAs, this, &MainWindow::saveAs);
+    file->addSeparator();
+    file->addAction(tr("&Import Cluster JSON..."), this, &MainWindow::importCluster);
+    file->addAction(tr("&Export Cluster JSON..."), this, &MainWindow::exportCluster);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    rebuildSampleMenu();
+    rebuildRecentMenu();
+
+    QMenu *edit = menuBar()->addMenu(tr("&Edit"));
+    QAction *undo = mDocument->undoStack()->createUndoAction(this, tr("&Undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    QAction *redo = mDocument->undoStack()->createRedoAction(this, tr("&Redo"));
+    redo->setShortcut(QKeySequence::Redo);
+    edit->addAction(undo);
+    edit->addAction(redo);
+    edit->addSeparator();
+    // Canvas-only shortcuts: Delete in a line edit must still delete text.
+    QAction *del = edit->addAction(tr("&Delete Selection"), mCanvas, &ClusterCanvas::deleteSelection);
+    del->setShortcut(QKeySequence::Delete);
+    del->setShortcutContext(Qt::WidgetShortcut);
+    mCanvas->addAction(del);
+    QAction *all = edit->addAction(tr("Select &All"), mCanvas, &ClusterCanvas::selectAllItems);
+    all->setShortcut(QKeySequence::SelectAll);
+    all->setShortcutContext(Qt::WidgetShortcut);
+    mCanvas->addAction(all);
+
+    mViewMenu = menuBar()->addMenu(tr("&View"));
+    mViewMenu->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, mCanvas, &ClusterCanvas::zoomIn);
+    mViewMenu->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, mCanvas, &ClusterCanvas::zoomOut);
+    mViewMenu->addAction(tr("&Fit to View"), QKeySequence(Qt::CTRL | Qt::Key_0), mCanvas, &ClusterCanvas::fitToView);
+    mViewMenu->addAction(tr("&Actual Size"), QKeySequence(Qt::CTRL | Qt::Key_1), mCanvas, &ClusterCanvas::resetZoom);
+    mViewMenu->addSeparator();
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About MemX Workbench"), this, [this] {
+        QMessageBox::about(this, tr("About MemX Workbench"),
+                           tr("<b>MemX Workbench %1</b><br>Memory-aware parallel planning for heterogeneous, "
+                              "cross-vendor GPU clusters.")
+                               .arg(QApplication::applicationVersion()));
+    });
+}
+
+QStringList MainWindow::sampleClusterDirs()
+{
+    QStringList dirs;
+    for (const QString &dir :
+         {QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters"), QStringLiteral(MEMX_DATA_DIR "/sample_clusters")})
+        if (QFileInfo(dir).isDir())
+            dirs << QDir(dir).absolutePath();
+    return dirs;
 }
 
 QString MainWindow::defaultSampleCluster()
 {
-    for (const QString &dir : {QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters"), QStringLiteral(MEMX_DATA_DIR "/sample_clusters")}) {
+    for (const QString &dir : sampleClusterDirs()) {
         const QString path = dir + QStringLiteral("/paper-20gpu-nvidia-amd.json");
         if (QFileInfo::exists(path))
             return path;
@@ -39,37 +233,266 @@ QString MainWindow::defaultSampleCluster()
     return QString();
 }
 
-bool MainWindow::openClusterFile(const QString &path)
+bool MainWindow::isSampleFile(const QString &path) const
 {
+    const QString dir = QFileInfo(path).absoluteDir().absolutePath();
+    return sampleClusterDirs().contains(dir);
+}
+
+void MainWindow::rebuildSampleMenu()
+{
+    mSampleMenu->clear();
+    const QStringList dirs = sampleClusterDirs();
+    if (dirs.isEmpty()) {
+        mSampleMenu->addAction(tr("(no sample clusters installed)"))->setEnabled(false);
+        return;
+    }
+    const QFileInfoList files = QDir(dirs.front()).entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+    for (const QFileInfo &f : files) {
+        const QString path = f.absoluteFilePath();
+        mSampleMenu->addAction(f.completeBaseName(), this, [this, path] { openClusterFile(path, true); });
+    }
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    mRecentMenu->clear();
+    const QStringList files = mRememberLayout ? mSettings.recentFiles() : QStringList();
+    for (int i = 0; i < files.size(); ++i) {
+        const QString path = files[i];
+        mRecentMenu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QDir::toNativeSeparators(path)), this,
+                               [this, path] { openClusterFile(path, true); });
+    }
+    if (files.isEmpty()) {
+        mRecentMenu->addAction(tr("(none)"))->setEnabled(false);
+        return;
+    }
+    mRecentMenu->addSeparator();
+    mRecentMenu->addAction(tr("Clear Menu"), this, [this] {
+        mSettings.clearRecentFiles();
+        rebuildRecentMenu();
+    });
+}
+
+void MainWindow::showLoadErrors(const QString &title, const memx::LoadError &error)
+{
+    QStringList lines;
+    for (const memx::Diagnostic &d : error.diagnostics())
+        lines << QString::fromStdString(d.toString()).toHtmlEscaped();
+    QMessageBox box(QMessageBox::Warning, title, tr("%n problem(s) found:", nullptr, int(lines.size())),
+                    QMessageBox::Ok, this);
+    box.setInformativeText(
+        QStringLiteral("<ul><li>%1</li></ul>").arg(lines.mid(0, 12).join(QStringLiteral("</li><li>"))));
+    QStringList plain;
+    for (const memx::Diagnostic &d : error.diagnostics())
+        plain << QString::fromStdString(d.toString());
+    box.setDetailedText(plain.join(QLatin1Char('\n')));
+    box.exec();
+}
+
+bool MainWindow::openClusterFile(const QString &path, bool ask)
+{
+    if (path.isEmpty())
+        return false;
+    if (ask && !maybeSave())
+        return false;
     try {
-        mCluster = memx::loadCluster(path.toStdString());
+        mDocument->load(path, mStorage);
+    } catch (const memx::LoadError &e) {
+        showLoadErrors(tr("Cannot open cluster"), e);
+        if (mRememberLayout && !QFileInfo::exists(path)) {
+            mSettings.removeRecentFile(path);
+            rebuildRecentMenu();
+        }
+        return false;
     } catch (const std::exception &e) {
         QMessageBox::warning(this, tr("Cannot open cluster"), QString::fromStdString(e.what()));
         return false;
     }
-    setWindowTitle(tr("%1 - MemX Workbench").arg(QString::fromStdString(mCluster.name)));
-    mSummary->setText(QStringLiteral("<b>%1</b><br>%2")
-                          .arg(QString::fromStdString(mCluster.name).toHtmlEscaped(),
-                               memx::ui::clusterSummaryLine(mCluster).toHtmlEscaped()));
-    mNodes->clear();
-    for (const auto &g : mCluster.groups) {
-        const auto &d = mCluster.deviceOf(g);
-        auto *item = new QTreeWidgetItem(mNodes);
-        item->setText(0, QString::fromStdString(g.name));
-        item->setText(1, QString::fromStdString(d.name));
-        item->setText(2, QString::fromStdString(d.vendor));
-        item->setText(3, QString::number(g.gpusPerNode));
-        item->setText(4, QString::number(g.count));
-        item->setText(5, QString::number(d.memoryGiB.value_or(0), 'f', 1));
+    if (mRememberLayout && !isSampleFile(path)) {
+        mSettings.addRecentFile(path);
+        rebuildRecentMenu();
     }
-    statusBar()->showMessage(tr("Opened %1").arg(path));
+    statusBar()->showMessage(tr("Opened %1").arg(QDir::toNativeSeparators(path)), 6000);
     return true;
+}
+
+void MainWindow::newDocument()
+{
+    if (!maybeSave())
+        return;
+    memx::Cluster c;
+    c.name = "Untitled cluster";
+    c.network.interNode = {25, 5, {}};
+    mDocument->reset(c, mDocument->model());
+}
+
+void MainWindow::openDialog()
+{
+    if (!maybeSave())
+        return;
+    const QString dir
+        = mDocument->filePath().isEmpty() ? QDir::homePath() : QFileInfo(mDocument->filePath()).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Cluster"), dir, mStorage.fileFilter());
+    if (!path.isEmpty())
+        openClusterFile(path);
+}
+
+bool MainWindow::save()
+{
+    // Samples are read-only references: saving an edited sample asks for a new file.
+    if (mDocument->filePath().isEmpty() || isSampleFile(mDocument->filePath()))
+        return saveAs();
+    try {
+        mDocument->save(mDocument->filePath(), mStorage);
+    } catch (const memx::LoadError &e) {
+        showLoadErrors(tr("Cannot save cluster"), e);
+        return false;
+    } catch (const std::exception &e) {
+        QMessageBox::warning(this, tr("Cannot save cluster"), QString::fromStdString(e.what()));
+        return false;
+    }
+    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(mDocument->filePath())), 6000);
+    return true;
+}
+
+bool MainWindow::saveAs()
+{
+    QFileDialog dialog(this, tr("Save Cluster As"));
+    dialog.setAcceptMode(QFileDialog::AcceptSave);
+    dialog.setNameFilter(mStorage.fileFilter());
+    dialog.setDefaultSuffix(mStorage.defaultSuffix());
+    dialog.setDirectory(isSampleFile(mDocument->filePath()) || mDocument->filePath().isEmpty()
+                            ? QDir::homePath()
+                            : QFileInfo(mDocument->filePath()).absolutePath());
+    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty())
+        return false;
+    const QString path = dialog.selectedFiles().front();
+    try {
+        mDocument->save(path, mStorage);
+    } catch (const memx::LoadError &e) {
+        showLoadErrors(tr("Cannot save cluster"), e);
+        return false;
+    } catch (const std::exception &e) {
+        QMessageBox::warning(this, tr("Cannot save cluster"), QString::fromStdString(e.what()));
+        return false;
+    }
+    if (mRememberLayout) {
+        mSettings.addRecentFile(path);
+        rebuildRecentMenu();
+    }
+    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 6000);
+    return true;
+}
+
+void MainWindow::importCluster()
+{
+    // Replaces the cluster of this window (the model stays); the result is a new, unsaved document.
+    if (!maybeSave())
+        return;
+    const QString path
+        = QFileDialog::getOpenFileName(this, tr("Import Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
+    if (path.isEmpty())
+        return;
+    try {
+        const DocumentContent content = mStorage.load(path);
+        mDocument->reset(content.cluster, mDocument->model());
+    } catch (const memx::LoadError &e) {
+        showLoadErrors(tr("Cannot import cluster"), e);
+    }
+}
+
+void MainWindow::exportCluster()
+{
+    // Writes a copy; the document keeps its own file and modified state.
+    const QString path
+        = QFileDialog::getSaveFileName(this, tr("Export Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
+    if (path.isEmpty())
+        return;
+    try {
+        mStorage.save({mDocument->cluster(), mDocument->model()}, path);
+        statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 6000);
+    } catch (const memx::LoadError &e) {
+        showLoadErrors(tr("Cannot export cluster"), e);
+    } catch (const std::exception &e) {
+        QMessageBox::warning(this, tr("Cannot export cluster"), QString::fromStdString(e.what()));
+    }
+}
+
+bool MainWindow::maybeSave()
+{
+    if (!mDocument->isModified())
+        return true;
+    const auto answer
+        = QMessageBox::warning(this, tr("Unsaved changes"),
+                               tr("The cluster \"%1\" has unsaved changes. Save them?").arg(mDocument->displayName()),
+                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Save)
+        return save();
+    return answer == QMessageBox::Discard;
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    if (!maybeSave()) {
+        event->ignore();
+        return;
+    }
+    if (mRememberLayout) {
+        mSettings.setWindowGeometry(saveGeometry());
+        mSettings.setWindowState(saveState());
+    }
+    event->accept();
+}
+
+void MainWindow::updateTitle()
+{
+    QString file = mDocument->filePath().isEmpty() ? tr("unsaved") : QFileInfo(mDocument->filePath()).fileName();
+    setWindowTitle(tr("%1 (%2)[*] - MemX Workbench").arg(mDocument->displayName(), file));
+    setWindowModified(mDocument->isModified());
+}
+
+void MainWindow::updateSummary()
+{
+    const memx::Cluster &c = mDocument->cluster();
+    const memx::Model &m = mDocument->model();
+    const QString cluster = c.groups.empty() ? tr("No nodes yet") : clusterSummaryLine(c);
+    mSummary->setText(QStringLiteral("<b>%1</b> &nbsp;·&nbsp; %2<br><span style='color:#555'>%3</span>")
+                          .arg(QString::fromStdString(c.name).toHtmlEscaped(), cluster.toHtmlEscaped(),
+                               tr("Model: %1 (%2 B parameters) · global batch %3 · sequence %4 · %5")
+                                   .arg(QString::fromStdString(m.name).toHtmlEscaped())
+                                   .arg(double(m.totalParams()) / 1e9, 0, 'f', 2)
+                                   .arg(m.training.globalBatch)
+                                   .arg(m.shape.seqLength)
+                                   .arg(QString::fromLatin1(memx::toString(m.training.precision)))));
+}
+
+void MainWindow::addGpuAtFreeSpot(const QString &deviceId)
+{
+    // Below the lowest box, at the left edge of the cluster.
+    double y = 0, x = 0;
+    bool first = true;
+    for (const memx::NodeGroup &g : mDocument->cluster().groups) {
+        x = first ? g.x : std::min(x, g.x);
+        y = first ? g.y + 130 : std::max(y, g.y + 130);
+        first = false;
+    }
+    QString error;
+    const memx::GpuSpec *spec = memx::Catalogue::builtin().find(deviceId.toStdString());
+    const int index = mDocument->addNodeGroup(deviceId.toStdString(), QPointF(x, y),
+                                              spec && spec->segment == "consumer" ? 4 : 8, &error);
+    if (index < 0) {
+        statusBar()->showMessage(tr("Cannot add %1: %2").arg(deviceId, error), 6000);
+        return;
+    }
+    mCanvas->selectGroup(index);
 }
 
 void MainWindow::saveScreenshotAndQuit(const QString &path)
 {
-    QTimer::singleShot(500, this, [this, path] {
-        grab().save(path);
+    QTimer::singleShot(600, this, [this, path] {
+        if (!grab().save(path))
+            qWarning("could not write %s", qPrintable(path));
         QApplication::quit();
     });
 }

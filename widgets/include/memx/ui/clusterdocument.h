@@ -1,0 +1,134 @@
+#pragma once
+
+#include "memx/cluster/cluster.h"
+#include "memx/model/model.h"
+
+#include <QObject>
+#include <QPointF>
+#include <QString>
+#include <QVector>
+
+#include <memory>
+#include <optional>
+
+class QUndoStack;
+
+namespace memx::ui {
+
+class DocumentStorage;
+
+/// The editable cluster + model of one workbench window, its undo stack, file path and modified
+/// flag. Views observe its typed signals; every user edit goes through the edit functions below,
+/// which validate and push a QUndoCommand (so every edit can be undone).
+///
+/// The `apply*` functions are the raw mutators the undo commands call; they emit the matching
+/// signal and are not meant for views.
+class ClusterDocument : public QObject {
+    Q_OBJECT
+
+public:
+    /// Fields of a node group, used to merge consecutive edits of the same field into one undo step.
+    enum class GroupField { Name, Gpu, GpusPerNode, Count, IntraLink, All };
+
+    explicit ClusterDocument(QObject *parent = nullptr);
+    ~ClusterDocument() override;
+
+    const memx::Cluster &cluster() const { return mCluster; }
+    const memx::Model &model() const { return mModel; }
+    QUndoStack *undoStack() const { return mUndoStack; }
+
+    /// Path of the file the document was loaded from / saved to; empty for a new document.
+    QString filePath() const { return mFilePath; }
+    /// True when there are edits since the last load/save.
+    bool isModified() const;
+    /// Title for the window: cluster name, or the file name.
+    QString displayName() const;
+
+    // --- whole-document operations (not undoable; they clear the undo stack) ---
+
+    /// Replaces cluster and model, clears the undo stack and the file path, emits clusterReset.
+    void reset(const memx::Cluster &cluster, const memx::Model &model);
+    /// Loads `path` with `storage` (keeps the current model when the format stores none).
+    /// Throws memx::LoadError on bad input; the document is unchanged then.
+    void load(const QString &path, const DocumentStorage &storage);
+    /// Saves to `path` with `storage`, marks the document clean and remembers the path.
+    /// Throws std::exception on failure (document unchanged).
+    void save(const QString &path, const DocumentStorage &storage);
+
+    // --- validated, undoable edits (return false and set *error when rejected) ---
+
+    /// Adds a group of one node with `gpusPerNode` GPUs of catalogue/cluster device `gpuId` at `pos`.
+    /// Returns the new group's index or -1.
+    int addNodeGroup(const std::string &gpuId, QPointF pos, int gpusPerNode = 8, QString *error = nullptr);
+    /// Adds a fully specified group (name must be unique).
+    int addNodeGroup(const memx::NodeGroup &group, QString *error = nullptr);
+    /// Removes groups (any order, duplicates ignored) and the link overrides that refer to them.
+    void removeNodeGroups(QVector<int> indices);
+    /// Replaces group `index` with `group` (validated: unique non-empty name, 1..64 GPUs per node,
+    /// count >= 1, known device, positive link bandwidth). Link overrides follow a rename.
+    /// Consecutive edits of the same `field` of the same group merge into one undo step.
+    bool changeNodeGroup(int index, const memx::NodeGroup &group, GroupField field = GroupField::All,
+                         QString *error = nullptr);
+    /// Moves groups to new positions. Calls with the same non-zero `dragId` merge into one undo step
+    /// (one mouse drag = one step).
+    void moveNodeGroups(const QVector<int> &indices, const QVector<QPointF> &positions, int dragId = 0);
+
+    /// Adds a link override between two node or group names. Returns its index or -1.
+    int addLinkOverride(const std::string &a, const std::string &b, const memx::Link &link, QString *error = nullptr);
+    /// Changes the link of override `index`; `mergeKey` != 0 merges consecutive edits.
+    bool changeLinkOverride(int index, const memx::Link &link, int mergeKey = 0, QString *error = nullptr);
+    void removeLinkOverrides(QVector<int> indices);
+    /// Changes the default inter-node link.
+    bool setDefaultLink(const memx::Link &link, int mergeKey = 0, QString *error = nullptr);
+
+    /// Changes the model (validated like a model file). `mergeKey` != 0 merges consecutive edits.
+    bool setModel(const memx::Model &model, int mergeKey = 0, QString *error = nullptr);
+
+    // --- queries ---
+
+    /// Index of the group called `name`, or of the group a node called `name` belongs to; -1 if none.
+    int groupIndexOf(const std::string &name) const;
+    /// A group name not used yet, derived from `base`.
+    std::string uniqueGroupName(const std::string &base) const;
+    /// Problems with `group` if it replaced group `index` (-1: if it were added); empty when valid.
+    QString validateGroup(const memx::NodeGroup &group, int index) const;
+    /// Problems with `link` (bandwidth > 0, latency >= 0); empty when valid.
+    static QString validateLink(const memx::Link &link);
+    /// Problems with `model` as a model file would report them ("/shape/heads: ..."); empty when valid.
+    static QString validateModel(const memx::Model &model);
+
+    // --- raw mutators used by the undo commands ---
+    void applyInsertGroup(int index, const memx::NodeGroup &group);
+    memx::NodeGroup applyRemoveGroup(int index);
+    void applySetGroup(int index, const memx::NodeGroup &group);
+    void applySetNetwork(const memx::Network &network);
+    void applySetModel(const memx::Model &model);
+
+signals:
+    void nodeGroupAdded(int index);
+    void nodeGroupRemoved(int index);
+    void nodeGroupChanged(int index);
+    /// Default link or overrides changed.
+    void networkChanged();
+    void modelChanged();
+    /// Everything was replaced (new/open).
+    void clusterReset();
+    void modifiedChanged(bool modified);
+    void filePathChanged(const QString &path);
+
+private:
+    /// Keeps `devices` = custom devices + the catalogue devices the groups use (in first-use order),
+    /// the same order loading a saved file produces.
+    void normalizeDevices();
+    /// The network after renaming/removing groups: endpoints follow renames, overrides whose
+    /// endpoints no longer exist are dropped.
+    memx::Network networkAfter(const std::vector<memx::NodeGroup> &groupsAfter,
+                               const std::vector<int> &oldIndexOfNew) const;
+
+    memx::Cluster mCluster;
+    memx::Model mModel;
+    QUndoStack *mUndoStack = nullptr;
+    QString mFilePath;
+};
+
+} // namespace memx::ui

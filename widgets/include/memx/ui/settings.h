@@ -1,0 +1,57 @@
+#pragma once
+
+#include <QByteArray>
+#include <QString>
+#include <QStringList>
+
+#include <memory>
+
+class QSettings;
+
+namespace memx::ui {
+
+/// Typed access to the workbench's UI state in QSettings (window layout, recent files, last
+/// objective weights, last model). User data never lives here: it is in cluster/project files.
+class Settings {
+public:
+    /// Objective weights of the plan ranking, each 0..1.
+    struct Weights {
+        double time = 1.0;
+        double memory = 1.0;
+        double balance = 1.0;
+        bool operator==(const Weights &) const = default;
+    };
+
+    static constexpr int kMaxRecentFiles = 8;
+
+    /// Uses the application's default QSettings (organisation/application name).
+    Settings();
+    /// Uses `settings` (not owned), e.g. an INI file in a test.
+    explicit Settings(QSettings *settings);
+    ~Settings();
+
+    QByteArray windowGeometry() const;
+    void setWindowGeometry(const QByteArray &geometry);
+    QByteArray windowState() const;
+    void setWindowState(const QByteArray &state);
+
+    /// Most recent first, at most kMaxRecentFiles, no duplicates.
+    QStringList recentFiles() const;
+    /// Moves `path` (made absolute) to the front of the recent files.
+    void addRecentFile(const QString &path);
+    void removeRecentFile(const QString &path);
+    void clearRecentFiles();
+
+    Weights lastWeights() const;
+    void setLastWeights(const Weights &weights);
+
+    /// Id of the model preset used last ("llama2-7b" when never set).
+    QString lastModelId() const;
+    void setLastModelId(const QString &id);
+
+private:
+    std::unique_ptr<QSettings> mOwned;
+    QSettings *mSettings;
+};
+
+} // namespace memx::ui

@@ -1,0 +1,116 @@
+#pragma once
+
+#include "memx/cluster/cluster.h"
+#include "memx/model/model.h"
+
+#include <QPointF>
+#include <QUndoCommand>
+#include <QVector>
+
+#include <utility>
+
+namespace memx::ui {
+
+class ClusterDocument;
+
+/// Command ids used by QUndoCommand::mergeWith().
+enum CommandId { MoveNodeGroupsId = 1, ChangeNodeGroupId, SetNetworkId, SetModelId };
+
+/// Adds one node group at an index.
+class AddNodeGroupCommand : public QUndoCommand {
+public:
+    AddNodeGroupCommand(ClusterDocument *document, int index, memx::NodeGroup group);
+    void redo() override;
+    void undo() override;
+
+private:
+    ClusterDocument *mDocument;
+    int mIndex;
+    memx::NodeGroup mGroup;
+};
+
+/// Removes node groups and the link overrides that refer to them.
+class RemoveNodeGroupsCommand : public QUndoCommand {
+public:
+    /// `removed`: (index, group) sorted by ascending index; networks before and after removal.
+    RemoveNodeGroupsCommand(ClusterDocument *document, QVector<std::pair<int, memx::NodeGroup>> removed,
+                            memx::Network before, memx::Network after);
+    void redo() override;
+    void undo() override;
+
+private:
+    ClusterDocument *mDocument;
+    QVector<std::pair<int, memx::NodeGroup>> mRemoved;
+    memx::Network mBefore, mAfter;
+};
+
+/// Replaces one node group (and the network, when overrides follow a rename). Consecutive
+/// changes of the same field of the same group merge.
+class ChangeNodeGroupCommand : public QUndoCommand {
+public:
+    ChangeNodeGroupCommand(ClusterDocument *document, int index, int field, memx::NodeGroup before,
+                           memx::NodeGroup after, memx::Network networkBefore, memx::Network networkAfter);
+    void redo() override;
+    void undo() override;
+    int id() const override { return ChangeNodeGroupId; }
+    bool mergeWith(const QUndoCommand *other) override;
+
+private:
+    ClusterDocument *mDocument;
+    int mIndex, mField;
+    memx::NodeGroup mBefore, mAfter;
+    memx::Network mNetworkBefore, mNetworkAfter;
+};
+
+/// Moves node groups on the canvas; commands with the same non-zero drag id merge.
+class MoveNodeGroupsCommand : public QUndoCommand {
+public:
+    MoveNodeGroupsCommand(ClusterDocument *document, QVector<int> indices, QVector<QPointF> before,
+                          QVector<QPointF> after, int dragId);
+    void redo() override;
+    void undo() override;
+    int id() const override { return MoveNodeGroupsId; }
+    bool mergeWith(const QUndoCommand *other) override;
+
+private:
+    void apply(const QVector<QPointF> &positions);
+
+    ClusterDocument *mDocument;
+    QVector<int> mIndices;
+    QVector<QPointF> mBefore, mAfter;
+    int mDragId;
+};
+
+/// Replaces the network (default link and overrides). Same non-zero merge key merges.
+class SetNetworkCommand : public QUndoCommand {
+public:
+    SetNetworkCommand(ClusterDocument *document, const QString &text, memx::Network before, memx::Network after,
+                      int mergeKey);
+    void redo() override;
+    void undo() override;
+    int id() const override { return SetNetworkId; }
+    bool mergeWith(const QUndoCommand *other) override;
+
+private:
+    ClusterDocument *mDocument;
+    memx::Network mBefore, mAfter;
+    int mMergeKey;
+};
+
+/// Replaces the model. Same non-zero merge key merges.
+class SetModelCommand : public QUndoCommand {
+public:
+    SetModelCommand(ClusterDocument *document, const QString &text, memx::Model before, memx::Model after,
+                    int mergeKey);
+    void redo() override;
+    void undo() override;
+    int id() const override { return SetModelId; }
+    bool mergeWith(const QUndoCommand *other) override;
+
+private:
+    ClusterDocument *mDocument;
+    memx::Model mBefore, mAfter;
+    int mMergeKey;
+};
+
+} // namespace memx::ui

@@ -1,0 +1,52 @@
+#include "memx/ui/gpupalette.h"
+
+#include "memx/ui/gpucataloguemodel.h"
+
+#include <QHeaderView>
+#include <QLineEdit>
+#include <QSortFilterProxyModel>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+namespace memx::ui {
+
+GpuPalette::GpuPalette(QWidget *parent)
+    : QWidget(parent)
+{
+    mModel = new GpuCatalogueModel(memx::Catalogue::builtin(), this);
+    mProxy = new QSortFilterProxyModel(this);
+    mProxy->setSourceModel(mModel);
+    mProxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    mProxy->setRecursiveFilteringEnabled(true);
+    mFilter = new QLineEdit(this);
+    mFilter->setPlaceholderText(tr("Filter GPUs..."));
+    mFilter->setClearButtonEnabled(true);
+    connect(mFilter, &QLineEdit::textChanged, mProxy, &QSortFilterProxyModel::setFilterFixedString);
+
+    mView = new QTreeView(this);
+    mView->setModel(mProxy);
+    mView->setDragEnabled(true);
+    mView->setDragDropMode(QAbstractItemView::DragOnly);
+    mView->setSelectionMode(QAbstractItemView::SingleSelection);
+    mView->setRootIsDecorated(true);
+    mView->setUniformRowHeights(true);
+    mView->setAlternatingRowColors(true);
+    mView->expandAll();
+    mView->header()->setStretchLastSection(false);
+    mView->header()->setSectionResizeMode(GpuCatalogueModel::NameColumn, QHeaderView::Stretch);
+    mView->header()->setSectionResizeMode(GpuCatalogueModel::MemoryColumn, QHeaderView::ResizeToContents);
+    mView->header()->setSectionResizeMode(GpuCatalogueModel::ComputeColumn, QHeaderView::ResizeToContents);
+    connect(mView, &QTreeView::activated, this, [this](const QModelIndex &proxyIndex) {
+        const QString id = proxyIndex.data(GpuCatalogueModel::DeviceIdRole).toString();
+        if (!id.isEmpty())
+            emit gpuActivated(id);
+    });
+    connect(mFilter, &QLineEdit::textChanged, mView, &QTreeView::expandAll);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(mFilter);
+    layout->addWidget(mView);
+}
+
+} // namespace memx::ui

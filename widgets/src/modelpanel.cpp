@@ -1,0 +1,214 @@
+#include "memx/ui/modelpanel.h"
+
+#include "memx/io/formats.h"
+#include "memx/ui/clusterdocument.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <cstring>
+
+namespace memx::ui {
+
+namespace {
+constexpr const char *kFieldNames[]
+    = {"layers", "hidden", "heads", "kvGroups", "ffnHidden", "vocab", "seqLength", "globalBatch"};
+constexpr int kMergeBase = 100; // merge keys 100 + field; 0 (no merge) for presets and toggles
+} // namespace
+
+ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent)
+    : QWidget(parent)
+    , mDocument(document)
+{
+    auto *form = new QFormLayout;
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    mPreset = new QComboBox(this);
+    mPreset->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    mPreset->setMinimumContentsLength(12);
+    for (const memx::Model &m : memx::builtinModels())
+        mPreset->addItem(QString::fromStdString(m.name), QString::fromStdString(m.id));
+    mPreset->addItem(tr("Custom"), QStringLiteral("custom"));
+    connect(mPreset, &QComboBox::activated, this, &ModelPanel::onPreset);
+    form->addRow(tr("&Preset:"), mPreset);
+
+    const char *labels[]
+        = {QT_TR_NOOP("&Layers:"),          QT_TR_NOOP("&Hidden size:"), QT_TR_NOOP("Attention h&eads:"),
+           QT_TR_NOOP("&KV groups:"),       QT_TR_NOOP("&FFN hidden:"),  QT_TR_NOOP("&Vocabulary:"),
+           QT_TR_NOOP("&Sequence length:"), QT_TR_NOOP("&Global batch:")};
+    const int maxima[] = {1000, 1 << 20, 4096, 4096, 1 << 22, 1 << 22, 1 << 20, 1 << 24};
+    for (int f = 0; f < FieldCount; ++f) {
+        auto *s = new QSpinBox(this);
+        s->setRange(1, maxima[f]);
+        s->setKeyboardTracking(false);
+        s->setGroupSeparatorShown(true);
+        s->setObjectName(QLatin1String(kFieldNames[f]));
+        connect(s, &QSpinBox::valueChanged, this, [this, f] { onField(f); });
+        mSpins[f] = s;
+        if (f == GlobalBatch) {
+            s->setSuffix(tr(" sequences"));
+            s->setToolTip(tr("Sequences per training iteration (all data-parallel replicas together)"));
+        }
+        form->addRow(tr(labels[f]), s);
+    }
+    mSpins[KvGroups]->setToolTip(tr("Query groups for grouped-query attention; equal to the heads without GQA"));
+    mSwiglu = new QCheckBox(tr("SwiGLU MLP"), this);
+    mTied = new QCheckBox(tr("Tied input/output embeddings"), this);
+    connect(mSwiglu, &QCheckBox::toggled, this, [this](bool on) {
+        mDraft.shape.swiglu = on;
+        applyDraft(0);
+    });
+    connect(mTied, &QCheckBox::toggled, this, [this](bool on) {
+        mDraft.shape.tiedEmbeddings = on;
+        applyDraft(0);
+    });
+    form->insertRow(8, QString(), mSwiglu);
+    form->insertRow(9, QString(), mTied);
+    mPrecision = new QComboBox(this);
+    mPrecision->addItem(QStringLiteral("BF16"), int(memx::Precision::BF16));
+    mPrecision->addItem(QStringLiteral("FP16"), int(memx::Precision::FP16));
+    connect(mPrecision, &QComboBox::activated, this, [this] {
+        mDraft.training.precision = memx::Precision(mPrecision->currentData().toInt());
+        applyDraft(0);
+    });
+    form->addRow(tr("P&recision:"), mPrecision);
+
+    mInfo = new QLabel(this);
+    mInfo->setWordWrap(true);
+    mError = new QLabel(this);
+    mError->setWordWrap(true);
+    mError->setStyleSheet(QStringLiteral("color: #b00020;"));
+    mError->hide();
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addLayout(form);
+    layout->addWidget(mInfo);
+    layout->addWidget(mError);
+    layout->addStretch(1);
+
+    connect(mDocument, &ClusterDocument::modelChanged, this, &ModelPanel::refresh);
+    refresh();
+}
+
+QSpinBox *ModelPanel::spin(const char *field) const
+{
+    for (int f = 0; f < FieldCount; ++f)
+        if (std::strcmp(kFieldNames[f], field) == 0)
+            return mSpins[f];
+    return nullptr;
+}
+
+QString ModelPanel::errorText() const
+{
+    return mError->isHidden() ? QString() : mError->text();
+}
+
+void ModelPanel::refresh()
+{
+    mDraft = mDocument->model();
+    const memx::ModelShape &s = mDraft.shape;
+    const int values[]
+        = {s.layers, s.hidden, s.heads, s.kvGroups, s.ffnHidden, s.vocab, s.seqLength, mDraft.training.globalBatch};
+    for (int f = 0; f < FieldCount; ++f) {
+        const QSignalBlocker block(mSpins[f]);
+        mSpins[f]->setValue(values[f]);
+    }
+    {
+        const QSignalBlocker b1(mSwiglu), b2(mTied), b3(mPreset), b4(mPrecision);
+        mSwiglu->setChecked(s.swiglu);
+        mTied->setChecked(s.tiedEmbeddings);
+        mPrecision->setCurrentIndex(mPrecision->findData(int(mDraft.training.precision)));
+        const int p = mPreset->findData(QString::fromStdString(mDraft.id));
+        mPreset->setCurrentIndex(p >= 0 ? p : mPreset->count() - 1);
+    }
+    mError->hide();
+    updateInfo();
+}
+
+void ModelPanel::updateInfo()
+{
+    const double params = double(mDraft.totalParams());
+    mInfo->setText(tr("%1 B parameters \u00b7 head size %2 \u00b7 %3 tokens per iteration")
+                       .arg(params / 1e9, 0, 'f', 2)
+                       .arg(mDraft.kvChannels())
+                       .arg(QLocale().toString(double(mDraft.training.globalBatch) * mDraft.shape.seqLength, 'f', 0)));
+}
+
+void ModelPanel::onPreset(int index)
+{
+    const QString id = mPreset->itemData(index).toString();
+    for (const memx::Model &m : memx::builtinModels()) {
+        if (QString::fromStdString(m.id) == id) {
+            mDraft = m;
+            applyDraft(0);
+            return;
+        }
+    }
+    // "Custom": keep the shape, only mark it as ours.
+    mDraft.id = "custom";
+    mDraft.name = "Custom model";
+    applyDraft(0);
+}
+
+void ModelPanel::onField(int field)
+{
+    const int v = mSpins[field]->value();
+    memx::ModelShape &s = mDraft.shape;
+    switch (Field(field)) {
+    case Layers:
+        s.layers = v;
+        break;
+    case Hidden:
+        s.hidden = v;
+        break;
+    case Heads:
+        s.heads = v;
+        break;
+    case KvGroups:
+        s.kvGroups = v;
+        break;
+    case Ffn:
+        s.ffnHidden = v;
+        break;
+    case Vocab:
+        s.vocab = v;
+        break;
+    case SeqLength:
+        s.seqLength = v;
+        break;
+    case GlobalBatch:
+        mDraft.training.globalBatch = v;
+        break;
+    case FieldCount:
+        break;
+    }
+    applyDraft(kMergeBase + field);
+}
+
+void ModelPanel::applyDraft(int mergeKey)
+{
+    // A preset whose shape was edited is no longer that preset.
+    for (const memx::Model &m : memx::builtinModels()) {
+        if (m.id == mDraft.id && m.shape != mDraft.shape) {
+            mDraft.id = "custom";
+            mDraft.name = "Custom (from " + m.name + ")";
+            mDraft.source.clear();
+        }
+    }
+    updateInfo();
+    QString error;
+    if (!mDocument->setModel(mDraft, mergeKey, &error)) {
+        mError->setText(tr("Not applied yet: %1").arg(error));
+        mError->show();
+        return;
+    }
+    mError->hide();
+    const QSignalBlocker block(mPreset);
+    const int p = mPreset->findData(QString::fromStdString(mDraft.id));
+    mPreset->setCurrentIndex(p >= 0 ? p : mPreset->count() - 1);
+}
+
+} // namespace memx::ui

@@ -1,0 +1,113 @@
+#include "memx/ui/settings.h"
+
+#include <QFileInfo>
+#include <QSettings>
+
+#include <algorithm>
+
+namespace memx::ui {
+
+namespace {
+const QString kGeometry = QStringLiteral("window/geometry");
+const QString kState = QStringLiteral("window/state");
+const QString kRecent = QStringLiteral("files/recent");
+const QString kWeightTime = QStringLiteral("objective/timeWeight");
+const QString kWeightMemory = QStringLiteral("objective/memoryWeight");
+const QString kWeightBalance = QStringLiteral("objective/balanceWeight");
+const QString kModel = QStringLiteral("model/lastId");
+
+double weight(const QSettings &s, const QString &key)
+{
+    bool ok = false;
+    const double v = s.value(key, 1.0).toDouble(&ok);
+    return ok ? std::clamp(v, 0.0, 1.0) : 1.0;
+}
+} // namespace
+
+Settings::Settings()
+    : mOwned(std::make_unique<QSettings>())
+    , mSettings(mOwned.get())
+{
+}
+
+Settings::Settings(QSettings *settings)
+    : mSettings(settings)
+{
+}
+
+Settings::~Settings() = default;
+
+QByteArray Settings::windowGeometry() const
+{
+    return mSettings->value(kGeometry).toByteArray();
+}
+
+void Settings::setWindowGeometry(const QByteArray &geometry)
+{
+    mSettings->setValue(kGeometry, geometry);
+}
+
+QByteArray Settings::windowState() const
+{
+    return mSettings->value(kState).toByteArray();
+}
+
+void Settings::setWindowState(const QByteArray &state)
+{
+    mSettings->setValue(kState, state);
+}
+
+QStringList Settings::recentFiles() const
+{
+    QStringList files = mSettings->value(kRecent).toStringList();
+    files.removeAll(QString());
+    files.removeDuplicates();
+    return files.mid(0, kMaxRecentFiles);
+}
+
+void Settings::addRecentFile(const QString &path)
+{
+    const QString abs = QFileInfo(path).absoluteFilePath();
+    QStringList files = recentFiles();
+    files.removeAll(abs);
+    files.prepend(abs);
+    mSettings->setValue(kRecent, files.mid(0, kMaxRecentFiles));
+}
+
+void Settings::removeRecentFile(const QString &path)
+{
+    QStringList files = recentFiles();
+    files.removeAll(QFileInfo(path).absoluteFilePath());
+    files.removeAll(path);
+    mSettings->setValue(kRecent, files);
+}
+
+void Settings::clearRecentFiles()
+{
+    mSettings->remove(kRecent);
+}
+
+Settings::Weights Settings::lastWeights() const
+{
+    return {weight(*mSettings, kWeightTime), weight(*mSettings, kWeightMemory), weight(*mSettings, kWeightBalance)};
+}
+
+void Settings::setLastWeights(const Weights &w)
+{
+    mSettings->setValue(kWeightTime, std::clamp(w.time, 0.0, 1.0));
+    mSettings->setValue(kWeightMemory, std::clamp(w.memory, 0.0, 1.0));
+    mSettings->setValue(kWeightBalance, std::clamp(w.balance, 0.0, 1.0));
+}
+
+QString Settings::lastModelId() const
+{
+    const QString id = mSettings->value(kModel).toString();
+    return id.isEmpty() ? QStringLiteral("llama2-7b") : id;
+}
+
+void Settings::setLastModelId(const QString &id)
+{
+    mSettings->setValue(kModel, id);
+}
+
+} // namespace memx::ui
