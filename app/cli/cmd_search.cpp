@@ -33,13 +33,13 @@ Options:
   --threads N           worker threads (default: all cores)
   --json                full JSON: counts, timings, top-K plans with per-GPU memory, Pareto front
   Search space (comma-separated lists; defaults in docs/search.md):
-  --stages LIST         pipeline stages per GPU group (default 1,2,4,8)
+  --stages LIST         pipeline stages per GPU group (default 1,2,3)
   --tp LIST             tensor-parallel degrees (default 1,2,4,8)
-  --mbs LIST            micro-batch sizes (default 1,2,4,8)
+  --mbs LIST            micro-batch sizes (default 1,2,4)
   --max-mbs N           largest micro-batch of any replica (default 32)
   --recompute LIST      none,selective,full (default all three, chosen per device type)
   --dist-opt LIST       off,on (default both)
-  --radius N            layer-split neighbourhood: layers moved across a boundary (default 2)
+  --radius N            layer-split neighbourhood: layers moved across a boundary (default 1)
   --no-permute          keep the cluster file's group order along the pipeline
   --no-memory-split     skip the memory-aware layer split
   --max-stages N        cap on the pipeline depth

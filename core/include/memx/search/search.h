@@ -18,14 +18,14 @@ struct SearchSpaceOptions
 {
     /// Number of pipeline stages one GPU group (the nodes of one cluster node group) may be cut
     /// into; each stage gets an equal slice. Values that do not divide the group are skipped.
-    std::vector<int> stagesPerGroup = {1, 2, 4, 8};
+    std::vector<int> stagesPerGroup = {1, 2, 3};
     /// Tensor-parallel degrees (per GPU group; must divide the group's GPUs per node, the stage
     /// slice and the model's heads / KV groups).
     std::vector<int> tensorParallel = {1, 2, 4, 8};
     /// Micro-batch sizes of the stages with the largest data-parallel degree; a stage with fewer
     /// replicas carries proportionally larger micro-batches (every stage moves the same samples
     /// per step).
-    std::vector<int> microBatches = {1, 2, 4, 8};
+    std::vector<int> microBatches = {1, 2, 4};
     /// Largest micro-batch any replica may carry.
     int maxReplicaMicroBatch = 32;
     /// Recompute choices, made per device type (heterogeneous recomputation).
@@ -37,7 +37,7 @@ struct SearchSpaceOptions
     bool permuteGroups = true;
     /// Layer splits: the compute-proportional split, the memory-aware split, and neighbours of
     /// the compute-proportional split moving 1..neighbourRadius layers across each boundary.
-    int neighbourRadius = 2;
+    int neighbourRadius = 1;
     bool memoryAwareSplit = true;
     /// Cap on pipeline depth (0: the model's layer count).
     int maxStages = 0;
