@@ -20,7 +20,7 @@ namespace {
 
 struct Norm
 {
-    double logMax = 0;
+    double max = 0;
     double floor = 0;
 };
 
@@ -32,7 +32,7 @@ Norm normOf(const double *x, size_t n)
     Norm nm;
     if (mx <= 0)
         return nm; // every value is 0: the metric does not discriminate
-    nm.logMax = std::log(mx);
+    nm.max = mx;
     nm.floor = 1e-6 * mx;
     return nm;
 }
@@ -53,7 +53,7 @@ std::vector<double> logScores(const MetricView &v, Objective o)
         if (nm.floor <= 0)
             continue;
         for (size_t i = 0; i < v.size; ++i)
-            s[i] += w[k] * (std::log(std::max(x[k][i], nm.floor)) - nm.logMax);
+            s[i] += w[k] * std::log(std::max(x[k][i], nm.floor) / nm.max);
     }
     return s;
 }
