@@ -44,6 +44,9 @@ Options:
   --no-memory-split     skip the memory-aware layer split
   --max-stages N        cap on the pipeline depth
   --sequence-parallel   plans use sequence parallelism
+  --max-bases N         budget of base configurations (default 500000); a larger space is
+                        narrowed step by step (group order, TP, stages, recompute, dist-opt)
+                        and the steps are reported
 A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels and prints partial counts.
 )";
 
@@ -98,7 +101,7 @@ int run(const std::vector<std::string> &argv)
 {
     Args args(argv,
               {"cluster", "model", "gbs", "weights", "top", "threads", "stages", "tp", "mbs", "max-mbs", "recompute",
-               "dist-opt", "radius", "max-stages"},
+               "dist-opt", "radius", "max-stages", "max-bases"},
               {"json", "no-permute", "no-memory-split", "sequence-parallel"});
     if (!args.positional().empty())
         throw UsageError{"unexpected argument \"" + args.positional().front() + "\""};
@@ -162,6 +165,12 @@ int run(const std::vector<std::string> &argv)
         }
     }
 
+    const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
+    const std::vector<std::string> narrowed = narrowToBudget(req, maxBases);
+    if (!args.has("json"))
+        for (const std::string &n : narrowed)
+            std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
+
     const bool bar = stderrIsTerminal();
     gInterrupted = false;
     auto previous = std::signal(SIGINT, onSigint);
@@ -211,6 +220,7 @@ int run(const std::vector<std::string> &argv)
         j["globalBatch"] = res.globalBatch;
         j["weights"] = {obj.wt, obj.wm, obj.wb};
         j["cancelled"] = res.cancelled;
+        j["narrowed"] = narrowed;
         j["counts"] = {{"enumerated", res.enumerated},
                        {"evaluated", res.evaluated},
                        {"pruned",

@@ -269,6 +269,35 @@ private slots:
         QCOMPARE(r.enumerated, r.evaluated + r.pruned.total() + 0 * calls);
     }
 
+    void boundAndBudget()
+    {
+        // The bound equals the number of bases the engine walks (progress total) when no
+        // pipeline exceeds the depth cap.
+        size_t total = 0;
+        SearchRequest r = smallRequest(2);
+        runSearch(r, [&](size_t, size_t t) {
+            total = t;
+            return true;
+        });
+        QCOMPARE(static_cast<uint64_t>(total), baseConfigurationBound(r));
+        // 20-GPU default: 6 orders x (6 x 7 x 5) (stages, TP) options x 3 micro-batches x 3^3
+        // recompute x 2 = 204,120 bases; within the default budget, so nothing is narrowed.
+        SearchRequest d = request20(2);
+        QCOMPARE(baseConfigurationBound(d), uint64_t(204120));
+        QVERIFY(narrowToBudget(d, 500000).empty());
+        // 512 GPUs: 4 groups x 8 options, 24 orders, 3 x 81 x 2 -> 47,775,744 bases; narrowing
+        // drops permutations, then TP 1 and 2.
+        SearchRequest big;
+        big.cluster = loadCluster(kSamples + "/cross-vendor-512gpu.json");
+        big.model = resolveModel("llama2-7b");
+        QCOMPARE(baseConfigurationBound(big), uint64_t(47775744));
+        const auto notes = narrowToBudget(big, 500000);
+        QCOMPARE(notes.size(), size_t(3));
+        QVERIFY(!big.space.permuteGroups);
+        QCOMPARE(big.space.tensorParallel, (std::vector<int>{4, 8}));
+        QVERIFY(baseConfigurationBound(big) <= 500000);
+    }
+
     void badRequestsAreErrors()
     {
         SearchRequest r = request20(1);

@@ -169,6 +169,8 @@ public:
             const MemoryBreakdown m1 = gpuMemory(*mem[i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt,
                                                  groups[i], r.cost);
             const double slope = m1.total() - m0.total();
+            memBase[i] = m0.total();
+            memSlope[i] = slope;
             const double room = s.capacityBytes - m0.total();
             maxLayers[i] = room < slope ? 0 : static_cast<int>(std::min(1e6, std::floor(room / slope)));
         }
@@ -323,9 +325,8 @@ private:
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             const int n = split[i];
             const bool hasEmb = i == 0, hasHead = i == p - 1;
-            const MemoryBreakdown mb = gpuMemory(*mem[i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, distOpt,
-                                                 groups[i], r.cost);
-            const double total = mb.total();
+            // gpuMemory is linear in the layer count: base + n x slope (same value to rounding).
+            const double total = memBase[i] + n * memSlope[i];
             if (total > s.capacityBytes) {
                 ++out.pruned.outOfMemory;
                 return;
@@ -390,6 +391,8 @@ private:
     double speed[64] = {};
     int maxLayers[64] = {};
     double p2p[64] = {};
+    double memBase[64] = {};
+    double memSlope[64] = {};
     std::vector<uint8_t> cand = std::vector<uint8_t>(64 * 128);
     int nCand = 0;
     uint64_t nDuplicates = 0;
@@ -585,8 +588,17 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
                 break;
             const uint64_t b0 = ci * kBasesPerChunk;
             const uint64_t b1 = std::min<uint64_t>(b0 + kBasesPerChunk, ctx.totalBases);
+            ChunkOut &co = chunks[ci];
+            const size_t guess = static_cast<size_t>(b1 - b0) * 8;
+            co.t.reserve(guess);
+            co.m.reserve(guess);
+            co.b.reserve(guess);
+            co.bytes.reserve(guess);
+            co.base.reserve(guess);
+            co.offset.reserve(guess);
+            co.layers.reserve(guess * 8);
             for (uint64_t b = b0; b < b1; ++b)
-                ev.runBase(b, chunks[ci]);
+                ev.runBase(b, co);
             chunkDone[ci] = 1;
             basesDone.fetch_add(static_cast<size_t>(b1 - b0));
         }
@@ -656,6 +668,74 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.enumerateEvaluateMs
         = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return res;
+}
+
+uint64_t baseConfigurationBound(const SearchRequest &req)
+{
+    const Cluster &cl = req.cluster;
+    const Model &m = req.model;
+    std::vector<std::string> types;
+    long double pipelines = 1;
+    for (const NodeGroup &g : cl.groups) {
+        const int total = g.gpusPerNode * g.count;
+        uint64_t options = 0;
+        for (int s : req.space.stagesPerGroup) {
+            if (s < 1 || total % s != 0)
+                continue;
+            const int n = total / s;
+            if (n % g.gpusPerNode != 0 && g.gpusPerNode % n != 0)
+                continue;
+            for (int t : req.space.tensorParallel)
+                if (t >= 1 && g.gpusPerNode % t == 0 && n % t == 0 && m.shape.heads > 0 && m.shape.heads % t == 0
+                    && m.shape.kvGroups % t == 0)
+                    ++options;
+        }
+        pipelines *= options;
+        const int di = cl.deviceIndex(g.gpu);
+        const std::string id = di >= 0 ? cl.devices[static_cast<size_t>(di)].id : g.gpu;
+        if (std::find(types.begin(), types.end(), id) == types.end())
+            types.push_back(id);
+    }
+    if (req.space.permuteGroups)
+        for (size_t k = 2; k <= cl.groups.size(); ++k)
+            pipelines *= static_cast<long double>(k);
+    long double bases = pipelines * req.space.microBatches.size() * req.space.distributedOptimizer.size();
+    for (size_t i = 0; i < types.size(); ++i)
+        bases *= req.space.recompute.size();
+    return bases > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bases);
+}
+
+std::vector<std::string> narrowToBudget(SearchRequest &req, uint64_t maxBases)
+{
+    std::vector<std::string> notes;
+    SearchSpaceOptions &sp = req.space;
+    auto over = [&] { return baseConfigurationBound(req) > maxBases; };
+    if (over() && sp.permuteGroups) {
+        sp.permuteGroups = false;
+        notes.push_back("kept the cluster file's group order along the pipeline (no permutations)");
+    }
+    while (over() && sp.tensorParallel.size() > 1) {
+        auto it = std::min_element(sp.tensorParallel.begin(), sp.tensorParallel.end());
+        notes.push_back("dropped TP degree " + std::to_string(*it));
+        sp.tensorParallel.erase(it);
+    }
+    while (over() && sp.stagesPerGroup.size() > 1) {
+        auto it = std::max_element(sp.stagesPerGroup.begin(), sp.stagesPerGroup.end());
+        notes.push_back("dropped " + std::to_string(*it) + " stages per group");
+        sp.stagesPerGroup.erase(it);
+    }
+    if (over()) {
+        auto it = std::find(sp.recompute.begin(), sp.recompute.end(), RecomputeMethod::Selective);
+        if (it != sp.recompute.end() && sp.recompute.size() > 1) {
+            sp.recompute.erase(it);
+            notes.push_back("dropped selective recompute");
+        }
+    }
+    if (over() && sp.distributedOptimizer.size() > 1) {
+        sp.distributedOptimizer = {true};
+        notes.push_back("distributed optimizer always on");
+    }
+    return notes;
 }
 
 std::vector<RecomputeMethod> SearchResult::recomputeOf(size_t index) const

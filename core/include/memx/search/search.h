@@ -121,6 +121,16 @@ struct SearchResult
     std::vector<RecomputeMethod> recomputeOf(size_t index) const;
 };
 
+/// Upper bound on the number of base configurations (pipeline shape x micro-batch x recompute
+/// per device type x distributed optimizer) of `request`'s space, computed without enumerating.
+uint64_t baseConfigurationBound(const SearchRequest &request);
+
+/// Narrows `request.space` step by step until baseConfigurationBound() <= maxBases, in this
+/// order: keep the cluster's group order; drop the smallest TP degree (repeatedly, keeping one);
+/// drop the largest stages-per-group value (keeping one); drop selective recompute; keep only
+/// the distributed optimizer. Returns one human-readable note per step taken (empty: unchanged).
+std::vector<std::string> narrowToBudget(SearchRequest &request, uint64_t maxBases);
+
 /// Progress: (done, total) in base configurations; return false to cancel.
 using ProgressFn = std::function<bool(size_t done, size_t total)>;
 
