@@ -32,7 +32,7 @@ int run(const std::vector<std::string> &argv)
 {
     Args args(argv, {"cluster", "model", "plan"}, {"json"});
     if (!args.positional().empty())
-        throw UsageError{"unexpected argument \"" + args.positional().front() + "\""};
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const std::string planPath = args.require("plan");
     const Cluster cluster = loadCluster(args.require("cluster"));
     const Model model = resolveModel(args.require("model"));
@@ -40,7 +40,7 @@ int run(const std::vector<std::string> &argv)
     Diagnostics diags(planPath);
     validatePlan(plan, cluster, model, diags);
     diags.throwIfAny();
-    const PlanEstimate e = estimatePlan(plan, cluster, model, nullptr, CostOptions{});
+    const PlanEstimate e = estimatePlan(plan, cluster, model, nullptr, CostOptions {});
 
     if (args.has("json")) {
         nlohmann::json j = toJson(e);
@@ -73,11 +73,10 @@ int run(const std::vector<std::string> &argv)
                  "total capacity headroom\n";
     for (const GpuMemory &g : e.gpus)
         std::cout << "  " << std::left << std::setw(12) << g.node << std::right << std::setw(5) << g.gpuIndex
-                  << std::setw(6) << g.stage << std::setw(9) << gib(g.paramsBytes) << std::setw(9)
-                  << gib(g.gradsBytes) << std::setw(9) << gib(g.optimizerBytes) << std::setw(10)
-                  << gib(g.activationBytes) << std::setw(10) << gib(g.overheadBytes) << std::setw(9)
-                  << gib(g.totalBytes) << std::setw(9) << gib(g.capacityBytes) << std::setw(9)
-                  << gib(g.headroomBytes) << (g.oom ? "  OOM" : "") << "\n";
+                  << std::setw(6) << g.stage << std::setw(9) << gib(g.paramsBytes) << std::setw(9) << gib(g.gradsBytes)
+                  << std::setw(9) << gib(g.optimizerBytes) << std::setw(10) << gib(g.activationBytes) << std::setw(10)
+                  << gib(g.overheadBytes) << std::setw(9) << gib(g.totalBytes) << std::setw(9) << gib(g.capacityBytes)
+                  << std::setw(9) << gib(g.headroomBytes) << (g.oom ? "  OOM" : "") << "\n";
     return e.oom ? Failure : Ok;
 }
 

@@ -50,7 +50,7 @@ Options:
 A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels and prints partial counts.
 )";
 
-std::atomic<bool> gInterrupted{false};
+std::atomic<bool> gInterrupted {false};
 
 extern "C" void onSigint(int)
 {
@@ -81,12 +81,12 @@ std::vector<int> intList(const Args &args, const std::string &name, std::vector<
                 throw std::invalid_argument(s);
             out.push_back(x);
         } catch (const std::exception &) {
-            throw UsageError{"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
-                             + std::to_string(hi) + ", found \"" + s + "\""};
+            throw UsageError {"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
+                              + std::to_string(hi) + ", found \"" + s + "\""};
         }
     }
     if (out.empty())
-        throw UsageError{"--" + name + ": expected at least one value"};
+        throw UsageError {"--" + name + ": expected at least one value"};
     return out;
 }
 
@@ -104,7 +104,7 @@ int run(const std::vector<std::string> &argv)
                "dist-opt", "radius", "max-stages", "max-bases"},
               {"json", "no-permute", "no-memory-split", "sequence-parallel"});
     if (!args.positional().empty())
-        throw UsageError{"unexpected argument \"" + args.positional().front() + "\""};
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     SearchRequest req;
     req.cluster = loadCluster(args.require("cluster"));
     req.model = resolveModel(args.require("model"));
@@ -126,9 +126,9 @@ int run(const std::vector<std::string> &argv)
             }
         }
         if (!ok)
-            throw UsageError{"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.2), found \"" + *w
-                             + "\""};
-        obj = Objective{v[0], v[1], v[2]};
+            throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.2), found \"" + *w
+                              + "\""};
+        obj = Objective {v[0], v[1], v[2]};
     }
     SearchSpaceOptions &sp = req.space;
     sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
@@ -150,7 +150,7 @@ int run(const std::vector<std::string> &argv)
             else if (s == "full")
                 sp.recompute.push_back(RecomputeMethod::Full);
             else
-                throw UsageError{"--recompute: expected none, selective or full, found \"" + s + "\""};
+                throw UsageError {"--recompute: expected none, selective or full, found \"" + s + "\""};
         }
     }
     if (auto v = args.value("dist-opt")) {
@@ -161,7 +161,7 @@ int run(const std::vector<std::string> &argv)
             else if (s == "on")
                 sp.distributedOptimizer.push_back(true);
             else
-                throw UsageError{"--dist-opt: expected off or on, found \"" + s + "\""};
+                throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
         }
     }
 
@@ -282,7 +282,8 @@ int run(const std::vector<std::string> &argv)
         return res.cancelled ? Cancelled : Failure;
     }
     std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"
-              << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB" << "  plan\n";
+              << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB"
+              << "  plan\n";
     for (size_t k = 0; k < top.size(); ++k) {
         const uint32_t i = top[k];
         std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << res.timeMs[i]

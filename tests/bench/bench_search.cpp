@@ -27,7 +27,7 @@ SearchRequest makeRequest(const std::string &cluster, int threads)
 
 double processCpuSeconds()
 {
-    timespec ts{};
+    timespec ts {};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
@@ -41,7 +41,7 @@ void runFull(benchmark::State &state, const SearchRequest &req)
     for (auto _ : state) {
         const double c0 = processCpuSeconds();
         SearchResult r = runSearch(req);
-        auto top = rank(r, Objective{1, 0.5, 0.2}, 10);
+        auto top = rank(r, Objective {1, 0.5, 0.2}, 10);
         auto f = paretoFront(r);
         cpu += processCpuSeconds() - c0;
         benchmark::DoNotOptimize(top.data());
@@ -52,10 +52,10 @@ void runFull(benchmark::State &state, const SearchRequest &req)
     state.counters["evaluated"] = static_cast<double>(evaluated);
     state.counters["enumerated"] = static_cast<double>(enumerated);
     state.counters["pareto"] = static_cast<double>(front);
-    state.counters["evaluated/s"] = benchmark::Counter(static_cast<double>(evaluated) * state.iterations(),
-                                                       benchmark::Counter::kIsRate);
-    state.counters["enumerated/s"] = benchmark::Counter(static_cast<double>(enumerated) * state.iterations(),
-                                                        benchmark::Counter::kIsRate);
+    state.counters["evaluated/s"]
+        = benchmark::Counter(static_cast<double>(evaluated) * state.iterations(), benchmark::Counter::kIsRate);
+    state.counters["enumerated/s"]
+        = benchmark::Counter(static_cast<double>(enumerated) * state.iterations(), benchmark::Counter::kIsRate);
     state.counters["processCpuS"] = cpu / state.iterations();
 }
 
@@ -104,8 +104,7 @@ void BM_SearchOneMillion(benchmark::State &state)
 BENCHMARK(BM_SearchOneMillion)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
 /// Cached metrics of the first 31,240 configurations of the 20-GPU default space.
-struct Cached
-{
+struct Cached {
     std::vector<double> t, m, b;
     Cached()
     {
@@ -115,7 +114,7 @@ struct Cached
         m.assign(r.peakMemory.begin(), r.peakMemory.begin() + static_cast<long>(n));
         b.assign(r.imbalance.begin(), r.imbalance.begin() + static_cast<long>(n));
     }
-    MetricView view() const { return MetricView{t.data(), m.data(), b.data(), t.size()}; }
+    MetricView view() const { return MetricView {t.data(), m.data(), b.data(), t.size()}; }
 };
 
 const Cached &cached()
@@ -130,7 +129,7 @@ void BM_Rerank31240(benchmark::State &state)
     double w = 0.1;
     for (auto _ : state) {
         w = w > 2 ? 0.1 : w + 0.1; // a new weight every time
-        auto top = rank(v, Objective{1.0, w, 0.3}, 10);
+        auto top = rank(v, Objective {1.0, w, 0.3}, 10);
         benchmark::DoNotOptimize(top.data());
     }
     state.counters["plans"] = static_cast<double>(v.size);

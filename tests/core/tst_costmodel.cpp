@@ -18,7 +18,7 @@ static bool near(double a, double b, double rel = 1e-9)
     return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)) + 1e-12;
 }
 
-#define QNEAR(a, b)                                                                                                   \
+#define QNEAR(a, b)                                                                                                    \
     QVERIFY2(near((a), (b)), (std::string(#a " = ") + std::to_string(a) + ", expected " + std::to_string(b)).c_str())
 
 /// A GPT-3-6.7B-like model with Megatron's assumptions (f = 4h, no GLU, no learned positions).
@@ -88,14 +88,13 @@ static Cluster syntheticCluster()
     ng.name = "n";
     ng.gpu = g.id;
     ng.gpusPerNode = 8;
-    ng.intraLink = Link{100, 0, {}};
+    ng.intraLink = Link {100, 0, {}};
     c.groups.push_back(ng);
-    c.network.interNode = Link{10, 0, {}};
+    c.network.interNode = Link {10, 0, {}};
     return c;
 }
 
-class TestCostModel : public QObject
-{
+class TestCostModel : public QObject {
     Q_OBJECT
 
 private slots:
@@ -128,8 +127,8 @@ private slots:
         // allocator reserve on the whole allocator peak and adds context + communicators.
         const double megatronTotal = 30883184640.0 + 1.05 * 5922390016.0;
         const double allocator = 30883184640.0 + 5922390016.0;
-        QNEAR(g0.overheadBytes, o.runtimeContextBytes + 3 * o.communicatorBytesPerGroup
-                                    + o.allocatorReserveFraction * allocator);
+        QNEAR(g0.overheadBytes,
+              o.runtimeContextBytes + 3 * o.communicatorBytesPerGroup + o.allocatorReserveFraction * allocator);
         QNEAR(g0.totalBytes - g0.overheadBytes + 0.05 * 5922390016.0, megatronTotal);
 
         // Distributed optimizer: 6 + 12/d = 12 bytes per parameter.
@@ -179,8 +178,8 @@ private slots:
         const Cluster c = syntheticCluster();
         Model m;
         m.id = "tiny";
-        m.shape = ModelShape{4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm,
-                             PositionEmbedding::Rope};
+        m.shape = ModelShape {
+            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
         m.training.globalBatch = 8;
         CostOptions o;
         o.halfSaturationFlops = 0;
@@ -203,10 +202,10 @@ private slots:
     void collectivesAndPipeline()
     {
         // nccl-tests ring: all-reduce of 1e9 bytes over 4 ranks at 100 GB/s = 2*3/4*1e9/1e11 = 15 ms.
-        QNEAR(allReduceMs(4, 1e9, Link{100, 0, {}}), 15.0);
-        QNEAR(allGatherMs(4, 1e9, Link{100, 0, {}}), 7.5);
-        QNEAR(allReduceMs(4, 1e9, Link{100, 5, {}}), 15.0 + 6 * 5e-3);
-        QCOMPARE(allReduceMs(1, 1e9, Link{100, 0, {}}), 0.0);
+        QNEAR(allReduceMs(4, 1e9, Link {100, 0, {}}), 15.0);
+        QNEAR(allGatherMs(4, 1e9, Link {100, 0, {}}), 7.5);
+        QNEAR(allReduceMs(4, 1e9, Link {100, 5, {}}), 15.0 + 6 * 5e-3);
+        QCOMPARE(allReduceMs(1, 1e9, Link {100, 0, {}}), 0.0);
 
         // Two stages, DP 2, TP 2 on one node: DP all-reduce of stage grads (4 bytes/param),
         // TP 4 all-reduces of 2 b s h bytes per layer, p2p 2 b s h bytes.
@@ -236,16 +235,16 @@ private slots:
         p.globalBatch = 64;
         Stage s;
         s.layerCount = m.shape.layers;
-        s.replicas.push_back(Replica{"h100", {0}, 1, 1});
-        s.replicas.push_back(Replica{"a100-0", {0}, 1, 1});
+        s.replicas.push_back(Replica {"h100", {0}, 1, 1});
+        s.replicas.push_back(Replica {"a100-0", {0}, 1, 1});
         p.stages.push_back(s);
-        const PlanEstimate mixed = estimatePlan(p, c, m, nullptr, CostOptions{});
+        const PlanEstimate mixed = estimatePlan(p, c, m, nullptr, CostOptions {});
         Plan a100 = p;
-        a100.stages[0].replicas = {Replica{"a100-0", {0}, 1, 1}, Replica{"a100-0", {1}, 1, 1}};
+        a100.stages[0].replicas = {Replica {"a100-0", {0}, 1, 1}, Replica {"a100-0", {1}, 1, 1}};
         Plan h100 = p;
-        h100.stages[0].replicas = {Replica{"h100", {0}, 1, 1}, Replica{"h100", {1}, 1, 1}};
-        const PlanEstimate ea = estimatePlan(a100, c, m, nullptr, CostOptions{});
-        const PlanEstimate eh = estimatePlan(h100, c, m, nullptr, CostOptions{});
+        h100.stages[0].replicas = {Replica {"h100", {0}, 1, 1}, Replica {"h100", {1}, 1, 1}};
+        const PlanEstimate ea = estimatePlan(a100, c, m, nullptr, CostOptions {});
+        const PlanEstimate eh = estimatePlan(h100, c, m, nullptr, CostOptions {});
         QNEAR(mixed.stages[0].stepMs, ea.stages[0].stepMs);
         QCOMPARE(mixed.stages[0].slowestReplica, 1);
         QVERIFY(eh.stages[0].stepMs < ea.stages[0].stepMs);
@@ -262,7 +261,7 @@ private slots:
         const Cluster c = loadCluster(kSamples + "/paper-20gpu-mixed-consumer.json");
         const Model m = resolveModel("llama2-7b");
         Plan p = simplePlan("rtx4090", {32}, 1, 1, 1, 8);
-        const PlanEstimate e = estimatePlan(p, c, m, nullptr, CostOptions{});
+        const PlanEstimate e = estimatePlan(p, c, m, nullptr, CostOptions {});
         QVERIFY(e.oom);
         QVERIFY(e.gpus[0].oom);
         QVERIFY(e.gpus[0].headroomBytes < 0);
@@ -275,18 +274,18 @@ private slots:
         const Cluster c = syntheticCluster();
         Model m;
         m.id = "tiny";
-        m.shape = ModelShape{4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm,
-                             PositionEmbedding::Rope};
+        m.shape = ModelShape {
+            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
         m.training.globalBatch = 8;
         ProfileSet ps;
         LayerProfile lp;
-        lp.key = ProfileKey{"synthetic-gpu", "tiny", 1, 1, 1024};
-        lp.layers.push_back(LayerMeasurement{0.1, 0.2, 0.01, {}, {}});
+        lp.key = ProfileKey {"synthetic-gpu", "tiny", 1, 1, 1024};
+        lp.layers.push_back(LayerMeasurement {0.1, 0.2, 0.01, {}, {}});
         for (int i = 0; i < 4; ++i)
-            lp.layers.push_back(LayerMeasurement{1.0 + i, 2.0 + i, 0.5, {}, {}});
-        lp.layers.push_back(LayerMeasurement{3.0, 6.0, 0.25, {}, {}});
+            lp.layers.push_back(LayerMeasurement {1.0 + i, 2.0 + i, 0.5, {}, {}});
+        lp.layers.push_back(LayerMeasurement {3.0, 6.0, 0.25, {}, {}});
         ps.add(lp);
-        const PlanEstimate e = estimatePlan(simplePlan("n", {2, 2}, 1, 1, 1, 8), c, m, &ps, CostOptions{});
+        const PlanEstimate e = estimatePlan(simplePlan("n", {2, 2}, 1, 1, 1, 8), c, m, &ps, CostOptions {});
         // Stage 0: embedding 0.1 + 0.2, layers 0-1: fwd 1 + 2, bwd 2 + 3 -> 8.3 ms.
         // Stage 1: layers 2-3: fwd 3 + 4, bwd 4 + 5, head 3 + 6 -> 25 ms.
         QVERIFY(e.stages[0].profiled);
@@ -295,7 +294,7 @@ private slots:
         // Optimizer from the profile: stage 1 = 0.5 + 0.5 + 0.25 = 1.25 ms (the max).
         QNEAR(e.optimizerMs, 1.25);
         // A key that is not in the set falls back to the analytic model.
-        const PlanEstimate e2 = estimatePlan(simplePlan("n", {2, 2}, 1, 1, 2, 8), c, m, &ps, CostOptions{});
+        const PlanEstimate e2 = estimatePlan(simplePlan("n", {2, 2}, 1, 1, 2, 8), c, m, &ps, CostOptions {});
         QVERIFY(!e2.stages[0].profiled);
     }
 
@@ -304,7 +303,7 @@ private slots:
         const Cluster c = syntheticCluster();
         const Model m = megatronModel();
         Plan p = simplePlan("n", {16, 15}, 1, 1, 1, 8); // 31 of 32 layers
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, estimatePlan(p, c, m, nullptr, CostOptions{}));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, estimatePlan(p, c, m, nullptr, CostOptions {}));
     }
 };
 

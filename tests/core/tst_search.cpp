@@ -23,8 +23,7 @@ static std::vector<uint32_t> bruteForcePareto(const std::vector<double> &t, cons
     for (size_t i = 0; i < t.size(); ++i) {
         bool dominated = false;
         for (size_t j = 0; j < t.size() && !dominated; ++j)
-            dominated = t[j] <= t[i] && m[j] <= m[i] && b[j] <= b[i]
-                        && (t[j] < t[i] || m[j] < m[i] || b[j] < b[i]);
+            dominated = t[j] <= t[i] && m[j] <= m[i] && b[j] <= b[i] && (t[j] < t[i] || m[j] < m[i] || b[j] < b[i]);
         if (!dominated)
             out.push_back(static_cast<uint32_t>(i));
     }
@@ -50,8 +49,7 @@ static SearchRequest smallRequest(int threads)
     return r;
 }
 
-class TestSearch : public QObject
-{
+class TestSearch : public QObject {
     Q_OBJECT
 
     SearchResult mDefault; // default space on the 20-GPU sample, computed once
@@ -71,12 +69,13 @@ private slots:
                 m[i] = small(rng) * 0.25;
                 b[i] = small(rng) * 0.5;
             }
-            MetricView v{t.data(), m.data(), b.data(), n};
+            MetricView v {t.data(), m.data(), b.data(), n};
             const auto front = paretoFront(v);
             const auto ref = bruteForcePareto(t, m, b);
-            QVERIFY2(front == ref, ("trial " + std::to_string(trial) + ": front " + std::to_string(front.size())
-                                    + " vs brute force " + std::to_string(ref.size()))
-                                       .c_str());
+            QVERIFY2(front == ref,
+                     ("trial " + std::to_string(trial) + ": front " + std::to_string(front.size()) + " vs brute force "
+                      + std::to_string(ref.size()))
+                         .c_str());
         }
     }
 
@@ -90,18 +89,18 @@ private slots:
             m.push_back(mDefault.peakMemory[i]);
             b.push_back(mDefault.imbalance[i]);
         }
-        MetricView v{t.data(), m.data(), b.data(), t.size()};
+        MetricView v {t.data(), m.data(), b.data(), t.size()};
         QCOMPARE(paretoFront(v), bruteForcePareto(t, m, b));
         // And the full front is non-dominated by every plan (O(front x n)).
         const auto front = paretoFront(mDefault);
         QVERIFY(!front.empty());
         for (uint32_t f : front)
             for (size_t j = 0; j < mDefault.size(); j += 7) {
-                const bool dom = mDefault.timeMs[j] <= mDefault.timeMs[f] && mDefault.peakMemory[j] <= mDefault.peakMemory[f]
-                                 && mDefault.imbalance[j] <= mDefault.imbalance[f]
-                                 && (mDefault.timeMs[j] < mDefault.timeMs[f]
-                                     || mDefault.peakMemory[j] < mDefault.peakMemory[f]
-                                     || mDefault.imbalance[j] < mDefault.imbalance[f]);
+                const bool dom = mDefault.timeMs[j] <= mDefault.timeMs[f]
+                    && mDefault.peakMemory[j] <= mDefault.peakMemory[f]
+                    && mDefault.imbalance[j] <= mDefault.imbalance[f]
+                    && (mDefault.timeMs[j] < mDefault.timeMs[f] || mDefault.peakMemory[j] < mDefault.peakMemory[f]
+                        || mDefault.imbalance[j] < mDefault.imbalance[f]);
                 QVERIFY(!dom);
             }
     }
@@ -121,11 +120,11 @@ private slots:
             return r.imbalance[a] < r.imbalance[b];
         });
         byTime.resize(K);
-        QCOMPARE(rank(r, Objective{1, 0, 0}, K), byTime);
+        QCOMPARE(rank(r, Objective {1, 0, 0}, K), byTime);
 
         // Rescaling any metric leaves the ranking unchanged (powers of two: exact in floating point,
         // so the comparison is exact; other factors are checked on scores below).
-        const Objective w{1.0, 0.7, 0.3};
+        const Objective w {1.0, 0.7, 0.3};
         const auto base = rank(r, w, K);
         std::vector<double> t = r.timeMs, m = r.peakMemory, b = r.imbalance;
         for (double &x : t)
@@ -134,21 +133,21 @@ private slots:
             x *= 0.125;
         for (double &x : b)
             x *= 8.0;
-        QCOMPARE(rank(MetricView{t.data(), m.data(), b.data(), t.size()}, w, K), base);
+        QCOMPARE(rank(MetricView {t.data(), m.data(), b.data(), t.size()}, w, K), base);
         // Non-power-of-two factors: the scores agree to rounding.
         for (double &x : t)
             x *= 3.7;
         const auto s0 = logScores(metricsOf(r), w);
-        const auto s1 = logScores(MetricView{t.data(), m.data(), b.data(), t.size()}, w);
+        const auto s1 = logScores(MetricView {t.data(), m.data(), b.data(), t.size()}, w);
         for (size_t i = 0; i < s0.size(); i += 97)
             QVERIFY(std::abs(s0[i] - s1[i]) < 1e-9);
         // Scaling all weights together does not change the order either.
-        QCOMPARE(rank(r, Objective{2.0, 1.4, 0.6}, K), base);
+        QCOMPARE(rank(r, Objective {2.0, 1.4, 0.6}, K), base);
         // Weight on memory prefers lower peak memory: the top plan under (0, 1, 0) has the least M.
-        const auto memTop = rank(r, Objective{0, 1, 0}, 1);
+        const auto memTop = rank(r, Objective {0, 1, 0}, 1);
         QCOMPARE(r.peakMemory[memTop[0]], *std::min_element(r.peakMemory.begin(), r.peakMemory.end()));
         // Negative weights are rejected.
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank(r, Objective{-1, 0, 0}, 1));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank(r, Objective {-1, 0, 0}, 1));
     }
 
     void deterministicAcrossThreadCounts()
@@ -172,8 +171,8 @@ private slots:
     {
         const SearchResult &r = mDefault;
         SearchRequest req = request20(1);
-        std::vector<uint32_t> picks = rank(r, Objective{1, 0, 0}, 20);
-        for (uint32_t i : rank(r, Objective{1, 1, 1}, 20))
+        std::vector<uint32_t> picks = rank(r, Objective {1, 0, 0}, 20);
+        for (uint32_t i : rank(r, Objective {1, 1, 1}, 20))
             picks.push_back(i);
         for (size_t i = 0; i < r.size(); i += r.size() / 50 + 1)
             picks.push_back(static_cast<uint32_t>(i));
@@ -216,7 +215,7 @@ private slots:
         // Fast GPUs get more layers: in the time-best plan, the H100 stage (4 x 989 TFLOP/s)
         // carries more layers than the MI250X stage (8 x 191.5 TFLOP/s at a lower efficiency).
         const SearchResult &r = mDefault;
-        const Plan best = r.materialize(rank(r, Objective{1, 0, 0}, 1).front());
+        const Plan best = r.materialize(rank(r, Objective {1, 0, 0}, 1).front());
         const Cluster &c = r.cluster;
         auto deviceOf = [&](const Stage &s) { return c.devices[c.findNode(s.replicas[0].node)->device].id; };
         int h100 = 0, mi = 0;
@@ -238,7 +237,7 @@ private slots:
         cons.threads = 2;
         const SearchResult rc = runSearch(cons);
         QVERIFY(rc.size() > 0);
-        for (uint32_t i : rank(rc, Objective{1, 0, 0}, 5)) {
+        for (uint32_t i : rank(rc, Objective {1, 0, 0}, 5)) {
             const Plan p = rc.materialize(i);
             double rtxPerGpu = 0, a100PerGpu = 0;
             bool rtxRecomputes = false;
@@ -294,7 +293,7 @@ private slots:
         const auto notes = narrowToBudget(big, 500000);
         QCOMPARE(notes.size(), size_t(3));
         QVERIFY(!big.space.permuteGroups);
-        QCOMPARE(big.space.tensorParallel, (std::vector<int>{4, 8}));
+        QCOMPARE(big.space.tensorParallel, (std::vector<int> {4, 8}));
         QVERIFY(baseConfigurationBound(big) <= 500000);
     }
 

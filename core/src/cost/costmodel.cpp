@@ -52,8 +52,7 @@ double headForwardFlops(const Model &model, int tp, int microBatch)
     return tokens * 2.0 * model.shape.hidden * model.shape.vocab / tp;
 }
 
-double effectiveFlopsPerSecond(const GpuSpec &device, const Model &model, double layerFlops,
-                               const CostOptions &options)
+double effectiveFlopsPerSecond(const GpuSpec &device, const Model &model, double layerFlops, const CostOptions &options)
 {
     const bool bf16 = model.training.precision == Precision::BF16;
     const double peak = device.peakTflops(bf16).value_or(device.peakTflops(!bf16).value_or(1.0)) * 1e12;
@@ -90,13 +89,13 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
 
     const double fwdFlops = layerForwardFlops(model, tp, microBatch);
     // Selective (core_attn) recompute re-runs the attention score part only.
-    const double coreFlops = static_cast<double>(microBatch) * s.seqLength * 2.0 * model.kvChannels() * s.heads
-                             * s.seqLength / tp;
+    const double coreFlops
+        = static_cast<double>(microBatch) * s.seqLength * 2.0 * model.kvChannels() * s.heads * s.seqLength / tp;
     k.selectiveFraction = fwdFlops > 0 ? coreFlops / fwdFlops : 0;
 
     const LayerProfile *prof = nullptr;
     if (profiles)
-        prof = profiles->find(ProfileKey{device.id, model.id, tp, microBatch, s.seqLength});
+        prof = profiles->find(ProfileKey {device.id, model.id, tp, microBatch, s.seqLength});
     if (prof && static_cast<int>(prof->layers.size()) == L + 2) {
         k.profiled = true;
         k.optimizerPrefixMs.assign(static_cast<size_t>(L) + 1, 0.0);
@@ -135,7 +134,8 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
     // the 2 forward all-reduces again.
     if (tp > 1) {
         const double bytes = static_cast<double>(microBatch) * s.seqLength * s.hidden * 2.0;
-        const double one = sequenceParallel ? 2.0 * allGatherMs(tp, bytes, intraLink) : allReduceMs(tp, bytes, intraLink);
+        const double one
+            = sequenceParallel ? 2.0 * allGatherMs(tp, bytes, intraLink) : allReduceMs(tp, bytes, intraLink);
         k.tpCommPerLayerMs = 4.0 * one;
         k.tpCommRecomputePerLayerMs = 2.0 * one;
     }
@@ -186,7 +186,7 @@ ReplicaStep replicaStep(const LayerKernel &k, int first, int count, bool hasEmbe
     const double fwdLayers = k.forwardPrefixMs[last] - k.forwardPrefixMs[first];
     r.forwardMs = fwdLayers + (hasEmbedding ? k.embeddingForwardMs : 0) + (hasHead ? k.headForwardMs : 0);
     r.backwardMs = k.backwardPrefixMs[last] - k.backwardPrefixMs[first] + (hasEmbedding ? k.embeddingBackwardMs : 0)
-                   + (hasHead ? k.headBackwardMs : 0);
+        + (hasHead ? k.headBackwardMs : 0);
     r.tpCommMs = count * k.tpCommPerLayerMs;
     if (rc.method == RecomputeMethod::Full) {
         // "block": the first n layers of the stage are recomputed (n = 0 means all).
@@ -203,8 +203,8 @@ MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbeddi
                           int inFlight, int dp, bool distributedOptimizer, int groups, const CostOptions &o)
 {
     MemoryBreakdown m;
-    const double params = layerCount * k.layerParams + (hasEmbedding ? k.embeddingParams : 0)
-                          + (hasHead ? k.headParams : 0);
+    const double params
+        = layerCount * k.layerParams + (hasEmbedding ? k.embeddingParams : 0) + (hasHead ? k.headParams : 0);
     // Section 1.8: 18 bytes/param = 2 (bf16 weight) + 4 (fp32 main grad) + 12 (fp32 master + Adam m, v);
     // distributed optimizer: 6 + 12/d.
     m.params = 2.0 * params;
@@ -231,7 +231,8 @@ MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbeddi
         perMicroBatch += k.embeddingActivationBytes;
     m.activations = inFlight * perMicroBatch + working + (hasHead ? k.logitsBytes : 0);
     const double allocatorPeak = m.params + m.grads + m.optimizer + m.activations;
-    m.overhead = o.runtimeContextBytes + groups * o.communicatorBytesPerGroup + o.allocatorReserveFraction * allocatorPeak;
+    m.overhead
+        = o.runtimeContextBytes + groups * o.communicatorBytesPerGroup + o.allocatorReserveFraction * allocatorPeak;
     return m;
 }
 
@@ -291,8 +292,7 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
         validatePlan(plan, cluster, model, diags);
         if (!diags.empty())
             throw std::invalid_argument("plan '" + plan.name + "' is not valid for cluster '" + cluster.name
-                                        + "': " + diags.items().front().pointer + ": "
-                                        + diags.items().front().message);
+                                        + "': " + diags.items().front().pointer + ": " + diags.items().front().message);
     }
     const std::vector<Node> nodes = cluster.nodes();
     std::map<std::string, int> nodeByName;
@@ -311,8 +311,10 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
         auto it = kernels.find(key);
         if (it == kernels.end()) {
             const Node &n = nodes[static_cast<size_t>(node)];
-            it = kernels.emplace(key, makeLayerKernel(cluster.devices[static_cast<size_t>(n.device)], n.intraLink,
-                                                      model, tp, mbs, plan.sequenceParallel, profiles, options))
+            it = kernels
+                     .emplace(key,
+                              makeLayerKernel(cluster.devices[static_cast<size_t>(n.device)], n.intraLink, model, tp,
+                                              mbs, plan.sequenceParallel, profiles, options))
                      .first;
         }
         return it->second;
@@ -373,14 +375,14 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
                 e.gpus.push_back(g);
             }
             // Optimizer step: measured per-layer update times, else HBM-bound analytic.
-            const double localParams = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0)
-                                       + (last ? mk.headParams : 0);
+            const double localParams
+                = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
             const double optShare = plan.distributedOptimizer ? 1.0 / dp : 1.0;
             double optMs;
             if (!k.optimizerPrefixMs.empty())
                 optMs = (k.optimizerPrefixMs[st.firstLayer + st.layerCount] - k.optimizerPrefixMs[st.firstLayer]
                          + (first ? k.embeddingOptimizerMs : 0) + (last ? k.headOptimizerMs : 0))
-                        * optShare;
+                    * optShare;
             else
                 optMs = localParams * optShare * k.optimizerMsPerParam;
             worstOpt = std::max(worstOpt, optMs);
@@ -389,13 +391,13 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
         if (dp > 1) {
             const Replica &r0 = st.replicas.front();
             const MemoryKernel mk = makeMemoryKernel(model, r0.tp, r0.microBatch, plan.sequenceParallel, p, options);
-            const double psi = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0)
-                               + (last ? mk.headParams : 0);
+            const double psi
+                = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
             const double gradBytes = psi * options.gradReduceBytesPerParam;
             const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster);
             if (plan.distributedOptimizer)
                 se.dpSyncMs = worstCollectiveMs(links, dp, gradBytes, &allGatherMs)
-                              + worstCollectiveMs(links, dp, psi * 2.0, &allGatherMs);
+                    + worstCollectiveMs(links, dp, psi * 2.0, &allGatherMs);
             else
                 se.dpSyncMs = worstCollectiveMs(links, dp, gradBytes, &allReduceMs);
         }
@@ -411,8 +413,8 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
                 maxMb = std::max(maxMb, r.microBatch);
                 minTp = std::min(minTp, r.tp);
             }
-            const double bytes = static_cast<double>(maxMb) * s.seqLength * s.hidden * 2.0
-                                 / (plan.sequenceParallel ? minTp : 1);
+            const double bytes
+                = static_cast<double>(maxMb) * s.seqLength * s.hidden * 2.0 / (plan.sequenceParallel ? minTp : 1);
             std::vector<int> nextNodes;
             for (const Replica &r : nx.replicas)
                 nextNodes.push_back(nodeByName.at(r.node));

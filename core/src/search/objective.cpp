@@ -13,13 +13,12 @@ namespace memx {
 
 MetricView metricsOf(const SearchResult &r)
 {
-    return MetricView{r.timeMs.data(), r.peakMemory.data(), r.imbalance.data(), r.timeMs.size()};
+    return MetricView {r.timeMs.data(), r.peakMemory.data(), r.imbalance.data(), r.timeMs.size()};
 }
 
 namespace {
 
-struct Norm
-{
+struct Norm {
     double max = 0;
     double floor = 0;
 };
@@ -89,14 +88,13 @@ std::vector<uint32_t> paretoFront(const MetricView &v)
 {
     const size_t n = v.size;
     // Sort contiguous records (not indices into three arrays): far fewer cache misses.
-    struct Rec
-    {
+    struct Rec {
         double t, m, b;
         uint32_t i;
     };
     std::vector<Rec> recs(n);
     for (size_t k = 0; k < n; ++k)
-        recs[k] = Rec{v.time[k], v.memory[k], v.imbalance[k], static_cast<uint32_t>(k)};
+        recs[k] = Rec {v.time[k], v.memory[k], v.imbalance[k], static_cast<uint32_t>(k)};
     std::sort(recs.begin(), recs.end(), [](const Rec &a, const Rec &b) {
         if (a.t != b.t)
             return a.t < b.t;

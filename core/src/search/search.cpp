@@ -18,11 +18,10 @@ namespace {
 constexpr size_t kBasesPerChunk = 32;
 
 /// Static description of one stage of a pipeline shape, resolved against the cluster.
-struct StageShape
-{
+struct StageShape {
     int group = 0;
-    int deviceType = 0;     ///< index into SearchResult::deviceTypes
-    int tpIndex = 0;        ///< index into the kernel table's TP list
+    int deviceType = 0; ///< index into SearchResult::deviceTypes
+    int tpIndex = 0; ///< index into the kernel table's TP list
     int tp = 1;
     int dp = 1;
     int gpus = 0;
@@ -31,16 +30,14 @@ struct StageShape
     std::vector<Link> dpLinks;
 };
 
-struct PipelineShape
-{
+struct PipelineShape {
     std::vector<StageShape> stages;
     std::vector<std::vector<Link>> p2pLinks; ///< per boundary i -> i+1
     int maxDp = 1;
 };
 
 /// Everything precomputed before the hot loop; read-only while threads run.
-struct Context
-{
+struct Context {
     const SearchRequest *req = nullptr;
     int layers = 0;
     int gbs = 0;
@@ -65,8 +62,7 @@ struct Context
     }
 };
 
-struct ChunkOut
-{
+struct ChunkOut {
     std::vector<double> t, m, b, bytes;
     std::vector<uint32_t> base, offset;
     std::vector<uint8_t> layers;
@@ -74,8 +70,7 @@ struct ChunkOut
     uint64_t enumerated = 0;
 };
 
-struct Decoded
-{
+struct Decoded {
     size_t pipeline = 0, mbIndex = 0, rcCombo = 0, distIndex = 0;
 };
 
@@ -123,10 +118,13 @@ void proportionalSplit(const double *weights, int p, int total, int *out)
     }
 }
 
-class Evaluator
-{
+class Evaluator {
 public:
-    explicit Evaluator(const Context &ctx) : c(ctx), r(*ctx.req) { }
+    explicit Evaluator(const Context &ctx)
+        : c(ctx)
+        , r(*ctx.req)
+    {
+    }
 
     void runBase(uint64_t baseIndex, ChunkOut &out)
     {
@@ -164,10 +162,10 @@ public:
             // Per-layer time (speed) and linear memory model for the splits.
             const ReplicaStep all = replicaStep(*kern[i], 0, c.layers, false, false, rc[i]);
             speed[i] = c.layers / all.total();
-            const MemoryBreakdown m0 = gpuMemory(*mem[i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt,
-                                                 groups[i], r.cost);
-            const MemoryBreakdown m1 = gpuMemory(*mem[i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt,
-                                                 groups[i], r.cost);
+            const MemoryBreakdown m0
+                = gpuMemory(*mem[i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
+            const MemoryBreakdown m1
+                = gpuMemory(*mem[i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
             const double slope = m1.total() - m0.total();
             memBase[i] = m0.total();
             memSlope[i] = slope;
@@ -177,7 +175,7 @@ public:
         // P2P per boundary: one activation of the sender's micro-batch.
         for (int i = 0; i + 1 < p; ++i) {
             const double bytes = static_cast<double>(mbs[i]) * r.model.shape.seqLength * r.model.shape.hidden * 2.0
-                                 / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
+                / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
             p2p[i] = worstTransferMs(ps.p2pLinks[static_cast<size_t>(i)], bytes);
         }
 
@@ -351,7 +349,7 @@ private:
             if (s.dp > 1) {
                 const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
                 const double dpMs = distOpt ? worstCollectiveMs(s.dpLinks, s.dp, gradBytes, &allGatherMs)
-                                                  + worstCollectiveMs(s.dpLinks, s.dp, psi * 2.0, &allGatherMs)
+                        + worstCollectiveMs(s.dpLinks, s.dp, psi * 2.0, &allGatherMs)
                                             : worstCollectiveMs(s.dpLinks, s.dp, gradBytes, &allReduceMs);
                 maxDp = std::max(maxDp, dpMs);
             }
@@ -360,7 +358,7 @@ private:
             if (!k.optimizerPrefixMs.empty())
                 optMs = (k.optimizerPrefixMs[first + n] - k.optimizerPrefixMs[first]
                          + (hasEmb ? k.embeddingOptimizerMs : 0) + (hasHead ? k.headOptimizerMs : 0))
-                        * share;
+                    * share;
             else
                 optMs = psi * share * k.optimizerMsPerParam;
             maxOpt = std::max(maxOpt, optMs);
@@ -542,16 +540,16 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         const Link intra = req.cluster.intraLink(ng);
         for (size_t ti = 0; ti < nTp; ++ti)
             for (int mb = 1; mb <= ctx.maxMb; ++mb)
-                ctx.layerKernels[(g * nTp + ti) * (ctx.maxMb + 1) + mb] = makeLayerKernel(
-                    req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb, req.space.sequenceParallel,
-                    profiles, req.cost);
+                ctx.layerKernels[(g * nTp + ti) * (ctx.maxMb + 1) + mb]
+                    = makeLayerKernel(req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb,
+                                      req.space.sequenceParallel, profiles, req.cost);
     }
     ctx.memKernels.resize(nTp * (ctx.maxMb + 1) * 2);
     for (size_t ti = 0; ti < nTp; ++ti)
         for (int mb = 1; mb <= ctx.maxMb; ++mb)
             for (int pg = 0; pg < 2; ++pg)
-                ctx.memKernels[(ti * (ctx.maxMb + 1) + mb) * 2 + pg]
-                    = makeMemoryKernel(req.model, ctx.tpValues[ti], mb, req.space.sequenceParallel, pg ? 2 : 1, req.cost);
+                ctx.memKernels[(ti * (ctx.maxMb + 1) + mb) * 2 + pg] = makeMemoryKernel(
+                    req.model, ctx.tpValues[ti], mb, req.space.sequenceParallel, pg ? 2 : 1, req.cost);
 
     ctx.nMbs = req.space.microBatches.size();
     ctx.nRc = req.space.recompute.size();
@@ -571,15 +569,15 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     const size_t nChunks = static_cast<size_t>((ctx.totalBases + kBasesPerChunk - 1) / kBasesPerChunk);
     std::vector<ChunkOut> chunks(nChunks);
     std::vector<char> chunkDone(nChunks, 0);
-    std::atomic<size_t> next{0};
-    std::atomic<size_t> basesDone{0};
-    std::atomic<bool> cancel{false};
+    std::atomic<size_t> next {0};
+    std::atomic<size_t> basesDone {0};
+    std::atomic<bool> cancel {false};
     std::mutex mu;
     std::condition_variable cv;
     int threads = req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(nChunks, 1)));
     res.threads = threads;
-    std::atomic<int> running{threads};
+    std::atomic<int> running {threads};
     auto worker = [&] {
         Evaluator ev(ctx);
         while (!cancel.load(std::memory_order_relaxed)) {
@@ -665,8 +663,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         c = ChunkOut();
     }
     res.evaluated = res.timeMs.size();
-    res.enumerateEvaluateMs
-        = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    res.enumerateEvaluateMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return res;
 }
 

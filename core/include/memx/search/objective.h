@@ -13,16 +13,14 @@ struct SearchResult;
 /// the evaluated plans (the floor keeps a perfectly balanced plan, B = 0, from collapsing the
 /// product to 0). Multiplying any metric by a constant leaves the ranking unchanged;
 /// (1, 0, 0) ranks by iteration time alone. Weights must be >= 0.
-struct Objective
-{
+struct Objective {
     double wt = 1.0;
     double wm = 0.0;
     double wb = 0.0;
 };
 
 /// Flat metric arrays (T, M, B), one entry per plan. Views, not owned.
-struct MetricView
-{
+struct MetricView {
     const double *time = nullptr;
     const double *memory = nullptr;
     const double *imbalance = nullptr;

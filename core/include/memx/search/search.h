@@ -14,8 +14,7 @@
 namespace memx {
 
 /// Each dimension of the heterogeneous search space; see docs/search.md for how they combine.
-struct SearchSpaceOptions
-{
+struct SearchSpaceOptions {
     /// Number of pipeline stages one GPU group (the nodes of one cluster node group) may be cut
     /// into; each stage gets an equal slice. Values that do not divide the group are skipped.
     std::vector<int> stagesPerGroup = {1, 2, 3};
@@ -29,8 +28,7 @@ struct SearchSpaceOptions
     /// Largest micro-batch any replica may carry.
     int maxReplicaMicroBatch = 32;
     /// Recompute choices, made per device type (heterogeneous recomputation).
-    std::vector<RecomputeMethod> recompute = {RecomputeMethod::None, RecomputeMethod::Selective,
-                                              RecomputeMethod::Full};
+    std::vector<RecomputeMethod> recompute = {RecomputeMethod::None, RecomputeMethod::Selective, RecomputeMethod::Full};
     /// Distributed optimizer settings to try.
     std::vector<bool> distributedOptimizer = {false, true};
     /// Try every order of the GPU groups along the pipeline (false: cluster file order only).
@@ -45,66 +43,61 @@ struct SearchSpaceOptions
 };
 
 /// Everything a search needs: an immutable snapshot.
-struct SearchRequest
-{
+struct SearchRequest {
     Cluster cluster;
     Model model;
-    int globalBatch = 0;         ///< 0: the model's training.globalBatch
+    int globalBatch = 0; ///< 0: the model's training.globalBatch
     SearchSpaceOptions space;
     CostOptions cost;
-    ProfileSet profiles;         ///< may be empty
-    int threads = 0;             ///< 0: std::thread::hardware_concurrency()
+    ProfileSet profiles; ///< may be empty
+    int threads = 0; ///< 0: std::thread::hardware_concurrency()
 };
 
 /// Why candidate configurations were rejected.
-struct PruneCounts
-{
-    uint64_t divisibility = 0;   ///< batch / micro-batch / TP / stage slices do not divide
+struct PruneCounts {
+    uint64_t divisibility = 0; ///< batch / micro-batch / TP / stage slices do not divide
     uint64_t microBatchLimit = 0; ///< a replica would need a micro-batch > maxReplicaMicroBatch
-    uint64_t layers = 0;         ///< more stages than layers, or a split leaves a stage without layers
-    uint64_t outOfMemory = 0;    ///< some GPU exceeds its capacity
-    uint64_t duplicates = 0;     ///< a split already produced for the same base
+    uint64_t layers = 0; ///< more stages than layers, or a split leaves a stage without layers
+    uint64_t outOfMemory = 0; ///< some GPU exceeds its capacity
+    uint64_t duplicates = 0; ///< a split already produced for the same base
     uint64_t total() const { return divisibility + microBatchLimit + layers + outOfMemory + duplicates; }
 };
 
 /// Structural description of one pipeline the search considered (order of group slices + TP).
-struct SearchStage
-{
-    int group = 0;               ///< index into Cluster::groups
-    int slice = 0;               ///< which slice of the group (0..slices-1)
-    int slices = 1;              ///< how many stages the group is cut into
+struct SearchStage {
+    int group = 0; ///< index into Cluster::groups
+    int slice = 0; ///< which slice of the group (0..slices-1)
+    int slices = 1; ///< how many stages the group is cut into
     int tp = 1;
     int dp = 1;
 };
 
 /// Result of one search: counts, timings, per-configuration metrics in flat arrays (index i
 /// describes configuration i) and a compact encoding from which materialize(i) rebuilds a Plan.
-struct SearchResult
-{
+struct SearchResult {
     // counts
-    uint64_t enumerated = 0;     ///< candidates considered (= pruned.total() + evaluated)
+    uint64_t enumerated = 0; ///< candidates considered (= pruned.total() + evaluated)
     PruneCounts pruned;
-    uint64_t evaluated = 0;      ///< valid configurations with metrics (size of the arrays)
+    uint64_t evaluated = 0; ///< valid configurations with metrics (size of the arrays)
     bool cancelled = false;
     // timings
     double enumerateEvaluateMs = 0;
     int threads = 1;
     // metrics, one entry per evaluated configuration
-    std::vector<double> timeMs;       ///< T: iteration time, ms
-    std::vector<double> peakMemory;   ///< M: highest per-GPU utilisation (device-used / capacity)
-    std::vector<double> imbalance;    ///< B: coefficient of variation of per-GPU utilisation
-    std::vector<double> peakBytes;    ///< highest per-GPU device-used bytes
+    std::vector<double> timeMs; ///< T: iteration time, ms
+    std::vector<double> peakMemory; ///< M: highest per-GPU utilisation (device-used / capacity)
+    std::vector<double> imbalance; ///< B: coefficient of variation of per-GPU utilisation
+    std::vector<double> peakBytes; ///< highest per-GPU device-used bytes
     // compact encoding
-    std::vector<uint32_t> baseOf;     ///< base configuration index of each configuration
+    std::vector<uint32_t> baseOf; ///< base configuration index of each configuration
     std::vector<uint32_t> splitOffset; ///< offset of its layer counts in `layerCounts`
     std::vector<uint8_t> layerCounts; ///< layer count per stage, concatenated
 
     /// Decoding tables (filled by runSearch).
-    struct Pipeline
-    {
+    struct Pipeline {
         std::vector<SearchStage> stages;
     };
-    std::vector<Pipeline> pipelines;  ///< pipeline shapes (group order, slices, TP per stage)
+    std::vector<Pipeline> pipelines; ///< pipeline shapes (group order, slices, TP per stage)
     std::vector<int> microBatchSizes; ///< values of the micro-batch dimension
     std::vector<RecomputeMethod> recomputeChoices;
     std::vector<bool> distOptChoices;
