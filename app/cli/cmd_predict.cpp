@@ -1,0 +1,86 @@
+#include "command.h"
+
+#include "memx/cost/costjson.h"
+#include "memx/cost/costmodel.h"
+#include "memx/io/formats.h"
+#include "memx/util/diagnostic.h"
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace memx::cli {
+namespace {
+
+const char *kUsage = R"(Usage: memx predict --cluster CLUSTER --model MODEL --plan PLAN [--json]
+
+Prints the analytic cost model's full breakdown of one plan: per stage forward, backward,
+recompute, TP communication, pipeline send, data-parallel sync, optimizer and bubble times;
+per GPU the memory components (weights, gradients, optimizer states, activations, overheads),
+capacity and headroom. Memory is the device-used peak (allocator peak + runtime context +
+communicator buffers + allocator reserve).
+)";
+
+std::string gib(double bytes)
+{
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(2) << bytes / 1073741824.0;
+    return o.str();
+}
+
+int run(const std::vector<std::string> &argv)
+{
+    Args args(argv, {"cluster", "model", "plan"}, {"json"});
+    if (!args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    const std::string planPath = args.require("plan");
+    const Cluster cluster = loadCluster(args.require("cluster"));
+    const Model model = resolveModel(args.require("model"));
+    const Plan plan = loadPlan(planPath);
+    Diagnostics diags(planPath);
+    validatePlan(plan, cluster, model, diags);
+    diags.throwIfAny();
+    const PlanEstimate e = estimatePlan(plan, cluster, model, nullptr, CostOptions {});
+
+    if (args.has("json")) {
+        nlohmann::json j = toJson(e);
+        j["plan"] = plan.summary(cluster);
+        j["cluster"] = cluster.name;
+        j["model"] = model.id;
+        std::cout << j.dump(2) << "\n";
+        return e.oom ? Failure : Ok;
+    }
+    std::cout << std::fixed << std::setprecision(2);
+    std::cout << "Plan: " << plan.summary(cluster) << (plan.distributedOptimizer ? " dist-opt" : "") << "\n";
+    std::cout << "Model " << model.id << ", cluster \"" << cluster.name << "\", " << e.microBatches
+              << " micro-batches\n\n";
+    std::cout << "Iteration time " << e.iterationTimeMs << " ms = pipeline " << e.pipelineMs << " + DP sync "
+              << e.dpSyncMs << " + optimizer " << e.optimizerMs << "\n";
+    std::cout << "Peak memory " << gib(e.peakBytes) << " GiB, M (peak utilisation) " << std::setprecision(3)
+              << e.peakUtilisation << ", B (CV of utilisation) " << e.imbalance
+              << (e.oom ? "   ** OUT OF MEMORY **" : "") << "\n\n";
+    std::cout << std::setprecision(2) << "  per stage, ms (fwd/bwd/recompute/TP/step per micro-batch; p2p per send; "
+              << "DP, optimizer, bubble per iteration)\n";
+    std::cout << "  stage layers  inflight      fwd      bwd    recomp       TP     step      p2p     DPsync      "
+                 "opt     bubble\n";
+    for (const StageEstimate &s : e.stages)
+        std::cout << "  " << std::setw(5) << s.stage << std::setw(7) << s.layerCount << std::setw(10)
+                  << s.microBatchesInFlight << std::setw(9) << s.forwardMs << std::setw(9) << s.backwardMs
+                  << std::setw(10) << s.recomputeMs << std::setw(9) << s.tpCommMs << std::setw(9) << s.stepMs
+                  << std::setw(9) << s.p2pMs << std::setw(11) << s.dpSyncMs << std::setw(9) << s.optimizerMs
+                  << std::setw(11) << s.bubbleMs << (s.profiled ? "  (profiled)" : "") << "\n";
+    std::cout << "\n  per GPU, GiB\n  node          gpu stage  weights    grads    optim     activ  overhead    "
+                 "total capacity headroom\n";
+    for (const GpuMemory &g : e.gpus)
+        std::cout << "  " << std::left << std::setw(12) << g.node << std::right << std::setw(5) << g.gpuIndex
+                  << std::setw(6) << g.stage << std::setw(9) << gib(g.paramsBytes) << std::setw(9) << gib(g.gradsBytes)
+                  << std::setw(9) << gib(g.optimizerBytes) << std::setw(10) << gib(g.activationBytes) << std::setw(10)
+                  << gib(g.overheadBytes) << std::setw(9) << gib(g.totalBytes) << std::setw(9) << gib(g.capacityBytes)
+                  << std::setw(9) << gib(g.headroomBytes) << (g.oom ? "  OOM" : "") << "\n";
+    return e.oom ? Failure : Ok;
+}
+
+CommandRegistration reg({"predict", "analytic time and per-GPU memory breakdown of one plan", kUsage, &run});
+
+} // namespace
+} // namespace memx::cli

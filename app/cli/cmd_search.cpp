@@ -1,0 +1,301 @@
+#include "command.h"
+
+#include "memx/cost/costjson.h"
+#include "memx/io/formats.h"
+#include "memx/search/objective.h"
+#include "memx/search/search.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace memx::cli {
+namespace {
+
+const char *kUsage = R"(Usage: memx search --cluster CLUSTER --model MODEL [options]
+
+Enumerates heterogeneous parallel plans (pipeline depth, GPU group order, TP/DP per stage,
+layer split, micro-batch, recompute per device type, distributed optimizer), prunes what
+cannot run, evaluates the rest with the analytic cost model, ranks them with the weighted
+product T^wt x M^wm x B^wb and keeps the 3-objective Pareto front.
+  T = iteration time, M = highest per-GPU memory utilisation (device-used / capacity),
+  B = coefficient of variation of per-GPU memory utilisation.
+
+Options:
+  --cluster FILE        cluster file (memx.cluster/1)
+  --model ID|FILE       model preset id (e.g. llama2-7b) or model file
+  --gbs N               global batch (default: the model's)
+  --weights T,M,B       objective weights (default 1,0,0: time only)
+  --top K               plans to show (default 10)
+  --threads N           worker threads (default: all cores)
+  --json                full JSON: counts, timings, top-K plans with per-GPU memory, Pareto front
+  Search space (comma-separated lists; defaults in docs/search.md):
+  --stages LIST         pipeline stages per GPU group (default 1,2,3)
+  --tp LIST             tensor-parallel degrees (default 1,2,4,8)
+  --mbs LIST            micro-batch sizes (default 1,2,4)
+  --max-mbs N           largest micro-batch of any replica (default 32)
+  --recompute LIST      none,selective,full (default all three, chosen per device type)
+  --dist-opt LIST       off,on (default both)
+  --radius N            layer-split neighbourhood: layers moved across a boundary (default 1)
+  --no-permute          keep the cluster file's group order along the pipeline
+  --no-memory-split     skip the memory-aware layer split
+  --max-stages N        cap on the pipeline depth
+  --sequence-parallel   plans use sequence parallelism
+  --max-bases N         budget of base configurations (default 500000); a larger space is
+                        narrowed step by step (group order, TP, stages, recompute, dist-opt)
+                        and the steps are reported
+A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels and prints partial counts.
+)";
+
+std::atomic<bool> gInterrupted {false};
+
+extern "C" void onSigint(int)
+{
+    gInterrupted = true;
+}
+
+std::vector<std::string> splitList(const std::string &text)
+{
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        out.push_back(item);
+    return out;
+}
+
+std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi)
+{
+    auto v = args.value(name);
+    if (!v)
+        return dflt;
+    std::vector<int> out;
+    for (const std::string &s : splitList(*v)) {
+        try {
+            size_t pos = 0;
+            const int x = std::stoi(s, &pos);
+            if (pos != s.size() || x < lo || x > hi)
+                throw std::invalid_argument(s);
+            out.push_back(x);
+        } catch (const std::exception &) {
+            throw UsageError {"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
+                              + std::to_string(hi) + ", found \"" + s + "\""};
+        }
+    }
+    if (out.empty())
+        throw UsageError {"--" + name + ": expected at least one value"};
+    return out;
+}
+
+std::string fmtBytesGiB(double b)
+{
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(1) << b / 1073741824.0;
+    return o.str();
+}
+
+int run(const std::vector<std::string> &argv)
+{
+    Args args(argv,
+              {"cluster", "model", "gbs", "weights", "top", "threads", "stages", "tp", "mbs", "max-mbs", "recompute",
+               "dist-opt", "radius", "max-stages", "max-bases"},
+              {"json", "no-permute", "no-memory-split", "sequence-parallel"});
+    if (!args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    SearchRequest req;
+    req.cluster = loadCluster(args.require("cluster"));
+    req.model = resolveModel(args.require("model"));
+    req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
+    req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
+    const size_t topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
+    Objective obj;
+    if (auto w = args.value("weights")) {
+        const auto parts = splitList(*w);
+        double v[3];
+        bool ok = parts.size() == 3;
+        for (size_t i = 0; ok && i < 3; ++i) {
+            try {
+                size_t pos = 0;
+                v[i] = std::stod(parts[i], &pos);
+                ok = pos == parts[i].size() && v[i] >= 0 && std::isfinite(v[i]);
+            } catch (const std::exception &) {
+                ok = false;
+            }
+        }
+        if (!ok)
+            throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.2), found \"" + *w
+                              + "\""};
+        obj = Objective {v[0], v[1], v[2]};
+    }
+    SearchSpaceOptions &sp = req.space;
+    sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
+    sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
+    sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
+    sp.maxReplicaMicroBatch = static_cast<int>(args.intValue("max-mbs", 1, 1024).value_or(sp.maxReplicaMicroBatch));
+    sp.neighbourRadius = static_cast<int>(args.intValue("radius", 0, 64).value_or(sp.neighbourRadius));
+    sp.maxStages = static_cast<int>(args.intValue("max-stages", 1, 64).value_or(0));
+    sp.permuteGroups = !args.has("no-permute");
+    sp.memoryAwareSplit = !args.has("no-memory-split");
+    sp.sequenceParallel = args.has("sequence-parallel");
+    if (auto v = args.value("recompute")) {
+        sp.recompute.clear();
+        for (const std::string &s : splitList(*v)) {
+            if (s == "none")
+                sp.recompute.push_back(RecomputeMethod::None);
+            else if (s == "selective")
+                sp.recompute.push_back(RecomputeMethod::Selective);
+            else if (s == "full")
+                sp.recompute.push_back(RecomputeMethod::Full);
+            else
+                throw UsageError {"--recompute: expected none, selective or full, found \"" + s + "\""};
+        }
+    }
+    if (auto v = args.value("dist-opt")) {
+        sp.distributedOptimizer.clear();
+        for (const std::string &s : splitList(*v)) {
+            if (s == "off")
+                sp.distributedOptimizer.push_back(false);
+            else if (s == "on")
+                sp.distributedOptimizer.push_back(true);
+            else
+                throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
+        }
+    }
+
+    const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
+    const std::vector<std::string> narrowed = narrowToBudget(req, maxBases);
+    if (!args.has("json"))
+        for (const std::string &n : narrowed)
+            std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
+
+    const bool bar = stderrIsTerminal();
+    gInterrupted = false;
+    auto previous = std::signal(SIGINT, onSigint);
+    auto lastDraw = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    auto progress = [&](size_t done, size_t total) {
+        if (bar) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now - lastDraw > std::chrono::milliseconds(100) || done == total) {
+                lastDraw = now;
+                const int width = 40;
+                const int filled = total ? static_cast<int>(width * static_cast<double>(done) / total) : width;
+                std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
+                          << std::string(static_cast<size_t>(width - filled), ' ') << "] " << done << "/" << total
+                          << " base configurations" << std::flush;
+            }
+        }
+        return !gInterrupted.load();
+    };
+    SearchResult res;
+    try {
+        res = runSearch(req, progress);
+    } catch (const std::invalid_argument &e) {
+        std::signal(SIGINT, previous);
+        if (bar)
+            std::cerr << "\n";
+        std::cerr << "error: " << e.what() << "\n";
+        return Failure;
+    }
+    std::signal(SIGINT, previous);
+    if (bar)
+        std::cerr << "\n";
+
+    const auto r0 = std::chrono::steady_clock::now();
+    const std::vector<uint32_t> top = rank(res, obj, topK);
+    const auto r1 = std::chrono::steady_clock::now();
+    const std::vector<uint32_t> front = paretoFront(res);
+    const auto r2 = std::chrono::steady_clock::now();
+    const double rankMs = std::chrono::duration<double, std::milli>(r1 - r0).count();
+    const double paretoMs = std::chrono::duration<double, std::milli>(r2 - r1).count();
+    const std::vector<double> scores = logScores(metricsOf(res), obj);
+    const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
+
+    if (args.has("json")) {
+        nlohmann::json j;
+        j["cluster"] = req.cluster.name;
+        j["model"] = req.model.id;
+        j["globalBatch"] = res.globalBatch;
+        j["weights"] = {obj.wt, obj.wm, obj.wb};
+        j["cancelled"] = res.cancelled;
+        j["narrowed"] = narrowed;
+        j["counts"] = {{"enumerated", res.enumerated},
+                       {"evaluated", res.evaluated},
+                       {"pruned",
+                        {{"divisibility", res.pruned.divisibility},
+                         {"microBatchLimit", res.pruned.microBatchLimit},
+                         {"layers", res.pruned.layers},
+                         {"outOfMemory", res.pruned.outOfMemory},
+                         {"duplicates", res.pruned.duplicates},
+                         {"total", res.pruned.total()}}},
+                       {"paretoFront", front.size()}};
+        j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", rankMs}, {"pareto", paretoMs}};
+        j["threads"] = res.threads;
+        j["metrics"] = {{"T", "iteration time, ms"},
+                        {"M", "highest per-GPU device-used memory / capacity"},
+                        {"B", "coefficient of variation of per-GPU memory utilisation"},
+                        {"score", "exp(sum_k w_k log(X_k / max X_k)), lower is better"}};
+        nlohmann::json tops = nlohmann::json::array();
+        for (size_t k = 0; k < top.size(); ++k) {
+            const uint32_t i = top[k];
+            const Plan plan = res.materialize(i);
+            const PlanEstimate est = estimatePlan(plan, req.cluster, req.model, profiles, req.cost);
+            tops.push_back({{"rank", k + 1},
+                            {"index", i},
+                            {"T", res.timeMs[i]},
+                            {"M", res.peakMemory[i]},
+                            {"B", res.imbalance[i]},
+                            {"score", std::exp(scores[i])},
+                            {"summary", plan.summary(req.cluster)},
+                            {"plan", toJson(plan)},
+                            {"estimate", toJson(est)}});
+        }
+        j["top"] = tops;
+        nlohmann::json fj = nlohmann::json::array();
+        for (uint32_t i : front)
+            fj.push_back({{"index", i},
+                          {"T", res.timeMs[i]},
+                          {"M", res.peakMemory[i]},
+                          {"B", res.imbalance[i]},
+                          {"score", std::exp(scores[i])},
+                          {"summary", res.materialize(i).summary(req.cluster)}});
+        j["paretoFront"] = fj;
+        std::cout << j.dump(2) << "\n";
+        return res.cancelled ? Cancelled : Ok;
+    }
+
+    std::cout << "Search: " << req.model.id << " (gbs " << res.globalBatch << ") on \"" << req.cluster.name << "\""
+              << (res.cancelled ? "  [CANCELLED: partial results]" : "") << "\n";
+    std::cout << "  enumerated " << res.enumerated << ", evaluated (fit in memory) " << res.evaluated << ", pruned "
+              << res.pruned.total() << " (divisibility " << res.pruned.divisibility << ", micro-batch limit "
+              << res.pruned.microBatchLimit << ", layers " << res.pruned.layers << ", out of memory "
+              << res.pruned.outOfMemory << ", duplicates " << res.pruned.duplicates << ")\n";
+    std::cout << std::fixed << std::setprecision(1) << "  " << res.enumerateEvaluateMs << " ms enumerate+evaluate, "
+              << std::setprecision(2) << rankMs << " ms rank, " << paretoMs << " ms Pareto (" << front.size()
+              << " plans), " << res.threads << " threads\n";
+    std::cout << "  weights T,M,B = " << obj.wt << "," << obj.wm << "," << obj.wb
+              << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
+    if (top.empty()) {
+        std::cout << "  no plan fits this cluster; try recompute, a smaller micro-batch or another global batch\n";
+        return res.cancelled ? Cancelled : Failure;
+    }
+    std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"
+              << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB"
+              << "  plan\n";
+    for (size_t k = 0; k < top.size(); ++k) {
+        const uint32_t i = top[k];
+        std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << res.timeMs[i]
+                  << std::setw(8) << std::setprecision(3) << res.peakMemory[i] << std::setw(8) << res.imbalance[i]
+                  << std::setw(9) << std::setprecision(4) << std::exp(scores[i]) << std::setw(8)
+                  << fmtBytesGiB(res.peakBytes[i]) << "  " << res.materialize(i).summary(req.cluster)
+                  << (res.materialize(i).distributedOptimizer ? " dist-opt" : "") << "\n";
+    }
+    return res.cancelled ? Cancelled : Ok;
+}
+
+CommandRegistration reg({"search", "search heterogeneous parallel plans: rank by T/M/B, Pareto front", kUsage, &run});
+
+} // namespace
+} // namespace memx::cli

@@ -1,0 +1,134 @@
+#pragma once
+
+#include "memx/cluster/cluster.h"
+#include "memx/cost/costmodel.h"
+#include "memx/model/model.h"
+#include "memx/plan/plan.h"
+#include "memx/profile/layerprofile.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace memx {
+
+/// Each dimension of the heterogeneous search space; see docs/search.md for how they combine.
+struct SearchSpaceOptions {
+    /// Number of pipeline stages one GPU group (the nodes of one cluster node group) may be cut
+    /// into; each stage gets an equal slice. Values that do not divide the group are skipped.
+    std::vector<int> stagesPerGroup = {1, 2, 3};
+    /// Tensor-parallel degrees (per GPU group; must divide the group's GPUs per node, the stage
+    /// slice and the model's heads / KV groups).
+    std::vector<int> tensorParallel = {1, 2, 4, 8};
+    /// Micro-batch sizes of the stages with the largest data-parallel degree; a stage with fewer
+    /// replicas carries proportionally larger micro-batches (every stage moves the same samples
+    /// per step).
+    std::vector<int> microBatches = {1, 2, 4};
+    /// Largest micro-batch any replica may carry.
+    int maxReplicaMicroBatch = 32;
+    /// Recompute choices, made per device type (heterogeneous recomputation).
+    std::vector<RecomputeMethod> recompute = {RecomputeMethod::None, RecomputeMethod::Selective, RecomputeMethod::Full};
+    /// Distributed optimizer settings to try.
+    std::vector<bool> distributedOptimizer = {false, true};
+    /// Try every order of the GPU groups along the pipeline (false: cluster file order only).
+    bool permuteGroups = true;
+    /// Layer splits: the compute-proportional split, the memory-aware split, and neighbours of
+    /// the compute-proportional split moving 1..neighbourRadius layers across each boundary.
+    int neighbourRadius = 1;
+    bool memoryAwareSplit = true;
+    /// Cap on pipeline depth (0: the model's layer count).
+    int maxStages = 0;
+    bool sequenceParallel = false;
+};
+
+/// Everything a search needs: an immutable snapshot.
+struct SearchRequest {
+    Cluster cluster;
+    Model model;
+    int globalBatch = 0; ///< 0: the model's training.globalBatch
+    SearchSpaceOptions space;
+    CostOptions cost;
+    ProfileSet profiles; ///< may be empty
+    int threads = 0; ///< 0: std::thread::hardware_concurrency()
+};
+
+/// Why candidate configurations were rejected.
+struct PruneCounts {
+    uint64_t divisibility = 0; ///< batch / micro-batch / TP / stage slices do not divide
+    uint64_t microBatchLimit = 0; ///< a replica would need a micro-batch > maxReplicaMicroBatch
+    uint64_t layers = 0; ///< more stages than layers, or a split leaves a stage without layers
+    uint64_t outOfMemory = 0; ///< some GPU exceeds its capacity
+    uint64_t duplicates = 0; ///< a split already produced for the same base
+    uint64_t total() const { return divisibility + microBatchLimit + layers + outOfMemory + duplicates; }
+};
+
+/// Structural description of one pipeline the search considered (order of group slices + TP).
+struct SearchStage {
+    int group = 0; ///< index into Cluster::groups
+    int slice = 0; ///< which slice of the group (0..slices-1)
+    int slices = 1; ///< how many stages the group is cut into
+    int tp = 1;
+    int dp = 1;
+};
+
+/// Result of one search: counts, timings, per-configuration metrics in flat arrays (index i
+/// describes configuration i) and a compact encoding from which materialize(i) rebuilds a Plan.
+struct SearchResult {
+    // counts
+    uint64_t enumerated = 0; ///< candidates considered (= pruned.total() + evaluated)
+    PruneCounts pruned;
+    uint64_t evaluated = 0; ///< valid configurations with metrics (size of the arrays)
+    bool cancelled = false;
+    // timings
+    double enumerateEvaluateMs = 0;
+    int threads = 1;
+    // metrics, one entry per evaluated configuration
+    std::vector<double> timeMs; ///< T: iteration time, ms
+    std::vector<double> peakMemory; ///< M: highest per-GPU utilisation (device-used / capacity)
+    std::vector<double> imbalance; ///< B: coefficient of variation of per-GPU utilisation
+    std::vector<double> peakBytes; ///< highest per-GPU device-used bytes
+    // compact encoding
+    std::vector<uint32_t> baseOf; ///< base configuration index of each configuration
+    std::vector<uint32_t> splitOffset; ///< offset of its layer counts in `layerCounts`
+    std::vector<uint8_t> layerCounts; ///< layer count per stage, concatenated
+
+    /// Decoding tables (filled by runSearch).
+    struct Pipeline {
+        std::vector<SearchStage> stages;
+    };
+    std::vector<Pipeline> pipelines; ///< pipeline shapes (group order, slices, TP per stage)
+    std::vector<int> microBatchSizes; ///< values of the micro-batch dimension
+    std::vector<RecomputeMethod> recomputeChoices;
+    std::vector<bool> distOptChoices;
+    std::vector<std::string> deviceTypes; ///< device ids, the recompute choice is per entry
+    Cluster cluster;
+    Model model;
+    int globalBatch = 0;
+    bool sequenceParallel = false;
+
+    size_t size() const { return timeMs.size(); }
+    /// The full Plan of configuration `index` (< size()).
+    Plan materialize(size_t index) const;
+    /// Recompute choice of each device type for configuration `index` (parallel to deviceTypes).
+    std::vector<RecomputeMethod> recomputeOf(size_t index) const;
+};
+
+/// Upper bound on the number of base configurations (pipeline shape x micro-batch x recompute
+/// per device type x distributed optimizer) of `request`'s space, computed without enumerating.
+uint64_t baseConfigurationBound(const SearchRequest &request);
+
+/// Narrows `request.space` step by step until baseConfigurationBound() <= maxBases, in this
+/// order: keep the cluster's group order; drop the smallest TP degree (repeatedly, keeping one);
+/// drop the largest stages-per-group value (keeping one); drop selective recompute; keep only
+/// the distributed optimizer. Returns one human-readable note per step taken (empty: unchanged).
+std::vector<std::string> narrowToBudget(SearchRequest &request, uint64_t maxBases);
+
+/// Progress: (done, total) in base configurations; return false to cancel.
+using ProgressFn = std::function<bool(size_t done, size_t total)>;
+
+/// Enumerates, prunes and evaluates the space. Deterministic: the result is identical for any
+/// thread count. Throws std::invalid_argument on an unusable request (e.g. no GPUs, no batch).
+SearchResult runSearch(const SearchRequest &request, const ProgressFn &progress = {});
+
+} // namespace memx

@@ -1,0 +1,798 @@
+#include "memx/search/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+
+namespace memx {
+
+namespace {
+
+constexpr size_t kBasesPerChunk = 32;
+
+/// Static description of one stage of a pipeline shape, resolved against the cluster.
+struct StageShape {
+    int group = 0;
+    int deviceType = 0; ///< index into SearchResult::deviceTypes
+    int tpIndex = 0; ///< index into the kernel table's TP list
+    int tp = 1;
+    int dp = 1;
+    int gpus = 0;
+    double capacityBytes = 0;
+    std::vector<int> nodes; ///< global node indices of the slice
+    std::vector<Link> dpLinks;
+};
+
+struct PipelineShape {
+    std::vector<StageShape> stages;
+    std::vector<std::vector<Link>> p2pLinks; ///< per boundary i -> i+1
+    int maxDp = 1;
+};
+
+/// Everything precomputed before the hot loop; read-only while threads run.
+struct Context {
+    const SearchRequest *req = nullptr;
+    int layers = 0;
+    int gbs = 0;
+    int maxMb = 1;
+    std::vector<int> tpValues;
+    std::vector<PipelineShape> pipelines;
+    // layerKernels[(group * nTp + tpIndex) * (maxMb + 1) + mb]
+    std::vector<LayerKernel> layerKernels;
+    std::vector<char> layerKernelValid;
+    // memKernels[((tpIndex) * (maxMb + 1) + mb) * 2 + (p > 1)]
+    std::vector<MemoryKernel> memKernels;
+    size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0;
+    uint64_t totalBases = 0;
+
+    const LayerKernel &lk(int group, int tpIndex, int mb) const
+    {
+        return layerKernels[(static_cast<size_t>(group) * tpValues.size() + tpIndex) * (maxMb + 1) + mb];
+    }
+    const MemoryKernel &mk(int tpIndex, int mb, int p) const
+    {
+        return memKernels[((static_cast<size_t>(tpIndex)) * (maxMb + 1) + mb) * 2 + (p > 1 ? 1 : 0)];
+    }
+};
+
+struct ChunkOut {
+    std::vector<double> t, m, b, bytes;
+    std::vector<uint32_t> base, offset;
+    std::vector<uint8_t> layers;
+    PruneCounts pruned;
+    uint64_t enumerated = 0;
+};
+
+struct Decoded {
+    size_t pipeline = 0, mbIndex = 0, rcCombo = 0, distIndex = 0;
+};
+
+Decoded decode(uint64_t base, size_t nMbs, size_t nRcCombos, size_t nDist)
+{
+    Decoded d;
+    d.distIndex = base % nDist;
+    base /= nDist;
+    d.rcCombo = base % nRcCombos;
+    base /= nRcCombos;
+    d.mbIndex = base % nMbs;
+    d.pipeline = base / nMbs;
+    return d;
+}
+
+RecomputeMethod rcForType(size_t combo, int type, size_t nRc, const std::vector<RecomputeMethod> &choices)
+{
+    for (int i = 0; i < type; ++i)
+        combo /= nRc;
+    return choices[combo % nRc];
+}
+
+/// Largest-remainder rounding of positive weights to integers >= 1 summing to `total`.
+void proportionalSplit(const double *weights, int p, int total, int *out)
+{
+    double sum = 0;
+    for (int i = 0; i < p; ++i)
+        sum += weights[i];
+    int assigned = 0;
+    double rem[64];
+    for (int i = 0; i < p; ++i) {
+        const double x = (total - p) * weights[i] / sum; // 1 layer each is reserved
+        out[i] = 1 + static_cast<int>(std::floor(x));
+        rem[i] = x - std::floor(x);
+        assigned += out[i];
+    }
+    while (assigned < total) {
+        int best = 0;
+        for (int i = 1; i < p; ++i)
+            if (rem[i] > rem[best])
+                best = i;
+        ++out[best];
+        rem[best] = -1;
+        ++assigned;
+    }
+}
+
+class Evaluator {
+public:
+    explicit Evaluator(const Context &ctx)
+        : c(ctx)
+        , r(*ctx.req)
+    {
+    }
+
+    void runBase(uint64_t baseIndex, ChunkOut &out)
+    {
+        const Decoded d = decode(baseIndex, c.nMbs, c.nRcCombos, c.nDist);
+        const PipelineShape &ps = c.pipelines[d.pipeline];
+        const int p = static_cast<int>(ps.stages.size());
+        const int mb = r.space.microBatches[d.mbIndex];
+        const bool distOpt = r.space.distributedOptimizer[d.distIndex];
+        const int stepSamples = mb * ps.maxDp;
+        if (c.gbs % stepSamples != 0) {
+            ++out.enumerated;
+            ++out.pruned.divisibility;
+            return;
+        }
+        const int m = c.gbs / stepSamples;
+        for (int i = 0; i < p; ++i) {
+            const StageShape &s = ps.stages[static_cast<size_t>(i)];
+            if (stepSamples % s.dp != 0) {
+                ++out.enumerated;
+                ++out.pruned.divisibility;
+                return;
+            }
+            mbs[i] = stepSamples / s.dp;
+            if (mbs[i] > c.maxMb) {
+                ++out.enumerated;
+                ++out.pruned.microBatchLimit;
+                return;
+            }
+            rc[i].method = rcForType(d.rcCombo, s.deviceType, c.nRc, r.space.recompute);
+            rc[i].layers = 0;
+            kern[i] = &c.lk(s.group, s.tpIndex, mbs[i]);
+            mem[i] = &c.mk(s.tpIndex, mbs[i], p);
+            inFlight[i] = std::min(p - i, m);
+            groups[i] = (s.tp > 1) + (s.dp > 1) + (p > 1);
+            // Per-layer time (speed) and linear memory model for the splits.
+            const ReplicaStep all = replicaStep(*kern[i], 0, c.layers, false, false, rc[i]);
+            speed[i] = c.layers / all.total();
+            const MemoryBreakdown m0
+                = gpuMemory(*mem[i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
+            const MemoryBreakdown m1
+                = gpuMemory(*mem[i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
+            const double slope = m1.total() - m0.total();
+            memBase[i] = m0.total();
+            memSlope[i] = slope;
+            const double room = s.capacityBytes - m0.total();
+            maxLayers[i] = room < slope ? 0 : static_cast<int>(std::min(1e6, std::floor(room / slope)));
+        }
+        // P2P per boundary: one activation of the sender's micro-batch.
+        for (int i = 0; i + 1 < p; ++i) {
+            const double bytes = static_cast<double>(mbs[i]) * r.model.shape.seqLength * r.model.shape.hidden * 2.0
+                / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
+            p2p[i] = worstTransferMs(ps.p2pLinks[static_cast<size_t>(i)], bytes);
+        }
+
+        // Candidate splits.
+        nCand = 0;
+        int prop[64];
+        proportionalSplit(speed, p, c.layers, prop);
+        addCandidate(prop, p);
+        for (int j = 0; j + 1 < p; ++j)
+            for (int delta = -r.space.neighbourRadius; delta <= r.space.neighbourRadius; ++delta) {
+                if (delta == 0)
+                    continue;
+                int split[64];
+                std::copy(prop, prop + p, split);
+                split[j] -= delta;
+                split[j + 1] += delta;
+                if (split[j] < 1 || split[j + 1] < 1) {
+                    ++out.enumerated;
+                    ++out.pruned.layers;
+                    continue;
+                }
+                addCandidate(split, p);
+            }
+        // The memory-aware split last, so it can be checked against all others.
+        if (r.space.memoryAwareSplit) {
+            int capSum = 0;
+            for (int i = 0; i < p; ++i)
+                capSum += std::min(maxLayers[i], c.layers);
+            if (capSum >= c.layers) {
+                int split[64];
+                memoryAwareSplit(p, split);
+                addCandidate(split, p, true);
+            }
+        }
+        out.pruned.duplicates += nDuplicates;
+        out.enumerated += nDuplicates;
+        nDuplicates = 0;
+
+        for (int ci = 0; ci < nCand; ++ci) {
+            ++out.enumerated;
+            const uint8_t *split = &cand[ci * 64];
+            evaluateSplit(ps, split, p, m, distOpt, baseIndex, out);
+        }
+    }
+
+private:
+    void addCandidate(const int *split, int p, bool checkDuplicates = false)
+    {
+        if (checkDuplicates) {
+            for (int ci = 0; ci < nCand; ++ci) {
+                bool same = true;
+                for (int i = 0; i < p && same; ++i)
+                    same = cand[ci * 64 + i] == split[i];
+                if (same) {
+                    ++nDuplicates;
+                    return;
+                }
+            }
+        }
+        if (static_cast<size_t>(nCand + 1) * 64 > cand.size())
+            cand.resize(cand.size() * 2 + 64 * 64);
+        for (int i = 0; i < p; ++i)
+            cand[nCand * 64 + i] = static_cast<uint8_t>(split[i]);
+        ++nCand;
+    }
+
+    /// Water-filling: speed-proportional targets, capped by what fits in memory; the excess
+    /// goes to the stages with room, again in proportion to speed.
+    void memoryAwareSplit(int p, int *out)
+    {
+        double target[64];
+        bool capped[64];
+        for (int i = 0; i < p; ++i)
+            capped[i] = false;
+        int remaining = c.layers;
+        for (int iter = 0; iter < p; ++iter) {
+            double sum = 0;
+            for (int i = 0; i < p; ++i)
+                if (!capped[i])
+                    sum += speed[i];
+            bool changed = false;
+            for (int i = 0; i < p; ++i)
+                if (!capped[i]) {
+                    target[i] = remaining * speed[i] / sum;
+                    if (target[i] > maxLayers[i]) {
+                        capped[i] = true;
+                        target[i] = maxLayers[i];
+                        changed = true;
+                    }
+                }
+            if (!changed)
+                break;
+            remaining = c.layers;
+            for (int i = 0; i < p; ++i)
+                if (capped[i])
+                    remaining -= static_cast<int>(target[i]);
+        }
+        // Round down, then hand out the remaining layers to the stages with room, largest
+        // fractional part first; every stage keeps at least one layer.
+        int assigned = 0;
+        double frac[64];
+        for (int i = 0; i < p; ++i) {
+            out[i] = std::max(1, static_cast<int>(std::floor(target[i])));
+            frac[i] = target[i] - std::floor(target[i]);
+            assigned += out[i];
+        }
+        while (assigned < c.layers) {
+            int best = -1;
+            for (int i = 0; i < p; ++i)
+                if (out[i] < maxLayers[i] && (best < 0 || frac[i] > frac[best]))
+                    best = i;
+            if (best < 0)
+                best = 0;
+            ++out[best];
+            frac[best] = -1;
+            ++assigned;
+        }
+        while (assigned > c.layers) {
+            int best = 0;
+            for (int i = 1; i < p; ++i)
+                if (out[i] - maxLayers[i] > out[best] - maxLayers[best])
+                    best = i;
+            if (out[best] <= 1)
+                break;
+            --out[best];
+            --assigned;
+        }
+    }
+
+    void evaluateSplit(const PipelineShape &ps, const uint8_t *split, int p, int m, bool distOpt, uint64_t baseIndex,
+                       ChunkOut &out)
+    {
+        // Cheap pre-filter from the linear memory model (one layer of slack for rounding; the
+        // exact check below decides the borderline case).
+        for (int i = 0; i < p; ++i)
+            if (split[i] > maxLayers[i] + 1) {
+                ++out.pruned.outOfMemory;
+                return;
+            }
+        double maxUtil = 0, maxBytes = 0, sumU = 0, sumW = 0;
+        double util[64], weight[64];
+        int first = 0;
+        double maxStep = 0, sumStep = 0, maxP2p = 0, sumP2p = 0, maxDp = 0, maxOpt = 0;
+        for (int i = 0; i < p; ++i) {
+            const StageShape &s = ps.stages[static_cast<size_t>(i)];
+            const int n = split[i];
+            const bool hasEmb = i == 0, hasHead = i == p - 1;
+            // gpuMemory is linear in the layer count: base + n x slope (same value to rounding).
+            const double total = memBase[i] + n * memSlope[i];
+            if (total > s.capacityBytes) {
+                ++out.pruned.outOfMemory;
+                return;
+            }
+            util[i] = total / s.capacityBytes;
+            weight[i] = s.gpus;
+            maxUtil = std::max(maxUtil, util[i]);
+            maxBytes = std::max(maxBytes, total);
+            sumU += util[i] * s.gpus;
+            sumW += s.gpus;
+
+            const LayerKernel &k = *kern[i];
+            const double step = replicaStep(k, first, n, hasEmb, hasHead, rc[i]).total();
+            maxStep = std::max(maxStep, step);
+            sumStep += step;
+            if (i + 1 < p) {
+                maxP2p = std::max(maxP2p, p2p[i]);
+                sumP2p += p2p[i];
+            }
+            const MemoryKernel &mk = *mem[i];
+            const double psi = n * mk.layerParams + (hasEmb ? mk.embeddingParams : 0) + (hasHead ? mk.headParams : 0);
+            if (s.dp > 1) {
+                const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
+                const double dpMs = distOpt ? worstCollectiveMs(s.dpLinks, s.dp, gradBytes, &allGatherMs)
+                        + worstCollectiveMs(s.dpLinks, s.dp, psi * 2.0, &allGatherMs)
+                                            : worstCollectiveMs(s.dpLinks, s.dp, gradBytes, &allReduceMs);
+                maxDp = std::max(maxDp, dpMs);
+            }
+            const double share = distOpt ? 1.0 / s.dp : 1.0;
+            double optMs;
+            if (!k.optimizerPrefixMs.empty())
+                optMs = (k.optimizerPrefixMs[first + n] - k.optimizerPrefixMs[first]
+                         + (hasEmb ? k.embeddingOptimizerMs : 0) + (hasHead ? k.headOptimizerMs : 0))
+                    * share;
+            else
+                optMs = psi * share * k.optimizerMsPerParam;
+            maxOpt = std::max(maxOpt, optMs);
+            first += n;
+        }
+        const double pipe = (m - 1) * std::max(maxStep, maxP2p) + sumStep + 2.0 * sumP2p;
+        const double mean = sumU / sumW;
+        double var = 0;
+        for (int i = 0; i < p; ++i)
+            var += weight[i] * (util[i] - mean) * (util[i] - mean);
+        out.t.push_back(pipe + maxDp + maxOpt);
+        out.m.push_back(maxUtil);
+        out.b.push_back(mean > 0 ? std::sqrt(var / sumW) / mean : 0);
+        out.bytes.push_back(maxBytes);
+        out.base.push_back(static_cast<uint32_t>(baseIndex));
+        out.offset.push_back(static_cast<uint32_t>(out.layers.size()));
+        out.layers.insert(out.layers.end(), split, split + p);
+    }
+
+    const Context &c;
+    const SearchRequest &r;
+    int mbs[64] = {};
+    Recompute rc[64];
+    const LayerKernel *kern[64] = {};
+    const MemoryKernel *mem[64] = {};
+    int inFlight[64] = {};
+    int groups[64] = {};
+    double speed[64] = {};
+    int maxLayers[64] = {};
+    double p2p[64] = {};
+    double memBase[64] = {};
+    double memSlope[64] = {};
+    std::vector<uint8_t> cand = std::vector<uint8_t>(64 * 128);
+    int nCand = 0;
+    uint64_t nDuplicates = 0;
+};
+
+void buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &nodes)
+{
+    const SearchRequest &r = *ctx.req;
+    const Cluster &cl = r.cluster;
+    const int G = static_cast<int>(cl.groups.size());
+    const int maxStages = std::min(r.space.maxStages > 0 ? r.space.maxStages : ctx.layers, std::min(ctx.layers, 64));
+    // First global node index of each group.
+    std::vector<int> firstNode(static_cast<size_t>(G), 0);
+    for (int g = 1; g < G; ++g)
+        firstNode[g] = firstNode[g - 1] + cl.groups[g - 1].count;
+
+    // Per group: options (slices, tp).
+    std::vector<std::vector<std::pair<int, int>>> options(static_cast<size_t>(G));
+    for (int g = 0; g < G; ++g) {
+        const NodeGroup &ng = cl.groups[g];
+        const int total = ng.gpusPerNode * ng.count;
+        for (int s : r.space.stagesPerGroup) {
+            if (s < 1 || total % s != 0)
+                continue;
+            const int n = total / s;
+            if (n % ng.gpusPerNode != 0 && ng.gpusPerNode % n != 0)
+                continue;
+            for (size_t ti = 0; ti < ctx.tpValues.size(); ++ti) {
+                const int t = ctx.tpValues[ti];
+                if (ng.gpusPerNode % t != 0 || n % t != 0)
+                    continue;
+                options[g].push_back({s, static_cast<int>(ti)});
+            }
+        }
+    }
+    std::vector<int> order(static_cast<size_t>(G));
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<size_t> choice(static_cast<size_t>(G), 0);
+    for (int g = 0; g < G; ++g)
+        if (options[g].empty())
+            return; // a group that cannot be used at all: no pipelines
+    do {
+        std::fill(choice.begin(), choice.end(), 0);
+        while (true) {
+            int p = 0;
+            for (int g = 0; g < G; ++g)
+                p += options[g][choice[g]].first;
+            if (p <= maxStages) {
+                PipelineShape ps;
+                SearchResult::Pipeline rp;
+                for (int g : order) {
+                    const NodeGroup &ng = cl.groups[g];
+                    const auto [slices, ti] = options[g][choice[g]];
+                    const int total = ng.gpusPerNode * ng.count;
+                    const int n = total / slices;
+                    for (int sl = 0; sl < slices; ++sl) {
+                        StageShape s;
+                        s.group = g;
+                        s.deviceType = static_cast<int>(
+                            std::find(res.deviceTypes.begin(), res.deviceTypes.end(), cl.deviceOf(ng).id)
+                            - res.deviceTypes.begin());
+                        s.tpIndex = ti;
+                        s.tp = ctx.tpValues[ti];
+                        s.dp = n / s.tp;
+                        s.gpus = n;
+                        s.capacityBytes = cl.deviceOf(ng).memoryBytes();
+                        const int start = sl * n;
+                        for (int nd = start / ng.gpusPerNode; nd <= (start + n - 1) / ng.gpusPerNode; ++nd)
+                            s.nodes.push_back(firstNode[g] + nd);
+                        s.dpLinks = linksAmong(s.nodes, nodes, cl);
+                        ps.maxDp = std::max(ps.maxDp, s.dp);
+                        rp.stages.push_back({g, sl, slices, s.tp, s.dp});
+                        ps.stages.push_back(std::move(s));
+                    }
+                }
+                for (size_t i = 0; i + 1 < ps.stages.size(); ++i)
+                    ps.p2pLinks.push_back(linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes, nodes, cl));
+                ctx.pipelines.push_back(std::move(ps));
+                res.pipelines.push_back(std::move(rp));
+            } else {
+                res.pruned.layers += 1; // counted once per pipeline shape (all its bases)
+                res.enumerated += 1;
+            }
+            int g = G - 1;
+            while (g >= 0 && ++choice[g] == options[g].size()) {
+                choice[g] = 0;
+                --g;
+            }
+            if (g < 0)
+                break;
+        }
+    } while (r.space.permuteGroups && std::next_permutation(order.begin(), order.end()));
+}
+
+} // namespace
+
+SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    SearchResult res;
+    res.cluster = req.cluster;
+    res.model = req.model;
+    res.globalBatch = req.globalBatch > 0 ? req.globalBatch : req.model.training.globalBatch;
+    res.sequenceParallel = req.space.sequenceParallel;
+    res.microBatchSizes = req.space.microBatches;
+    res.recomputeChoices = req.space.recompute;
+    res.distOptChoices = req.space.distributedOptimizer;
+    if (req.cluster.groups.empty() || req.cluster.totalGpus() <= 0)
+        throw std::invalid_argument("cluster '" + req.cluster.name + "' has no GPUs to search over");
+    if (res.globalBatch <= 0)
+        throw std::invalid_argument("expected a positive global batch, found " + std::to_string(res.globalBatch));
+    if (req.model.shape.layers <= 0 || req.model.shape.heads <= 0)
+        throw std::invalid_argument("model '" + req.model.id + "' has no layers or heads");
+    if (req.space.microBatches.empty() || req.space.recompute.empty() || req.space.distributedOptimizer.empty()
+        || req.space.tensorParallel.empty() || req.space.stagesPerGroup.empty())
+        throw std::invalid_argument("every search dimension needs at least one value");
+    for (int v : req.space.microBatches)
+        if (v < 1)
+            throw std::invalid_argument("micro-batch sizes must be positive, found " + std::to_string(v));
+    for (const NodeGroup &g : req.cluster.groups) {
+        const std::string id = req.cluster.deviceOf(g).id;
+        if (std::find(res.deviceTypes.begin(), res.deviceTypes.end(), id) == res.deviceTypes.end())
+            res.deviceTypes.push_back(id);
+    }
+
+    Context ctx;
+    ctx.req = &req;
+    ctx.layers = req.model.shape.layers;
+    ctx.gbs = res.globalBatch;
+    ctx.maxMb = std::max(1, req.space.maxReplicaMicroBatch);
+    for (int t : req.space.tensorParallel)
+        if (t >= 1 && req.model.shape.heads % t == 0 && req.model.shape.kvGroups % t == 0
+            && std::find(ctx.tpValues.begin(), ctx.tpValues.end(), t) == ctx.tpValues.end())
+            ctx.tpValues.push_back(t);
+    if (ctx.tpValues.empty())
+        throw std::invalid_argument("no tensor-parallel degree divides the model's heads");
+
+    const std::vector<Node> nodes = req.cluster.nodes();
+    buildPipelines(ctx, res, nodes);
+
+    // Kernel tables.
+    const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
+    const size_t G = req.cluster.groups.size(), nTp = ctx.tpValues.size();
+    ctx.layerKernels.resize(G * nTp * (ctx.maxMb + 1));
+    for (size_t g = 0; g < G; ++g) {
+        const NodeGroup &ng = req.cluster.groups[g];
+        const Link intra = req.cluster.intraLink(ng);
+        for (size_t ti = 0; ti < nTp; ++ti)
+            for (int mb = 1; mb <= ctx.maxMb; ++mb)
+                ctx.layerKernels[(g * nTp + ti) * (ctx.maxMb + 1) + mb]
+                    = makeLayerKernel(req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb,
+                                      req.space.sequenceParallel, profiles, req.cost);
+    }
+    ctx.memKernels.resize(nTp * (ctx.maxMb + 1) * 2);
+    for (size_t ti = 0; ti < nTp; ++ti)
+        for (int mb = 1; mb <= ctx.maxMb; ++mb)
+            for (int pg = 0; pg < 2; ++pg)
+                ctx.memKernels[(ti * (ctx.maxMb + 1) + mb) * 2 + pg] = makeMemoryKernel(
+                    req.model, ctx.tpValues[ti], mb, req.space.sequenceParallel, pg ? 2 : 1, req.cost);
+
+    ctx.nMbs = req.space.microBatches.size();
+    ctx.nRc = req.space.recompute.size();
+    ctx.nTypes = res.deviceTypes.size();
+    ctx.nRcCombos = 1;
+    for (size_t i = 0; i < ctx.nTypes; ++i)
+        ctx.nRcCombos *= ctx.nRc;
+    ctx.nDist = req.space.distributedOptimizer.size();
+    ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nDist;
+    if (ctx.totalBases > 0xFFFFFFFFull)
+        throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)
+                                    + " base configurations, more than 2^32; narrow it (fewer TP degrees, "
+                                      "stages per group, recompute choices or no group permutations)");
+
+    // Parallel evaluation over fixed chunks of bases; chunk outputs are concatenated in order,
+    // so the result does not depend on the thread count.
+    const size_t nChunks = static_cast<size_t>((ctx.totalBases + kBasesPerChunk - 1) / kBasesPerChunk);
+    std::vector<ChunkOut> chunks(nChunks);
+    std::vector<char> chunkDone(nChunks, 0);
+    std::atomic<size_t> next {0};
+    std::atomic<size_t> basesDone {0};
+    std::atomic<bool> cancel {false};
+    std::mutex mu;
+    std::condition_variable cv;
+    int threads = req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(nChunks, 1)));
+    res.threads = threads;
+    std::atomic<int> running {threads};
+    auto worker = [&] {
+        Evaluator ev(ctx);
+        while (!cancel.load(std::memory_order_relaxed)) {
+            const size_t ci = next.fetch_add(1);
+            if (ci >= nChunks)
+                break;
+            const uint64_t b0 = ci * kBasesPerChunk;
+            const uint64_t b1 = std::min<uint64_t>(b0 + kBasesPerChunk, ctx.totalBases);
+            ChunkOut &co = chunks[ci];
+            const size_t guess = static_cast<size_t>(b1 - b0) * 8;
+            co.t.reserve(guess);
+            co.m.reserve(guess);
+            co.b.reserve(guess);
+            co.bytes.reserve(guess);
+            co.base.reserve(guess);
+            co.offset.reserve(guess);
+            co.layers.reserve(guess * 8);
+            for (uint64_t b = b0; b < b1; ++b)
+                ev.runBase(b, co);
+            chunkDone[ci] = 1;
+            basesDone.fetch_add(static_cast<size_t>(b1 - b0));
+        }
+        if (running.fetch_sub(1) == 1) {
+            std::lock_guard<std::mutex> lock(mu);
+            cv.notify_all();
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i)
+        pool.emplace_back(worker);
+    {
+        std::unique_lock<std::mutex> lock(mu);
+        while (running.load() > 0) {
+            cv.wait_for(lock, std::chrono::milliseconds(50));
+            if (progress && !cancel.load()) {
+                lock.unlock();
+                const bool go = progress(basesDone.load(), static_cast<size_t>(ctx.totalBases));
+                lock.lock();
+                if (!go)
+                    cancel = true;
+            }
+        }
+    }
+    for (std::thread &t : pool)
+        t.join();
+    res.cancelled = cancel.load();
+    if (progress && !res.cancelled)
+        progress(static_cast<size_t>(ctx.totalBases), static_cast<size_t>(ctx.totalBases));
+
+    size_t total = 0, totalLayers = 0;
+    for (size_t ci = 0; ci < nChunks; ++ci)
+        if (chunkDone[ci]) {
+            total += chunks[ci].t.size();
+            totalLayers += chunks[ci].layers.size();
+        }
+    res.timeMs.reserve(total);
+    res.peakMemory.reserve(total);
+    res.imbalance.reserve(total);
+    res.peakBytes.reserve(total);
+    res.baseOf.reserve(total);
+    res.splitOffset.reserve(total);
+    res.layerCounts.reserve(totalLayers);
+    for (size_t ci = 0; ci < nChunks; ++ci) {
+        if (!chunkDone[ci])
+            continue;
+        ChunkOut &c = chunks[ci];
+        const uint32_t shift = static_cast<uint32_t>(res.layerCounts.size());
+        res.timeMs.insert(res.timeMs.end(), c.t.begin(), c.t.end());
+        res.peakMemory.insert(res.peakMemory.end(), c.m.begin(), c.m.end());
+        res.imbalance.insert(res.imbalance.end(), c.b.begin(), c.b.end());
+        res.peakBytes.insert(res.peakBytes.end(), c.bytes.begin(), c.bytes.end());
+        res.baseOf.insert(res.baseOf.end(), c.base.begin(), c.base.end());
+        for (uint32_t o : c.offset)
+            res.splitOffset.push_back(o + shift);
+        res.layerCounts.insert(res.layerCounts.end(), c.layers.begin(), c.layers.end());
+        res.enumerated += c.enumerated;
+        res.pruned.divisibility += c.pruned.divisibility;
+        res.pruned.microBatchLimit += c.pruned.microBatchLimit;
+        res.pruned.layers += c.pruned.layers;
+        res.pruned.outOfMemory += c.pruned.outOfMemory;
+        res.pruned.duplicates += c.pruned.duplicates;
+        ChunkOut().t.swap(c.t); // release memory early
+        c = ChunkOut();
+    }
+    res.evaluated = res.timeMs.size();
+    res.enumerateEvaluateMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+}
+
+uint64_t baseConfigurationBound(const SearchRequest &req)
+{
+    const Cluster &cl = req.cluster;
+    const Model &m = req.model;
+    std::vector<std::string> types;
+    long double pipelines = 1;
+    for (const NodeGroup &g : cl.groups) {
+        const int total = g.gpusPerNode * g.count;
+        uint64_t options = 0;
+        for (int s : req.space.stagesPerGroup) {
+            if (s < 1 || total % s != 0)
+                continue;
+            const int n = total / s;
+            if (n % g.gpusPerNode != 0 && g.gpusPerNode % n != 0)
+                continue;
+            for (int t : req.space.tensorParallel)
+                if (t >= 1 && g.gpusPerNode % t == 0 && n % t == 0 && m.shape.heads > 0 && m.shape.heads % t == 0
+                    && m.shape.kvGroups % t == 0)
+                    ++options;
+        }
+        pipelines *= options;
+        const int di = cl.deviceIndex(g.gpu);
+        const std::string id = di >= 0 ? cl.devices[static_cast<size_t>(di)].id : g.gpu;
+        if (std::find(types.begin(), types.end(), id) == types.end())
+            types.push_back(id);
+    }
+    if (req.space.permuteGroups)
+        for (size_t k = 2; k <= cl.groups.size(); ++k)
+            pipelines *= static_cast<long double>(k);
+    long double bases = pipelines * req.space.microBatches.size() * req.space.distributedOptimizer.size();
+    for (size_t i = 0; i < types.size(); ++i)
+        bases *= req.space.recompute.size();
+    return bases > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bases);
+}
+
+std::vector<std::string> narrowToBudget(SearchRequest &req, uint64_t maxBases)
+{
+    std::vector<std::string> notes;
+    SearchSpaceOptions &sp = req.space;
+    auto over = [&] { return baseConfigurationBound(req) > maxBases; };
+    if (over() && sp.permuteGroups) {
+        sp.permuteGroups = false;
+        notes.push_back("kept the cluster file's group order along the pipeline (no permutations)");
+    }
+    while (over() && sp.tensorParallel.size() > 1) {
+        auto it = std::min_element(sp.tensorParallel.begin(), sp.tensorParallel.end());
+        notes.push_back("dropped TP degree " + std::to_string(*it));
+        sp.tensorParallel.erase(it);
+    }
+    while (over() && sp.stagesPerGroup.size() > 1) {
+        auto it = std::max_element(sp.stagesPerGroup.begin(), sp.stagesPerGroup.end());
+        notes.push_back("dropped " + std::to_string(*it) + " stages per group");
+        sp.stagesPerGroup.erase(it);
+    }
+    if (over()) {
+        auto it = std::find(sp.recompute.begin(), sp.recompute.end(), RecomputeMethod::Selective);
+        if (it != sp.recompute.end() && sp.recompute.size() > 1) {
+            sp.recompute.erase(it);
+            notes.push_back("dropped selective recompute");
+        }
+    }
+    if (over() && sp.distributedOptimizer.size() > 1) {
+        sp.distributedOptimizer = {true};
+        notes.push_back("distributed optimizer always on");
+    }
+    return notes;
+}
+
+std::vector<RecomputeMethod> SearchResult::recomputeOf(size_t index) const
+{
+    const size_t nRc = recomputeChoices.size();
+    size_t nCombos = 1;
+    for (size_t i = 0; i < deviceTypes.size(); ++i)
+        nCombos *= nRc;
+    const Decoded d = decode(baseOf.at(index), microBatchSizes.size(), nCombos, distOptChoices.size());
+    std::vector<RecomputeMethod> out;
+    for (size_t t = 0; t < deviceTypes.size(); ++t)
+        out.push_back(rcForType(d.rcCombo, static_cast<int>(t), nRc, recomputeChoices));
+    return out;
+}
+
+Plan SearchResult::materialize(size_t index) const
+{
+    const size_t nRc = recomputeChoices.size();
+    size_t nCombos = 1;
+    for (size_t i = 0; i < deviceTypes.size(); ++i)
+        nCombos *= nRc;
+    const Decoded d = decode(baseOf.at(index), microBatchSizes.size(), nCombos, distOptChoices.size());
+    const Pipeline &pl = pipelines.at(d.pipeline);
+    int maxDp = 1;
+    for (const SearchStage &s : pl.stages)
+        maxDp = std::max(maxDp, s.dp);
+    const int step = microBatchSizes[d.mbIndex] * maxDp;
+
+    Plan plan;
+    plan.name = "search #" + std::to_string(index);
+    plan.globalBatch = globalBatch;
+    plan.sequenceParallel = sequenceParallel;
+    plan.distributedOptimizer = distOptChoices[d.distIndex];
+    int layer = 0;
+    const uint8_t *split = &layerCounts.at(splitOffset.at(index));
+    for (size_t si = 0; si < pl.stages.size(); ++si) {
+        const SearchStage &ss = pl.stages[si];
+        const NodeGroup &ng = cluster.groups[static_cast<size_t>(ss.group)];
+        const std::string dev = cluster.deviceOf(ng).id;
+        const int type = static_cast<int>(std::find(deviceTypes.begin(), deviceTypes.end(), dev) - deviceTypes.begin());
+        Stage st;
+        st.firstLayer = layer;
+        st.layerCount = split[si];
+        layer += split[si];
+        st.recompute.method = rcForType(d.rcCombo, type, nRc, recomputeChoices);
+        const int n = ss.tp * ss.dp;
+        const int start = ss.slice * n;
+        for (int r = 0; r < ss.dp; ++r) {
+            Replica rep;
+            const int g0 = start + r * ss.tp;
+            rep.node = nodeName(ng, g0 / ng.gpusPerNode);
+            for (int k = 0; k < ss.tp; ++k)
+                rep.gpus.push_back((g0 + k) % ng.gpusPerNode);
+            rep.tp = ss.tp;
+            rep.microBatch = step / ss.dp;
+            st.replicas.push_back(std::move(rep));
+        }
+        plan.stages.push_back(std::move(st));
+    }
+    return plan;
+}
+
+} // namespace memx

@@ -1,0 +1,152 @@
+// Search engine speed: enumerate + evaluate + rank + Pareto on the sample clusters, a space of
+// over 1,000,000 configurations, and re-ranking cached metrics after a weight change.
+// Run: build/tests/bench/bench_search --benchmark_counters_tabular=true
+// Figures go to docs/performance.md.
+#include "memx/io/formats.h"
+#include "memx/search/objective.h"
+#include "memx/search/search.h"
+
+#include <benchmark/benchmark.h>
+
+#include <ctime>
+
+using namespace memx;
+
+namespace {
+
+const std::string kSamples = MEMX_SOURCE_DIR "/sample_clusters";
+
+SearchRequest makeRequest(const std::string &cluster, int threads)
+{
+    SearchRequest r;
+    r.cluster = loadCluster(kSamples + "/" + cluster + ".json");
+    r.model = resolveModel("llama2-7b");
+    r.threads = threads;
+    return r;
+}
+
+double processCpuSeconds()
+{
+    timespec ts {};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/// Full search pipeline: runSearch + rank(top 10) + paretoFront.
+void runFull(benchmark::State &state, const SearchRequest &req)
+{
+    uint64_t evaluated = 0, enumerated = 0;
+    size_t front = 0;
+    double cpu = 0;
+    for (auto _ : state) {
+        const double c0 = processCpuSeconds();
+        SearchResult r = runSearch(req);
+        auto top = rank(r, Objective {1, 0.5, 0.2}, 10);
+        auto f = paretoFront(r);
+        cpu += processCpuSeconds() - c0;
+        benchmark::DoNotOptimize(top.data());
+        evaluated = r.evaluated;
+        enumerated = r.enumerated;
+        front = f.size();
+    }
+    state.counters["evaluated"] = static_cast<double>(evaluated);
+    state.counters["enumerated"] = static_cast<double>(enumerated);
+    state.counters["pareto"] = static_cast<double>(front);
+    state.counters["evaluated/s"]
+        = benchmark::Counter(static_cast<double>(evaluated) * state.iterations(), benchmark::Counter::kIsRate);
+    state.counters["enumerated/s"]
+        = benchmark::Counter(static_cast<double>(enumerated) * state.iterations(), benchmark::Counter::kIsRate);
+    state.counters["processCpuS"] = cpu / state.iterations();
+}
+
+void BM_Search20(benchmark::State &state)
+{
+    runFull(state, makeRequest("paper-20gpu-nvidia-amd", static_cast<int>(state.range(0))));
+}
+BENCHMARK(BM_Search20)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+void BM_Search20Consumer(benchmark::State &state)
+{
+    runFull(state, makeRequest("paper-20gpu-mixed-consumer", 2));
+}
+BENCHMARK(BM_Search20Consumer)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Search40(benchmark::State &state)
+{
+    runFull(state, makeRequest("paper-40gpu-nvidia-amd", 2));
+}
+BENCHMARK(BM_Search40)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Search60(benchmark::State &state)
+{
+    runFull(state, makeRequest("paper-60gpu-nvidia-amd", 2));
+}
+BENCHMARK(BM_Search60)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Search512Narrow(benchmark::State &state)
+{
+    // 512 GPUs, 4 device types: the default space has ~48M base configurations; this narrowed
+    // space keeps the file's group order and TP 4/8.
+    SearchRequest r = makeRequest("cross-vendor-512gpu", 2);
+    r.space.permuteGroups = false;
+    r.space.tensorParallel = {4, 8};
+    runFull(state, r);
+}
+BENCHMARK(BM_Search512Narrow)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SearchOneMillion(benchmark::State &state)
+{
+    // Widened 20-GPU space: stages per group 1,2,4 -> over 1,000,000 evaluated configurations.
+    SearchRequest r = makeRequest("paper-20gpu-nvidia-amd", 2);
+    r.space.stagesPerGroup = {1, 2, 4};
+    runFull(state, r);
+}
+BENCHMARK(BM_SearchOneMillion)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+
+/// Cached metrics of the first 31,240 configurations of the 20-GPU default space.
+struct Cached {
+    std::vector<double> t, m, b;
+    Cached()
+    {
+        const SearchResult r = runSearch(makeRequest("paper-20gpu-nvidia-amd", 2));
+        const size_t n = std::min<size_t>(31240, r.size());
+        t.assign(r.timeMs.begin(), r.timeMs.begin() + static_cast<long>(n));
+        m.assign(r.peakMemory.begin(), r.peakMemory.begin() + static_cast<long>(n));
+        b.assign(r.imbalance.begin(), r.imbalance.begin() + static_cast<long>(n));
+    }
+    MetricView view() const { return MetricView {t.data(), m.data(), b.data(), t.size()}; }
+};
+
+const Cached &cached()
+{
+    static const Cached c;
+    return c;
+}
+
+void BM_Rerank31240(benchmark::State &state)
+{
+    const MetricView v = cached().view();
+    double w = 0.1;
+    for (auto _ : state) {
+        w = w > 2 ? 0.1 : w + 0.1; // a new weight every time
+        auto top = rank(v, Objective {1.0, w, 0.3}, 10);
+        benchmark::DoNotOptimize(top.data());
+    }
+    state.counters["plans"] = static_cast<double>(v.size);
+}
+BENCHMARK(BM_Rerank31240)->Unit(benchmark::kMicrosecond);
+
+void BM_Pareto31240(benchmark::State &state)
+{
+    const MetricView v = cached().view();
+    for (auto _ : state) {
+        auto f = paretoFront(v);
+        benchmark::DoNotOptimize(f.data());
+    }
+    state.counters["plans"] = static_cast<double>(v.size);
+}
+BENCHMARK(BM_Pareto31240)->Unit(benchmark::kMicrosecond);
+
+} // namespace
+
+BENCHMARK_MAIN();

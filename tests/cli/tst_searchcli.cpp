@@ -1,0 +1,93 @@
+// memx search / memx predict as binaries: JSON shape, exit codes, usage errors, and that
+// predict on a plan from search reports the same iteration time.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
+
+struct Run {
+    int code = -1;
+    QByteArray out, err;
+};
+
+static Run memx(const QStringList &args)
+{
+    QProcess p;
+    p.start(QStringLiteral(MEMX_CLI_PATH), args);
+    p.waitForFinished(120000);
+    return Run {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+class TestSearchCli : public QObject {
+    Q_OBJECT
+
+private slots:
+    void searchJsonAndPredictAgree()
+    {
+        const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
+        const Run r = memx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "3", "--weights",
+                            "1,0.5,0.2", "--threads", "2"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        const QJsonObject counts = j["counts"].toObject();
+        QVERIFY(counts["evaluated"].toDouble() >= 31240);
+        QCOMPARE(counts["enumerated"].toDouble(),
+                 counts["evaluated"].toDouble() + counts["pruned"].toObject()["total"].toDouble());
+        QCOMPARE(j["top"].toArray().size(), 3);
+        QVERIFY(j["paretoFront"].toArray().size() >= 1);
+        const QJsonObject top = j["top"].toArray()[0].toObject();
+        QVERIFY(top["estimate"].toObject()["gpus"].toArray().size() == 20);
+        // Scores are non-decreasing down the table.
+        double prev = 0;
+        for (const auto &v : j["top"].toArray()) {
+            QVERIFY(v.toObject()["score"].toDouble() >= prev);
+            prev = v.toObject()["score"].toDouble();
+        }
+
+        QTemporaryDir dir;
+        const QString planPath = dir.filePath("plan.json");
+        QFile f(planPath);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QJsonDocument(top["plan"].toObject()).toJson());
+        f.close();
+        const Run p = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
+        QVERIFY2(p.code == 0, p.err.constData());
+        const QJsonObject pj = QJsonDocument::fromJson(p.out).object();
+        QVERIFY(qAbs(pj["iterationTimeMs"].toDouble() - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
+        QCOMPARE(pj["stages"].toArray().size(), top["plan"].toObject()["stages"].toArray().size());
+
+        const Run table = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath});
+        QCOMPARE(table.code, 0);
+        QVERIFY(table.out.contains("headroom"));
+    }
+
+    void usageErrors()
+    {
+        const QString cluster = kSamples + "/h100-8x.json";
+        QCOMPARE(memx({"search", "--cluster", cluster}).code, 2); // --model missing
+        const Run w = memx({"search", "--cluster", cluster, "--model", "gpt3-1.3b", "--weights", "1,x,0"});
+        QCOMPARE(w.code, 2);
+        QVERIFY(w.err.contains("--weights"));
+        const Run rc = memx({"search", "--cluster", cluster, "--model", "gpt3-1.3b", "--recompute", "half"});
+        QCOMPARE(rc.code, 2);
+        QVERIFY(rc.err.contains("--recompute"));
+        const Run missing = memx({"search", "--cluster", kSamples + "/nope.json", "--model", "gpt3-1.3b"});
+        QCOMPARE(missing.code, 1);
+    }
+
+    void tableOutput()
+    {
+        const Run r = memx({"search", "--cluster", kSamples + "/h100-8x.json", "--model", "gpt3-1.3b", "--top", "2"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QVERIFY(r.out.contains("evaluated"));
+        QVERIFY(r.out.contains("PP"));
+        QVERIFY(r.err.isEmpty()); // no progress bar when stderr is not a terminal
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSearchCli)
+#include "tst_searchcli.moc"

@@ -1,0 +1,311 @@
+// Analytic cost model: memory against Megatron-LM's theoretical_memory_usage.py worked by hand,
+// iteration time against the section-5 formulas worked by hand, 1F1B in-flight counts,
+// slowest-replica stages, recompute effects, profiles, out-of-memory flags.
+#include "memx/cost/costmodel.h"
+#include "memx/io/formats.h"
+#include "memx/profile/layerprofile.h"
+
+#include <QTest>
+
+#include <cmath>
+
+using namespace memx;
+
+static const std::string kSamples = MEMX_SOURCE_DIR "/sample_clusters";
+
+static bool near(double a, double b, double rel = 1e-9)
+{
+    return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)) + 1e-12;
+}
+
+#define QNEAR(a, b)                                                                                                    \
+    QVERIFY2(near((a), (b)), (std::string(#a " = ") + std::to_string(a) + ", expected " + std::to_string(b)).c_str())
+
+/// A GPT-3-6.7B-like model with Megatron's assumptions (f = 4h, no GLU, no learned positions).
+static Model megatronModel()
+{
+    Model m;
+    m.id = "test-gpt";
+    m.shape.layers = 32;
+    m.shape.hidden = 4096;
+    m.shape.heads = 32;
+    m.shape.kvGroups = 32;
+    m.shape.ffnHidden = 16384;
+    m.shape.vocab = 51200;
+    m.shape.seqLength = 2048;
+    m.shape.swiglu = false;
+    m.shape.tiedEmbeddings = true;
+    m.shape.normalization = Normalization::LayerNorm;
+    m.shape.positionEmbedding = PositionEmbedding::Rope;
+    m.training.globalBatch = 64;
+    return m;
+}
+
+/// Plan over `cluster`'s node `node`: stages with the given layer counts, each `dp` replicas of
+/// `tp` GPUs, consecutive GPU indices.
+static Plan simplePlan(const std::string &node, const std::vector<int> &layers, int tp, int dp, int mb, int gbs,
+                       RecomputeMethod rc = RecomputeMethod::None)
+{
+    Plan p;
+    p.globalBatch = gbs;
+    int first = 0, gpu = 0;
+    for (int n : layers) {
+        Stage s;
+        s.firstLayer = first;
+        s.layerCount = n;
+        s.recompute.method = rc;
+        first += n;
+        for (int r = 0; r < dp; ++r) {
+            Replica rep;
+            rep.node = node;
+            rep.tp = tp;
+            rep.microBatch = mb;
+            for (int k = 0; k < tp; ++k)
+                rep.gpus.push_back(gpu++);
+            s.replicas.push_back(rep);
+        }
+        p.stages.push_back(s);
+    }
+    return p;
+}
+
+/// One node of 8 synthetic GPUs: 100 TFLOP/s peak, efficiency 0.5, 1000 GB/s HBM, 80 GiB,
+/// 100 GB/s intra-node link without latency.
+static Cluster syntheticCluster()
+{
+    Cluster c;
+    c.name = "synthetic";
+    GpuSpec g;
+    g.id = "synthetic-gpu";
+    g.vendor = "NVIDIA";
+    g.memoryGiB = 80;
+    g.memoryBandwidthGBps = 1000;
+    g.denseBf16Tflops = 100;
+    g.denseFp16Tflops = 100;
+    g.measuredComputeEfficiency = 0.5;
+    c.devices.push_back(g);
+    NodeGroup ng;
+    ng.name = "n";
+    ng.gpu = g.id;
+    ng.gpusPerNode = 8;
+    ng.intraLink = Link {100, 0, {}};
+    c.groups.push_back(ng);
+    c.network.interNode = Link {10, 0, {}};
+    return c;
+}
+
+class TestCostModel : public QObject {
+    Q_OBJECT
+
+private slots:
+    void megatronTheoreticalMemory()
+    {
+        // Homogeneous p = 2, t = 2, d = 2, b = 1, m = 64 / 2 = 32, selective recompute (the
+        // case Megatron's compute_activation_memory_without_sp models: sbh(10 + 24/t)).
+        // By hand (section 1.8):
+        //   attention+MLP per layer = 4h^2 + 2hf = 67,108,864 + 134,217,728 = 201,326,592
+        //   norms per layer = 2 * h * 2 = 16,384
+        //   tp_sharded = (32 * 201,326,592 / 2 + h*V) / 2 = (3,221,225,472 + 209,715,200) / 2 = 1,715,470,336
+        //   replicated = 16,384 * 32 / 2 = 262,144  -> 1,715,732,480 params on the first stage
+        //   weights+optimizer = 18 x 1,715,732,480 = 30,883,184,640 bytes
+        //   activations: sbh = 2048*4096 = 8,388,608; per layer sbh*(10+12) = 184,549,376
+        //     x L = 5,905,580,032; + 8sbp = 32,768; + sbh*p = 16,777,216 -> 5,922,390,016
+        //     x min(1, m/p) = 1 (Megatron then multiplies by 1.05 -> 6,218,509,516.8)
+        Cluster c = syntheticCluster();
+        c.groups[0].gpusPerNode = 8;
+        const Model m = megatronModel();
+        CostOptions o;
+        const Plan plan = simplePlan("n", {16, 16}, 2, 2, 1, 64, RecomputeMethod::Selective);
+        const PlanEstimate e = estimatePlan(plan, c, m, nullptr, o);
+        QCOMPARE(e.microBatches, 32);
+        const GpuMemory &g0 = e.gpus.front();
+        QCOMPARE(g0.stage, 0);
+        QNEAR(g0.paramsBytes + g0.gradsBytes + g0.optimizerBytes, 30883184640.0);
+        QNEAR(g0.paramsBytes, 2 * 1715732480.0);
+        QNEAR(g0.activationBytes, 5922390016.0);
+        // Megatron's total = weights/optimizer + 1.05 x activations; ours replaces the 1.05 by an
+        // allocator reserve on the whole allocator peak and adds context + communicators.
+        const double megatronTotal = 30883184640.0 + 1.05 * 5922390016.0;
+        const double allocator = 30883184640.0 + 5922390016.0;
+        QNEAR(g0.overheadBytes,
+              o.runtimeContextBytes + 3 * o.communicatorBytesPerGroup + o.allocatorReserveFraction * allocator);
+        QNEAR(g0.totalBytes - g0.overheadBytes + 0.05 * 5922390016.0, megatronTotal);
+
+        // Distributed optimizer: 6 + 12/d = 12 bytes per parameter.
+        Plan dist = plan;
+        dist.distributedOptimizer = true;
+        const PlanEstimate ed = estimatePlan(dist, c, m, nullptr, o);
+        const GpuMemory &d0 = ed.gpus.front();
+        QNEAR(d0.paramsBytes + d0.gradsBytes + d0.optimizerBytes, 12.0 * 1715732480.0);
+    }
+
+    void activationRecomputeAndInFlight()
+    {
+        // p = 4, m = 2: stage i holds min(p - i, m) = 2, 2, 2, 1 micro-batches.
+        const Cluster c = syntheticCluster();
+        Model m = megatronModel();
+        CostOptions o;
+        const Plan plan = simplePlan("n", {8, 8, 8, 8}, 1, 1, 1, 2, RecomputeMethod::Full);
+        const PlanEstimate e = estimatePlan(plan, c, m, nullptr, o);
+        QCOMPARE(e.microBatches, 2);
+        const int expected[4] = {2, 2, 2, 1};
+        for (int i = 0; i < 4; ++i)
+            QCOMPARE(e.stages[static_cast<size_t>(i)].microBatchesInFlight, expected[i]);
+        // Full recompute, t = 1: each layer keeps 2sbh = 16,777,216 bytes per micro-batch plus one
+        // layer's working set without recompute: sbh (34 + 5as/h) = 8,388,608 * (34 + 80) = 956,301,312.
+        // Stage 1 (no embedding, no logits): 2 x 8 x 16,777,216 + 956,301,312 = 1,224,736,768.
+        QNEAR(e.gpus[1].activationBytes, 1224736768.0);
+        // Last stage: 1 x 8 x 16,777,216 + 956,301,312 + logits 4 sbh (1 + V/h) = 4 * 8,388,608 * 13.5
+        //   = 452,984,832 -> 1,543,503,872.
+        QNEAR(e.gpus[3].activationBytes, 1543503872.0);
+        // Selective drops the score term: per layer sbh (10 + 24) = 285,212,672; stage 1: 2 x 8 x that.
+        const Plan sel = simplePlan("n", {8, 8, 8, 8}, 1, 1, 1, 2, RecomputeMethod::Selective);
+        QNEAR(estimatePlan(sel, c, m, nullptr, o).gpus[1].activationBytes, 16.0 * 285212672.0);
+        // None keeps the scores too: sbh (34 + 80) per layer.
+        const Plan none = simplePlan("n", {8, 8, 8, 8}, 1, 1, 1, 2, RecomputeMethod::None);
+        const PlanEstimate en = estimatePlan(none, c, m, nullptr, o);
+        QNEAR(en.gpus[1].activationBytes, 16.0 * 956301312.0);
+        // Recompute costs time: full adds one forward per layer.
+        QNEAR(e.stages[1].recomputeMs, e.stages[1].forwardMs);
+        QCOMPARE(en.stages[1].recomputeMs, 0.0);
+        QVERIFY(e.iterationTimeMs > en.iterationTimeMs);
+    }
+
+    void iterationTimeByHand()
+    {
+        // 1 GPU, p = 1, t = 1, d = 1, b = 1, gbs 8 -> m = 8. Effective 50 TFLOP/s (100 x 0.5,
+        // halfSaturationFlops = 0 so the efficiency curve is flat).
+        const Cluster c = syntheticCluster();
+        Model m;
+        m.id = "tiny";
+        m.shape = ModelShape {
+            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
+        m.training.globalBatch = 8;
+        CostOptions o;
+        o.halfSaturationFlops = 0;
+        const PlanEstimate e = estimatePlan(simplePlan("n", {4}, 1, 1, 1, 8), c, m, nullptr, o);
+        // Per token per layer: linear 2 (h (q + 2 kv g) + q h) = 8,388,608, MLP 2 h f 2 = 16,777,216,
+        // core 2 q s = 2,097,152 -> 27,262,976 x 1024 tokens = 27,917,287,424 FLOPs
+        // -> fwd 0.55834574848 ms, bwd 1.11669149696 ms.
+        // Head: 1024 x 2 h V = 67,108,864,000 FLOPs -> 1.34217728 ms fwd, 2.68435456 bwd.
+        // Embedding gather: b s h 2 bytes / 1000 GB/s = 0.002097152 ms fwd, 0.004194304 bwd.
+        const double step = 4 * (0.55834574848 + 1.11669149696) + 1.34217728 + 2.68435456 + 0.002097152 + 0.004194304;
+        QNEAR(e.stages[0].stepMs, step);
+        QNEAR(e.pipelineMs, 8 * step); // (m - 1) step + step
+        // Optimizer: params 4 x 12,587,008 + h V 32,768,000 + final norm 2,048 = 83,118,080
+        // x 30 bytes / (1000 GB/s x 0.8) = 3.116928 ms.
+        QNEAR(e.optimizerMs, 3.116928);
+        QCOMPARE(e.dpSyncMs, 0.0);
+        QNEAR(e.iterationTimeMs, 8 * step + 3.116928);
+    }
+
+    void collectivesAndPipeline()
+    {
+        // nccl-tests ring: all-reduce of 1e9 bytes over 4 ranks at 100 GB/s = 2*3/4*1e9/1e11 = 15 ms.
+        QNEAR(allReduceMs(4, 1e9, Link {100, 0, {}}), 15.0);
+        QNEAR(allGatherMs(4, 1e9, Link {100, 0, {}}), 7.5);
+        QNEAR(allReduceMs(4, 1e9, Link {100, 5, {}}), 15.0 + 6 * 5e-3);
+        QCOMPARE(allReduceMs(1, 1e9, Link {100, 0, {}}), 0.0);
+
+        // Two stages, DP 2, TP 2 on one node: DP all-reduce of stage grads (4 bytes/param),
+        // TP 4 all-reduces of 2 b s h bytes per layer, p2p 2 b s h bytes.
+        const Cluster c = syntheticCluster();
+        const Model m = megatronModel();
+        CostOptions o;
+        const Plan plan = simplePlan("n", {16, 16}, 2, 2, 1, 64, RecomputeMethod::Selective);
+        const PlanEstimate e = estimatePlan(plan, c, m, nullptr, o);
+        const double psi0 = 1715732480.0; // from megatronTheoreticalMemory
+        QNEAR(e.stages[0].dpSyncMs, 2.0 * 1 / 2 * psi0 * 4 / 100e9 * 1e3);
+        const double sbh2 = 2048.0 * 4096 * 2;
+        QNEAR(e.stages[1].tpCommMs, 16 * 4 * (2.0 * 1 / 2 * sbh2 / 100e9 * 1e3));
+        QNEAR(e.stages[0].p2pMs, sbh2 / 100e9 * 1e3);
+        // 1F1B: (m - 1) max step + sum steps + 2 p2p per boundary.
+        const double s0 = e.stages[0].stepMs, s1 = e.stages[1].stepMs;
+        QNEAR(e.pipelineMs, 31 * std::max(s0, s1) + s0 + s1 + 2 * e.stages[0].p2pMs);
+        QNEAR(e.iterationTimeMs, e.pipelineMs + e.dpSyncMs + e.optimizerMs);
+        QNEAR(e.stages[0].bubbleMs, e.pipelineMs - 32 * s0);
+    }
+
+    void slowestReplicaLimitsStage()
+    {
+        // A stage with an H100 replica and an A100 replica runs at the A100's pace.
+        const Cluster c = loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json");
+        const Model m = resolveModel("gpt3-1.3b");
+        Plan p;
+        p.globalBatch = 64;
+        Stage s;
+        s.layerCount = m.shape.layers;
+        s.replicas.push_back(Replica {"h100", {0}, 1, 1});
+        s.replicas.push_back(Replica {"a100-0", {0}, 1, 1});
+        p.stages.push_back(s);
+        const PlanEstimate mixed = estimatePlan(p, c, m, nullptr, CostOptions {});
+        Plan a100 = p;
+        a100.stages[0].replicas = {Replica {"a100-0", {0}, 1, 1}, Replica {"a100-0", {1}, 1, 1}};
+        Plan h100 = p;
+        h100.stages[0].replicas = {Replica {"h100", {0}, 1, 1}, Replica {"h100", {1}, 1, 1}};
+        const PlanEstimate ea = estimatePlan(a100, c, m, nullptr, CostOptions {});
+        const PlanEstimate eh = estimatePlan(h100, c, m, nullptr, CostOptions {});
+        QNEAR(mixed.stages[0].stepMs, ea.stages[0].stepMs);
+        QCOMPARE(mixed.stages[0].slowestReplica, 1);
+        QVERIFY(eh.stages[0].stepMs < ea.stages[0].stepMs);
+        // The mixed group spans two nodes: its DP all-reduce goes over the 25 GB/s network.
+        QVERIFY(mixed.stages[0].dpSyncMs > ea.stages[0].dpSyncMs);
+        // Per-GPU capacities differ: 39.5 GiB on the A100, 79.11 GiB on the H100.
+        QCOMPARE(mixed.gpus.size(), size_t(2));
+        QNEAR(mixed.gpus[1].capacityBytes, 39.5 * 1073741824.0);
+        QVERIFY(mixed.imbalance > 0.1);
+    }
+
+    void outOfMemoryIsFlagged()
+    {
+        const Cluster c = loadCluster(kSamples + "/paper-20gpu-mixed-consumer.json");
+        const Model m = resolveModel("llama2-7b");
+        Plan p = simplePlan("rtx4090", {32}, 1, 1, 1, 8);
+        const PlanEstimate e = estimatePlan(p, c, m, nullptr, CostOptions {});
+        QVERIFY(e.oom);
+        QVERIFY(e.gpus[0].oom);
+        QVERIFY(e.gpus[0].headroomBytes < 0);
+        QNEAR(e.gpus[0].headroomBytes, e.gpus[0].capacityBytes - e.gpus[0].totalBytes);
+        QVERIFY(e.peakUtilisation > 1.0);
+    }
+
+    void profileReplacesAnalyticCompute()
+    {
+        const Cluster c = syntheticCluster();
+        Model m;
+        m.id = "tiny";
+        m.shape = ModelShape {
+            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
+        m.training.globalBatch = 8;
+        ProfileSet ps;
+        LayerProfile lp;
+        lp.key = ProfileKey {"synthetic-gpu", "tiny", 1, 1, 1024};
+        lp.layers.push_back(LayerMeasurement {0.1, 0.2, 0.01, {}, {}});
+        for (int i = 0; i < 4; ++i)
+            lp.layers.push_back(LayerMeasurement {1.0 + i, 2.0 + i, 0.5, {}, {}});
+        lp.layers.push_back(LayerMeasurement {3.0, 6.0, 0.25, {}, {}});
+        ps.add(lp);
+        const PlanEstimate e = estimatePlan(simplePlan("n", {2, 2}, 1, 1, 1, 8), c, m, &ps, CostOptions {});
+        // Stage 0: embedding 0.1 + 0.2, layers 0-1: fwd 1 + 2, bwd 2 + 3 -> 8.3 ms.
+        // Stage 1: layers 2-3: fwd 3 + 4, bwd 4 + 5, head 3 + 6 -> 25 ms.
+        QVERIFY(e.stages[0].profiled);
+        QNEAR(e.stages[0].stepMs, 8.3);
+        QNEAR(e.stages[1].stepMs, 25.0);
+        // Optimizer from the profile: stage 1 = 0.5 + 0.5 + 0.25 = 1.25 ms (the max).
+        QNEAR(e.optimizerMs, 1.25);
+        // A key that is not in the set falls back to the analytic model.
+        const PlanEstimate e2 = estimatePlan(simplePlan("n", {2, 2}, 1, 1, 2, 8), c, m, &ps, CostOptions {});
+        QVERIFY(!e2.stages[0].profiled);
+    }
+
+    void invalidPlanIsRejected()
+    {
+        const Cluster c = syntheticCluster();
+        const Model m = megatronModel();
+        Plan p = simplePlan("n", {16, 15}, 1, 1, 1, 8); // 31 of 32 layers
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, estimatePlan(p, c, m, nullptr, CostOptions {}));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCostModel)
+#include "tst_costmodel.moc"

@@ -1,0 +1,316 @@
+// Search engine, objective and Pareto front: brute-force Pareto check, objective invariances,
+// determinism across thread counts, fast path == estimatePlan, space size, sensible plans.
+#include "memx/io/formats.h"
+#include "memx/search/objective.h"
+#include "memx/search/search.h"
+#include "memx/util/diagnostic.h"
+
+#include <QTest>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+using namespace memx;
+
+static const std::string kSamples = MEMX_SOURCE_DIR "/sample_clusters";
+
+/// O(n^2) reference: i is on the front iff no j dominates it.
+static std::vector<uint32_t> bruteForcePareto(const std::vector<double> &t, const std::vector<double> &m,
+                                              const std::vector<double> &b)
+{
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < t.size(); ++i) {
+        bool dominated = false;
+        for (size_t j = 0; j < t.size() && !dominated; ++j)
+            dominated = t[j] <= t[i] && m[j] <= m[i] && b[j] <= b[i] && (t[j] < t[i] || m[j] < m[i] || b[j] < b[i]);
+        if (!dominated)
+            out.push_back(static_cast<uint32_t>(i));
+    }
+    return out;
+}
+
+static SearchRequest request20(int threads)
+{
+    SearchRequest r;
+    r.cluster = loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json");
+    r.model = resolveModel("llama2-7b");
+    r.threads = threads;
+    return r;
+}
+
+/// A small request (narrowed space) for the slower checks.
+static SearchRequest smallRequest(int threads)
+{
+    SearchRequest r = request20(threads);
+    r.space.tensorParallel = {1, 2};
+    r.space.stagesPerGroup = {1, 2};
+    r.space.microBatches = {1, 2};
+    return r;
+}
+
+class TestSearch : public QObject {
+    Q_OBJECT
+
+    SearchResult mDefault; // default space on the 20-GPU sample, computed once
+
+private slots:
+    void initTestCase() { mDefault = runSearch(request20(2)); }
+
+    void paretoMatchesBruteForceOnRandomPointsWithTies()
+    {
+        std::mt19937 rng(42);
+        for (int trial = 0; trial < 20; ++trial) {
+            const size_t n = 50 + trial * 60;
+            std::uniform_int_distribution<int> small(0, trial % 2 ? 6 : 1000); // many ties on odd trials
+            std::vector<double> t(n), m(n), b(n);
+            for (size_t i = 0; i < n; ++i) {
+                t[i] = small(rng);
+                m[i] = small(rng) * 0.25;
+                b[i] = small(rng) * 0.5;
+            }
+            MetricView v {t.data(), m.data(), b.data(), n};
+            const auto front = paretoFront(v);
+            const auto ref = bruteForcePareto(t, m, b);
+            QVERIFY2(front == ref,
+                     ("trial " + std::to_string(trial) + ": front " + std::to_string(front.size()) + " vs brute force "
+                      + std::to_string(ref.size()))
+                         .c_str());
+        }
+    }
+
+    void paretoMatchesBruteForceOnSearchResult()
+    {
+        // 4,000 real configurations spread over the space.
+        const size_t n = 4000, stride = std::max<size_t>(1, mDefault.size() / n);
+        std::vector<double> t, m, b;
+        for (size_t i = 0; i < mDefault.size() && t.size() < n; i += stride) {
+            t.push_back(mDefault.timeMs[i]);
+            m.push_back(mDefault.peakMemory[i]);
+            b.push_back(mDefault.imbalance[i]);
+        }
+        MetricView v {t.data(), m.data(), b.data(), t.size()};
+        QCOMPARE(paretoFront(v), bruteForcePareto(t, m, b));
+        // And the full front is non-dominated by every plan (O(front x n)).
+        const auto front = paretoFront(mDefault);
+        QVERIFY(!front.empty());
+        for (uint32_t f : front)
+            for (size_t j = 0; j < mDefault.size(); j += 7) {
+                const bool dom = mDefault.timeMs[j] <= mDefault.timeMs[f]
+                    && mDefault.peakMemory[j] <= mDefault.peakMemory[f]
+                    && mDefault.imbalance[j] <= mDefault.imbalance[f]
+                    && (mDefault.timeMs[j] < mDefault.timeMs[f] || mDefault.peakMemory[j] < mDefault.peakMemory[f]
+                        || mDefault.imbalance[j] < mDefault.imbalance[f]);
+                QVERIFY(!dom);
+            }
+    }
+
+    void objectiveInvariances()
+    {
+        const SearchResult &r = mDefault;
+        const size_t K = 200;
+        // (1, 0, 0) reproduces the time-only ranking.
+        std::vector<uint32_t> byTime(r.size());
+        std::iota(byTime.begin(), byTime.end(), 0u);
+        std::stable_sort(byTime.begin(), byTime.end(), [&](uint32_t a, uint32_t b) {
+            if (r.timeMs[a] != r.timeMs[b])
+                return r.timeMs[a] < r.timeMs[b];
+            if (r.peakMemory[a] != r.peakMemory[b])
+                return r.peakMemory[a] < r.peakMemory[b];
+            return r.imbalance[a] < r.imbalance[b];
+        });
+        byTime.resize(K);
+        QCOMPARE(rank(r, Objective {1, 0, 0}, K), byTime);
+
+        // Rescaling any metric leaves the ranking unchanged (powers of two: exact in floating point,
+        // so the comparison is exact; other factors are checked on scores below).
+        const Objective w {1.0, 0.7, 0.3};
+        const auto base = rank(r, w, K);
+        std::vector<double> t = r.timeMs, m = r.peakMemory, b = r.imbalance;
+        for (double &x : t)
+            x *= 1024.0;
+        for (double &x : m)
+            x *= 0.125;
+        for (double &x : b)
+            x *= 8.0;
+        QCOMPARE(rank(MetricView {t.data(), m.data(), b.data(), t.size()}, w, K), base);
+        // Non-power-of-two factors: the scores agree to rounding.
+        for (double &x : t)
+            x *= 3.7;
+        const auto s0 = logScores(metricsOf(r), w);
+        const auto s1 = logScores(MetricView {t.data(), m.data(), b.data(), t.size()}, w);
+        for (size_t i = 0; i < s0.size(); i += 97)
+            QVERIFY(std::abs(s0[i] - s1[i]) < 1e-9);
+        // Scaling all weights together does not change the order either.
+        QCOMPARE(rank(r, Objective {2.0, 1.4, 0.6}, K), base);
+        // Weight on memory prefers lower peak memory: the top plan under (0, 1, 0) has the least M.
+        const auto memTop = rank(r, Objective {0, 1, 0}, 1);
+        QCOMPARE(r.peakMemory[memTop[0]], *std::min_element(r.peakMemory.begin(), r.peakMemory.end()));
+        // Negative weights are rejected.
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank(r, Objective {-1, 0, 0}, 1));
+    }
+
+    void deterministicAcrossThreadCounts()
+    {
+        const SearchResult a = runSearch(smallRequest(1));
+        const SearchResult b = runSearch(smallRequest(2));
+        const SearchResult c = runSearch(smallRequest(3));
+        QVERIFY(a.size() > 1000);
+        for (const SearchResult *x : {&b, &c}) {
+            QCOMPARE(x->timeMs, a.timeMs);
+            QCOMPARE(x->peakMemory, a.peakMemory);
+            QCOMPARE(x->imbalance, a.imbalance);
+            QCOMPARE(x->baseOf, a.baseOf);
+            QCOMPARE(x->layerCounts, a.layerCounts);
+            QCOMPARE(x->enumerated, a.enumerated);
+            QCOMPARE(x->pruned.outOfMemory, a.pruned.outOfMemory);
+        }
+    }
+
+    void fastPathAgreesWithEstimatePlan()
+    {
+        const SearchResult &r = mDefault;
+        SearchRequest req = request20(1);
+        std::vector<uint32_t> picks = rank(r, Objective {1, 0, 0}, 20);
+        for (uint32_t i : rank(r, Objective {1, 1, 1}, 20))
+            picks.push_back(i);
+        for (size_t i = 0; i < r.size(); i += r.size() / 50 + 1)
+            picks.push_back(static_cast<uint32_t>(i));
+        for (uint32_t i : picks) {
+            const Plan plan = r.materialize(i);
+            Diagnostics d;
+            validatePlan(plan, req.cluster, req.model, d);
+            QVERIFY2(d.empty(), plan.summary(req.cluster).c_str());
+            const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
+            QVERIFY(!e.oom);
+            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
+            QVERIFY2(rel(e.iterationTimeMs, r.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY2(rel(e.peakUtilisation, r.peakMemory[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY2(std::abs(e.imbalance - r.imbalance[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY(rel(e.peakBytes, r.peakBytes[i]) < 1e-9);
+        }
+    }
+
+    void defaultSpaceSizeAndCounts()
+    {
+        const SearchResult &r = mDefault;
+        // The MemX paper's 31,240 configurations on 20 GPUs: our default space holds more valid ones.
+        QVERIFY2(r.evaluated >= 31240, std::to_string(r.evaluated).c_str());
+        QCOMPARE(r.evaluated, static_cast<uint64_t>(r.size()));
+        QCOMPARE(r.enumerated, r.evaluated + r.pruned.total());
+        QVERIFY(r.pruned.outOfMemory > 0);
+        QVERIFY(!r.cancelled);
+        // Narrowing a dimension shrinks the space; widening grows it.
+        SearchRequest narrow = request20(2);
+        narrow.space.recompute = {RecomputeMethod::Full};
+        const SearchResult n = runSearch(narrow);
+        QVERIFY(n.enumerated < r.enumerated);
+        for (size_t i = 0; i < n.size(); i += 101)
+            for (RecomputeMethod m : n.recomputeOf(i))
+                QCOMPARE(m, RecomputeMethod::Full);
+    }
+
+    void sensiblePlans()
+    {
+        // Fast GPUs get more layers: in the time-best plan, the H100 stage (4 x 989 TFLOP/s)
+        // carries more layers than the MI250X stage (8 x 191.5 TFLOP/s at a lower efficiency).
+        const SearchResult &r = mDefault;
+        const Plan best = r.materialize(rank(r, Objective {1, 0, 0}, 1).front());
+        const Cluster &c = r.cluster;
+        auto deviceOf = [&](const Stage &s) { return c.devices[c.findNode(s.replicas[0].node)->device].id; };
+        int h100 = 0, mi = 0;
+        for (const Stage &s : best.stages) {
+            if (deviceOf(s) == "h100-sxm")
+                h100 += s.layerCount;
+            if (deviceOf(s) == "mi250x")
+                mi += s.layerCount;
+        }
+        QVERIFY2(h100 > mi, best.summary(c).c_str());
+
+        // Memory-poor GPUs recompute or get fewer layers: on the consumer cluster, the 24 GB
+        // RTX 4090 stages of the best plan hold fewer layers per GPU than the A100-80GB stages,
+        // or recompute.
+        SearchRequest cons;
+        cons.cluster = loadCluster(kSamples + "/paper-20gpu-mixed-consumer.json");
+        cons.model = resolveModel("llama2-7b");
+        cons.space = smallRequest(2).space;
+        cons.threads = 2;
+        const SearchResult rc = runSearch(cons);
+        QVERIFY(rc.size() > 0);
+        for (uint32_t i : rank(rc, Objective {1, 0, 0}, 5)) {
+            const Plan p = rc.materialize(i);
+            double rtxPerGpu = 0, a100PerGpu = 0;
+            bool rtxRecomputes = false;
+            for (const Stage &s : p.stages) {
+                const std::string dev = rc.cluster.devices[rc.cluster.findNode(s.replicas[0].node)->device].id;
+                const int gpus = s.dp() * s.replicas[0].tp;
+                if (dev == "rtx-4090") {
+                    rtxPerGpu = std::max(rtxPerGpu, static_cast<double>(s.layerCount) / gpus);
+                    rtxRecomputes = rtxRecomputes || s.recompute.method != RecomputeMethod::None;
+                }
+                if (dev == "a100-80gb-sxm")
+                    a100PerGpu = std::max(a100PerGpu, static_cast<double>(s.layerCount) / gpus);
+            }
+            QVERIFY2(rtxRecomputes || rtxPerGpu < a100PerGpu, p.summary(rc.cluster).c_str());
+        }
+    }
+
+    void cancelStopsEarly()
+    {
+        int calls = 0;
+        const SearchResult r = runSearch(request20(2), [&](size_t, size_t) {
+            ++calls;
+            return false;
+        });
+        QVERIFY(r.cancelled);
+        QVERIFY(calls >= 1);
+        QVERIFY(r.evaluated < mDefault.evaluated);
+        QCOMPARE(r.enumerated, r.evaluated + r.pruned.total() + 0 * calls);
+    }
+
+    void boundAndBudget()
+    {
+        // The bound equals the number of bases the engine walks (progress total) when no
+        // pipeline exceeds the depth cap.
+        size_t total = 0;
+        SearchRequest r = smallRequest(2);
+        runSearch(r, [&](size_t, size_t t) {
+            total = t;
+            return true;
+        });
+        QCOMPARE(static_cast<uint64_t>(total), baseConfigurationBound(r));
+        // 20-GPU default: 6 orders x (6 x 7 x 5) (stages, TP) options x 3 micro-batches x 3^3
+        // recompute x 2 = 204,120 bases; within the default budget, so nothing is narrowed.
+        SearchRequest d = request20(2);
+        QCOMPARE(baseConfigurationBound(d), uint64_t(204120));
+        QVERIFY(narrowToBudget(d, 500000).empty());
+        // 512 GPUs: 4 groups x 8 options, 24 orders, 3 x 81 x 2 -> 47,775,744 bases; narrowing
+        // drops permutations, then TP 1 and 2.
+        SearchRequest big;
+        big.cluster = loadCluster(kSamples + "/cross-vendor-512gpu.json");
+        big.model = resolveModel("llama2-7b");
+        QCOMPARE(baseConfigurationBound(big), uint64_t(47775744));
+        const auto notes = narrowToBudget(big, 500000);
+        QCOMPARE(notes.size(), size_t(3));
+        QVERIFY(!big.space.permuteGroups);
+        QCOMPARE(big.space.tensorParallel, (std::vector<int> {4, 8}));
+        QVERIFY(baseConfigurationBound(big) <= 500000);
+    }
+
+    void badRequestsAreErrors()
+    {
+        SearchRequest r = request20(1);
+        r.space.microBatches = {};
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, runSearch(r));
+        r = request20(1);
+        r.globalBatch = -1;
+        r.model.training.globalBatch = 0;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, runSearch(r));
+        r = request20(1);
+        r.cluster.groups.clear();
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, runSearch(r));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSearch)
+#include "tst_search.moc"
