@@ -24,7 +24,7 @@ if [ "$mode" = run ]; then
   fi
   echo "No display: printing the CLI report for $sample" >&2
   if "$build_dir/app/cli/memx" search --help >/dev/null 2>&1; then
-    exec "$build_dir/app/cli/memx" search --cluster "$sample" --model llama2-7b
+    exec "$build_dir/app/cli/memx" search --cluster "$sample" --model llama2-7b --weights 1,0.5,0.5 --top 10
   fi
   exec "$build_dir/app/cli/memx" info "$sample"
 fi
