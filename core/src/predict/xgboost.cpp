@@ -136,6 +136,11 @@ std::vector<float> XgbBooster::predict(const XgbMatrix &data) const
     return std::vector<float>(result, result + total);
 }
 
+void XgbBooster::setParam(const std::string &name, const std::string &value)
+{
+    check(XGBoosterSetParam(mHandle, name.c_str(), value.c_str()), ("XGBoosterSetParam(" + name + ")").c_str());
+}
+
 std::vector<std::uint8_t> XgbBooster::save() const
 {
     bst_ulong len = 0;

@@ -64,6 +64,8 @@ public:
 
     /// Predictions for every row: rows x outputs floats, row-major, copied out of XGBoost's buffer.
     std::vector<float> predict(const XgbMatrix &data) const;
+    /// Sets one XGBoost parameter on the trained model (e.g. {"nthread", "2"} for prediction).
+    void setParam(const std::string &name, const std::string &value);
     /// Number of outputs per row of the last prediction / training (1 or num_target).
     size_t outputs() const { return mOutputs; }
 
