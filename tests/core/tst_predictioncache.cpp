@@ -205,7 +205,7 @@ private slots:
         const Cluster c = cluster20();
         PredictionCache cache(99);
         cache.insert(planSignature(basePlan(), c), {0.25f, -0.5f, 0.1f, 0.2f});
-        cache.insert(PlanSignature {5, "other"}, {1, 2, 3, 4});
+        cache.insert(makeSignature("other"), {1, 2, 3, 4});
         const std::vector<std::uint8_t> bytes = cache.serialize();
         const PredictionCache back = PredictionCache::deserialize(bytes);
         QCOMPARE(back.context(), std::uint64_t(99));

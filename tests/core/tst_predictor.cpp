@@ -117,6 +117,9 @@ private slots:
               r.noise.pairs);
         QVERIFY2(l.timeMapePct < a.timeMapePct, "the learned correction must beat the analytic model on time");
         QVERIFY2(l.memMapePct < a.memMapePct, "the learned correction must beat the analytic model on memory");
+        // The targets (docs/accuracy.md): under 8% for both, leave-one-out.
+        QVERIFY2(l.timeMapePct < 8.0, "time MAPE target");
+        QVERIFY2(l.memMapePct < 8.0, "memory MAPE target");
         QCOMPARE(r.noise.pairs, 15);
         QVERIFY(r.noise.timeMapePct > 0);
     }
