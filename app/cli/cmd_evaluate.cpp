@@ -63,8 +63,11 @@ int run(const std::vector<std::string> &argv)
     if (args.has("json")) {
         nlohmann::json j;
         j["project"] = path;
-        j["options"] = {{"ensemble", opts.ensemble}, {"rounds", opts.rounds}, {"maxDepth", opts.maxDepth},
-                        {"eta", opts.eta}, {"seed", opts.seed}};
+        j["options"] = {{"ensemble", opts.ensemble},
+                        {"rounds", opts.rounds},
+                        {"maxDepth", opts.maxDepth},
+                        {"eta", opts.eta},
+                        {"seed", opts.seed}};
         j["reports"] = nlohmann::json::array();
         for (const EvaluationReport &r : reports)
             j["reports"].push_back(toJson(r));

@@ -75,20 +75,21 @@ int run(const std::vector<std::string> &argv)
     }
     std::cout << "Trained " << model.describe() << " on " << path << "\n";
     std::cout << "  " << model.members() << " bootstrap members x " << opts.rounds
-              << " rounds; out-of-bag RMS error of log(measured/analytic): time " << std::fixed
-              << std::setprecision(3) << model.oobTimeRmse() << ", memory " << model.oobMemRmse() << "\n";
+              << " rounds; out-of-bag RMS error of log(measured/analytic): time " << std::fixed << std::setprecision(3)
+              << model.oobTimeRmse() << ", memory " << model.oobMemRmse() << "\n";
     if (cv) {
         std::cout << "  " << cv->folds << "-fold cross-validation (plans held out with their reruns): time MAPE "
                   << std::setprecision(1) << cv->learned.all.timeMapePct << "% (analytic "
-                  << cv->analytic.all.timeMapePct << "%), memory MAPE " << cv->learned.all.memMapePct
-                  << "% (analytic " << cv->analytic.all.memMapePct << "%)\n";
+                  << cv->analytic.all.timeMapePct << "%), memory MAPE " << cv->learned.all.memMapePct << "% (analytic "
+                  << cv->analytic.all.memMapePct << "%)\n";
     }
     std::cout << "  stored as blob " << kPredictorBlobKind << "/" << kPredictorBlobKey
               << "; 'memx evaluate' for the full report\n";
     return Ok;
 }
 
-CommandRegistration reg({"train", "train the learned (XGBoost) time + memory predictor on measured runs", kUsage, &run});
+CommandRegistration reg({"train", "train the learned (XGBoost) time + memory predictor on measured runs", kUsage,
+                         &run});
 
 } // namespace
 } // namespace memx::cli

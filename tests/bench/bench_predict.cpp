@@ -96,8 +96,14 @@ void BM_AnalyticSearch(benchmark::State &state)
     state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
 }
 
-void BM_LearnedSearchNoCache(benchmark::State &state) { learnedSearch(state, request(), nullptr, false); }
-void BM_LearnedSearchColdCache(benchmark::State &state) { learnedSearch(state, request(), nullptr, true); }
+void BM_LearnedSearchNoCache(benchmark::State &state)
+{
+    learnedSearch(state, request(), nullptr, false);
+}
+void BM_LearnedSearchColdCache(benchmark::State &state)
+{
+    learnedSearch(state, request(), nullptr, true);
+}
 void BM_LearnedSearchWarmCache(benchmark::State &state)
 {
     const SearchRequest req = request();

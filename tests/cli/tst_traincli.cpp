@@ -61,8 +61,9 @@ private slots:
 
         // search --project uses it, twice: the second run hits the persisted cache for every plan.
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
-        const QStringList args = {"search", "--cluster", cluster, "--model", "llama2-7b", "--project", mProject,
-                                  "--stages", "1", "--mbs", "1,2", "--threads", "2", "--top", "3", "--json"};
+        const QStringList args
+            = {"search", "--cluster", cluster, "--model",   "llama2-7b", "--project", mProject, "--stages",
+               "1",      "--mbs",     "1,2",   "--threads", "2",         "--top",     "3",      "--json"};
         const Run s1 = memx(args);
         QVERIFY2(s1.code == 0, s1.err.constData());
         const QJsonObject j1 = QJsonDocument::fromJson(s1.out).object();
@@ -84,8 +85,8 @@ private slots:
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write(QJsonDocument(j1["top"].toArray()[0].toObject()["plan"].toObject()).toJson());
         f.close();
-        const Run p = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--project",
-                            mProject});
+        const Run p = memx(
+            {"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--project", mProject});
         QVERIFY2(p.code == 0 || p.code == 1, p.err.constData());
         QVERIFY2(p.out.startsWith("predictor: learned (xgboost, 41 runs, schema v1)"), p.out.constData());
         QVERIFY(p.out.contains("Learned: iteration time"));

@@ -13,7 +13,10 @@ using namespace memx;
 static const std::string kSamples = MEMX_SOURCE_DIR "/sample_clusters";
 
 /// 8 A100 (2 nodes "a100-0", "a100-1") + 8 MI250X ("mi250x") + 4 H100 ("h100").
-static Cluster cluster20() { return loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json"); }
+static Cluster cluster20()
+{
+    return loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json");
+}
 
 static Replica rep(const std::string &node, std::vector<int> gpus, int mb)
 {
@@ -35,8 +38,8 @@ static Plan basePlan()
     Stage a;
     a.firstLayer = 0;
     a.layerCount = 12;
-    a.replicas = {rep("a100-0", {0, 1}, 2), rep("a100-0", {2, 3}, 2), rep("a100-1", {0, 1}, 2),
-                  rep("a100-1", {2, 3}, 2)};
+    a.replicas
+        = {rep("a100-0", {0, 1}, 2), rep("a100-0", {2, 3}, 2), rep("a100-1", {0, 1}, 2), rep("a100-1", {2, 3}, 2)};
     Stage m;
     m.firstLayer = 12;
     m.layerCount = 10;
@@ -81,7 +84,9 @@ private slots:
                 r.node = r.node == "a100-0" ? "a100-1" : "a100-0";
         };
         switch (variant) {
-        case 0: swapNodes(); break;
+        case 0:
+            swapNodes();
+            break;
         case 1:
             std::reverse(p.stages[0].replicas.begin(), p.stages[0].replicas.end());
             std::swap(p.stages[1].replicas[0], p.stages[1].replicas[1]);
@@ -90,7 +95,9 @@ private slots:
             p.stages[0].replicas[0].gpus = {2, 3};
             p.stages[0].replicas[1].gpus = {0, 1};
             break;
-        case 3: p.name = "renamed"; break;
+        case 3:
+            p.name = "renamed";
+            break;
         case 4:
             swapNodes();
             std::rotate(p.stages[0].replicas.begin(), p.stages[0].replicas.begin() + 1, p.stages[0].replicas.end());
@@ -130,7 +137,9 @@ private slots:
             p.stages[1].firstLayer = 11;
             p.stages[1].layerCount = 11;
             break;
-        case 1: p.stages[2].recompute.method = RecomputeMethod::Full; break;
+        case 1:
+            p.stages[2].recompute.method = RecomputeMethod::Full;
+            break;
         case 2:
             // A100 stage: 8 replicas of TP 1 x mb 1
             p.stages[0].replicas.clear();
@@ -138,13 +147,19 @@ private slots:
                 for (int g = 0; g < 4; ++g)
                     p.stages[0].replicas.push_back(rep("a100-" + std::to_string(n), {g}, 1));
             break;
-        case 3: p.distributedOptimizer = true; break;
+        case 3:
+            p.distributedOptimizer = true;
+            break;
         case 4:
             // A100 stage uses DP 2 on a100-0 only with mb 4; the other node idles (a different plan).
             p.stages[0].replicas = {rep("a100-0", {0, 1}, 4), rep("a100-0", {2, 3}, 4)};
             break;
-        case 5: std::swap(p.stages[1].replicas, p.stages[2].replicas); break;
-        case 6: p.globalBatch = 128; break;
+        case 5:
+            std::swap(p.stages[1].replicas, p.stages[2].replicas);
+            break;
+        case 6:
+            p.globalBatch = 128;
+            break;
         }
         QVERIFY(planSignature(p, c).key != planSignature(basePlan(), c).key);
         QVERIFY(planSignature(p, c).hash != planSignature(basePlan(), c).hash);

@@ -252,9 +252,8 @@ private slots:
         const size_t i = r1.size() / 3;
         const Plan plan = analytic.materialize(i);
         const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
-        const Prediction p
-            = model.predict(encodeFeatures(featureInputs(plan, req.cluster, req.model, e)), e.iterationTimeMs,
-                            e.peakBytes, 0);
+        const Prediction p = model.predict(encodeFeatures(featureInputs(plan, req.cluster, req.model, e)),
+                                           e.iterationTimeMs, e.peakBytes, 0);
         QVERIFY2(std::abs(p.timeMs - r1.timeMs[i]) <= 1e-4 * p.timeMs,
                  qPrintable(QString("%1 vs %2").arg(p.timeMs).arg(r1.timeMs[i])));
         QVERIFY(std::abs(r1.peakMemory[i] / analytic.peakMemory[i] - p.peakBytes / e.peakBytes) < 1e-4);

@@ -273,8 +273,8 @@ nlohmann::json toJson(const EvaluationReport &r)
             {"balanceRanking", "T x M (weighted product wt = wm = 1; per-GPU balance B is not measured)"},
             {"learned", methodJson(r.learned)},
             {"analytic", methodJson(r.analytic)},
-            {"noiseFloor", {{"pairs", r.noise.pairs}, {"timeMapePct", r.noise.timeMapePct},
-                            {"memoryMapePct", r.noise.memMapePct}}},
+            {"noiseFloor",
+             {{"pairs", r.noise.pairs}, {"timeMapePct", r.noise.timeMapePct}, {"memoryMapePct", r.noise.memMapePct}}},
             {"runs", runs}};
 }
 
@@ -292,8 +292,9 @@ std::string formatReport(const EvaluationReport &r)
           << m.meanRegretPct;
         return s.str();
     };
-    o << std::left << std::setw(26) << "group" << std::right << std::setw(5) << "runs" << "  method    "
-      << std::setw(8) << "T MAPE%" << std::setw(8) << "M MAPE%" << "  | time: tau top1 regret% | T*M: tau top1 regret%\n";
+    o << std::left << std::setw(26) << "group" << std::right << std::setw(5) << "runs"
+      << "  method    " << std::setw(8) << "T MAPE%" << std::setw(8) << "M MAPE%"
+      << "  | time: tau top1 regret% | T*M: tau top1 regret%\n";
     auto row = [&](const GroupMetrics &g, const char *method, bool first) {
         o << std::left << std::setw(26) << (first ? g.group : "") << std::right << std::setw(5)
           << (first ? std::to_string(g.runs) : "") << "  " << std::left << std::setw(10) << method << std::right

@@ -131,8 +131,7 @@ FeatureVector encodeFeatures(const PlanFeatureInputs &in)
     return v;
 }
 
-PlanFeatureInputs featureInputs(const Plan &plan, const Cluster &cluster, const Model &model,
-                                const PlanEstimate &e)
+PlanFeatureInputs featureInputs(const Plan &plan, const Cluster &cluster, const Model &model, const PlanEstimate &e)
 {
     PlanFeatureInputs in;
     in.iterationTimeMs = e.iterationTimeMs;
@@ -175,9 +174,15 @@ PlanFeatureInputs featureInputs(const Plan &plan, const Cluster &cluster, const 
         for (const Replica &r : st.replicas)
             in.maxTp = std::max(in.maxTp, r.tp);
         switch (st.recompute.method) {
-        case RecomputeMethod::None: ++in.recomputeNone; break;
-        case RecomputeMethod::Selective: ++in.recomputeSelective; break;
-        case RecomputeMethod::Full: ++in.recomputeFull; break;
+        case RecomputeMethod::None:
+            ++in.recomputeNone;
+            break;
+        case RecomputeMethod::Selective:
+            ++in.recomputeSelective;
+            break;
+        case RecomputeMethod::Full:
+            ++in.recomputeFull;
+            break;
         }
     }
     if (!e.stages.empty()) {

@@ -103,10 +103,14 @@ std::map<std::string, std::string> xgbParams(const PredictorOptions &o, std::uin
 
 nlohmann::json optionsJson(const PredictorOptions &o)
 {
-    return {{"ensemble", o.ensemble}, {"rounds", o.rounds},
-            {"maxDepth", o.maxDepth}, {"eta", o.eta},
-            {"lambda", o.lambda},     {"minChildWeight", o.minChildWeight},
-            {"colsampleByTree", o.colsampleByTree}, {"seed", o.seed},
+    return {{"ensemble", o.ensemble},
+            {"rounds", o.rounds},
+            {"maxDepth", o.maxDepth},
+            {"eta", o.eta},
+            {"lambda", o.lambda},
+            {"minChildWeight", o.minChildWeight},
+            {"colsampleByTree", o.colsampleByTree},
+            {"seed", o.seed},
             {"threads", o.threads}};
 }
 
@@ -343,13 +347,34 @@ LearnedPredictor LearnedPredictor::deserialize(const std::vector<std::uint8_t> &
     return p;
 }
 
-int LearnedPredictor::schemaVersion() const { return d->schema; }
-size_t LearnedPredictor::members() const { return d->members.size(); }
-const std::vector<std::string> &LearnedPredictor::trainingRunIds() const { return d->runIds; }
-const PredictorOptions &LearnedPredictor::options() const { return d->options; }
-double LearnedPredictor::oobTimeRmse() const { return d->oobTime; }
-double LearnedPredictor::oobMemRmse() const { return d->oobMem; }
-std::uint64_t LearnedPredictor::digest() const { return d->digest; }
+int LearnedPredictor::schemaVersion() const
+{
+    return d->schema;
+}
+size_t LearnedPredictor::members() const
+{
+    return d->members.size();
+}
+const std::vector<std::string> &LearnedPredictor::trainingRunIds() const
+{
+    return d->runIds;
+}
+const PredictorOptions &LearnedPredictor::options() const
+{
+    return d->options;
+}
+double LearnedPredictor::oobTimeRmse() const
+{
+    return d->oobTime;
+}
+double LearnedPredictor::oobMemRmse() const
+{
+    return d->oobMem;
+}
+std::uint64_t LearnedPredictor::digest() const
+{
+    return d->digest;
+}
 
 std::string LearnedPredictor::describe() const
 {

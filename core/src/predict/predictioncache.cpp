@@ -80,12 +80,12 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster)
             const int ni = nodeIndex(r.node);
             stageNodes.push_back(ni);
             const Node &n = nodes[static_cast<size_t>(ni)];
-            reps.push_back(cluster.devices[static_cast<size_t>(n.device)].id + "/" + linkDescriptor(n.intraLink)
-                           + "/t" + std::to_string(r.tp) + "/b" + std::to_string(r.microBatch));
+            reps.push_back(cluster.devices[static_cast<size_t>(n.device)].id + "/" + linkDescriptor(n.intraLink) + "/t"
+                           + std::to_string(r.tp) + "/b" + std::to_string(r.microBatch));
         }
         std::sort(reps.begin(), reps.end());
-        key += "|L" + std::to_string(st.firstLayer) + "+" + std::to_string(st.layerCount) + ";rc="
-            + toString(st.recompute.method) + ":" + std::to_string(st.recompute.layers) + ";R[";
+        key += "|L" + std::to_string(st.firstLayer) + "+" + std::to_string(st.layerCount)
+            + ";rc=" + toString(st.recompute.method) + ":" + std::to_string(st.recompute.layers) + ";R[";
         for (size_t r = 0; r < reps.size(); ++r)
             key += (r ? "," : "") + reps[r];
         key += "];dp=" + (st.dp() > 1 ? linkClass(linksAmong(stageNodes, nodes, cluster)) : std::string("-"));
@@ -118,9 +118,9 @@ std::uint64_t predictionContext(const Cluster &cluster, const Model &model, cons
     }
     s += "cost";
     for (double v : {cost.nvidiaEfficiency, cost.amdEfficiency, cost.otherEfficiency, cost.halfSaturationFlops,
-                     cost.optimizerBandwidthEfficiency, cost.optimizerBytesPerParam,
-                     cost.flashAttention ? 1.0 : 0.0, cost.gradReduceBytesPerParam, cost.runtimeContextBytes,
-                     cost.communicatorBytesPerGroup, cost.allocatorReserveFraction})
+                     cost.optimizerBandwidthEfficiency, cost.optimizerBytesPerParam, cost.flashAttention ? 1.0 : 0.0,
+                     cost.gradReduceBytesPerParam, cost.runtimeContextBytes, cost.communicatorBytesPerGroup,
+                     cost.allocatorReserveFraction})
         s += " " + num(v);
     s += "\npredictor " + std::to_string(predictorDigest);
     return fnv1a64(s);
