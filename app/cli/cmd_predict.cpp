@@ -3,16 +3,22 @@
 #include "memx/cost/costjson.h"
 #include "memx/cost/costmodel.h"
 #include "memx/io/formats.h"
+#include "memx/predict/features.h"
+#include "memx/predict/projectpredictor.h"
+#include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
 
+#include <filesystem>
 #include <iomanip>
+#include <memory>
+#include <optional>
 #include <iostream>
 #include <sstream>
 
 namespace memx::cli {
 namespace {
 
-const char *kUsage = R"(Usage: memx predict --cluster CLUSTER --model MODEL --plan PLAN [--json]
+const char *kUsage = R"(Usage: memx predict --cluster CLUSTER --model MODEL --plan PLAN [--project FILE] [--json]
 
 Prints the analytic cost model's full breakdown of one plan: per stage forward, backward,
 recompute, TP communication, pipeline send, data-parallel sync, optimizer and bubble times;
@@ -30,27 +36,62 @@ std::string gib(double bytes)
 
 int run(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"cluster", "model", "plan"}, {"json"});
+    Args args(argv, {"cluster", "model", "plan", "project"}, {"json"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const std::string planPath = args.require("plan");
     const Cluster cluster = loadCluster(args.require("cluster"));
-    const Model model = resolveModel(args.require("model"));
+    std::unique_ptr<SqliteStore> store;
+    std::optional<LearnedPredictor> learned;
+    ProfileSet profiles;
+    if (auto project = args.value("project")) {
+        if (!std::filesystem::exists(*project))
+            throw LoadError(*project, "", "no such project file");
+        store = std::make_unique<SqliteStore>(*project, false);
+        learned = loadPredictor(*store);
+        profiles = store->profiles();
+    }
+    std::optional<Model> stored = store ? store->model(args.require("model")) : std::nullopt;
+    const Model model = stored ? *stored : resolveModel(args.require("model"));
     const Plan plan = loadPlan(planPath);
     Diagnostics diags(planPath);
     validatePlan(plan, cluster, model, diags);
     diags.throwIfAny();
-    const PlanEstimate e = estimatePlan(plan, cluster, model, nullptr, CostOptions {});
+    const PlanEstimate e = estimatePlan(plan, cluster, model, profiles.empty() ? nullptr : &profiles, CostOptions {});
+    std::optional<Prediction> lp;
+    double capacity = 0;
+    for (const GpuMemory &g : e.gpus)
+        if (g.totalBytes == e.peakBytes) {
+            capacity = g.capacityBytes;
+            break;
+        }
+    if (learned)
+        lp = learned->predict(encodeFeatures(featureInputs(plan, cluster, model, e)), e.iterationTimeMs, e.peakBytes,
+                              capacity);
+    const std::string predictorName = learned ? learned->describe() : "analytic";
 
     if (args.has("json")) {
         nlohmann::json j = toJson(e);
         j["plan"] = plan.summary(cluster);
         j["cluster"] = cluster.name;
         j["model"] = model.id;
+        j["predictor"] = predictorName;
+        if (lp)
+            j["learned"] = {{"iterationTimeMs", lp->timeMs},
+                            {"iterationTimeSpreadMs", lp->timeSpreadMs},
+                            {"peakBytes", lp->peakBytes},
+                            {"peakSpreadBytes", lp->peakSpreadBytes},
+                            {"capacityBytes", capacity},
+                            {"oomRisk", lp->oomRisk}};
         std::cout << j.dump(2) << "\n";
         return e.oom ? Failure : Ok;
     }
     std::cout << std::fixed << std::setprecision(2);
+    std::cout << "predictor: " << predictorName << "\n";
+    if (lp)
+        std::cout << "Learned: iteration time " << lp->timeMs << " ms +- " << lp->timeSpreadMs << ", peak memory "
+                  << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity) << " GiB"
+                  << (lp->oomRisk ? "   ** risk of OOM **" : "") << "\n   (the breakdown below is the analytic model's)\n";
     std::cout << "Plan: " << plan.summary(cluster) << (plan.distributedOptimizer ? " dist-opt" : "") << "\n";
     std::cout << "Model " << model.id << ", cluster \"" << cluster.name << "\", " << e.microBatches
               << " micro-batches\n\n";

@@ -2,12 +2,18 @@
 
 #include "memx/cost/costjson.h"
 #include "memx/io/formats.h"
+#include "memx/predict/learnedsearch.h"
+#include "memx/predict/projectpredictor.h"
+#include "memx/store/sqlitestore.h"
+#include "memx/util/diagnostic.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
+#include <optional>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -32,6 +38,10 @@ Options:
   --top K               plans to show (default 10)
   --threads N           worker threads (default: all cores)
   --json                full JSON: counts, timings, top-K plans with per-GPU memory, Pareto front
+  --project FILE        use the project's per-layer profiles and, when 'memx train' stored one,
+                        its learned predictor (T and memory corrected, confidence, risk of OOM),
+                        with the project's prediction cache; without it: the analytic model
+  --no-cache            with --project: do not read or write the prediction cache
   Search space (comma-separated lists; defaults in docs/search.md):
   --stages LIST         pipeline stages per GPU group (default 1,2,3)
   --tp LIST             tensor-parallel degrees (default 1,2,4,8)
@@ -101,13 +111,26 @@ int run(const std::vector<std::string> &argv)
 {
     Args args(argv,
               {"cluster", "model", "gbs", "weights", "top", "threads", "stages", "tp", "mbs", "max-mbs", "recompute",
-               "dist-opt", "radius", "max-stages", "max-bases"},
-              {"json", "no-permute", "no-memory-split", "sequence-parallel"});
+               "dist-opt", "radius", "max-stages", "max-bases", "project"},
+              {"json", "no-permute", "no-memory-split", "sequence-parallel", "no-cache"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     SearchRequest req;
     req.cluster = loadCluster(args.require("cluster"));
-    req.model = resolveModel(args.require("model"));
+    std::unique_ptr<SqliteStore> store;
+    std::optional<LearnedPredictor> learned;
+    if (auto project = args.value("project")) {
+        if (!std::filesystem::exists(*project))
+            throw LoadError(*project, "", "no such project file");
+        store = std::make_unique<SqliteStore>(*project, false);
+        learned = loadPredictor(*store);
+        req.profiles = store->profiles();
+    }
+    if (auto m = store ? store->model(args.require("model")) : std::nullopt)
+        req.model = *m;
+    else
+        req.model = resolveModel(args.require("model"));
+    req.collectFeatures = learned.has_value();
     req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     const size_t topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
@@ -203,6 +226,21 @@ int run(const std::vector<std::string> &argv)
     if (bar)
         std::cerr << "\n";
 
+    LearnedSearchStats learnedStats;
+    const bool useCache = learned && !args.has("no-cache") && !res.cancelled;
+    if (learned) {
+        learned->setThreads(res.threads);
+        std::optional<PredictionCache> cache;
+        if (useCache)
+            cache = loadPredictionCache(*store,
+                                        predictionContext(req.cluster, req.model, &req.profiles, req.cost,
+                                                          learned->digest()));
+        learnedStats = applyLearnedPredictor(res, *learned, cache ? &*cache : nullptr);
+        if (cache)
+            savePredictionCache(*store, *cache);
+    }
+    const std::string predictorLine = "predictor: " + res.predictor;
+
     const auto r0 = std::chrono::steady_clock::now();
     const std::vector<uint32_t> top = rank(res, obj, topK);
     const auto r1 = std::chrono::steady_clock::now();
@@ -233,6 +271,15 @@ int run(const std::vector<std::string> &argv)
                        {"paretoFront", front.size()}};
         j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", rankMs}, {"pareto", paretoMs}};
         j["threads"] = res.threads;
+        j["predictor"] = res.predictor;
+        if (learned)
+            j["learned"] = {{"cacheHits", learnedStats.cacheHits},
+                            {"predicted", learnedStats.predicted},
+                            {"hitRate", learnedStats.hitRate()},
+                            {"cacheUsed", useCache},
+                            {"signatureMs", learnedStats.signatureMs},
+                            {"predictMs", learnedStats.predictMs},
+                            {"totalMs", learnedStats.totalMs}};
         j["metrics"] = {{"T", "iteration time, ms"},
                         {"M", "highest per-GPU device-used memory / capacity"},
                         {"B", "coefficient of variation of per-GPU memory utilisation"},
@@ -251,6 +298,11 @@ int run(const std::vector<std::string> &argv)
                             {"summary", plan.summary(req.cluster)},
                             {"plan", toJson(plan)},
                             {"estimate", toJson(est)}});
+            if (learned) {
+                tops.back()["timeSpread"] = res.timeSpread[i];
+                tops.back()["memorySpread"] = res.memSpread[i];
+                tops.back()["oomRisk"] = res.oomRisk[i] != 0;
+            }
         }
         j["top"] = tops;
         nlohmann::json fj = nlohmann::json::array();
@@ -275,6 +327,15 @@ int run(const std::vector<std::string> &argv)
     std::cout << std::fixed << std::setprecision(1) << "  " << res.enumerateEvaluateMs << " ms enumerate+evaluate, "
               << std::setprecision(2) << rankMs << " ms rank, " << paretoMs << " ms Pareto (" << front.size()
               << " plans), " << res.threads << " threads\n";
+    {
+        std::cout << "  " << predictorLine;
+        if (learned)
+            std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
+                      << learnedStats.cacheHits << " from the prediction cache (hit rate "
+                      << 100.0 * learnedStats.hitRate() << "%" << (useCache ? "" : ", cache off") << "), "
+                      << learnedStats.totalMs << " ms" << std::setprecision(2);
+        std::cout << "\n";
+    }
     std::cout << "  weights T,M,B = " << obj.wt << "," << obj.wm << "," << obj.wb
               << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
     if (top.empty()) {
@@ -290,7 +351,8 @@ int run(const std::vector<std::string> &argv)
                   << std::setw(8) << std::setprecision(3) << res.peakMemory[i] << std::setw(8) << res.imbalance[i]
                   << std::setw(9) << std::setprecision(4) << std::exp(scores[i]) << std::setw(8)
                   << fmtBytesGiB(res.peakBytes[i]) << "  " << res.materialize(i).summary(req.cluster)
-                  << (res.materialize(i).distributedOptimizer ? " dist-opt" : "") << "\n";
+                  << (res.materialize(i).distributedOptimizer ? " dist-opt" : "")
+                  << (learned && res.oomRisk[i] ? "  [risk of OOM]" : "") << "\n";
     }
     return res.cancelled ? Cancelled : Ok;
 }

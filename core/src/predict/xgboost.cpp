@@ -21,7 +21,9 @@ void check(int rc, const char *call)
 
 } // namespace
 
-XgbMatrix::XgbMatrix(const std::vector<float> &values, size_t rows, size_t cols) : mRows(rows), mCols(cols)
+XgbMatrix::XgbMatrix(const std::vector<float> &values, size_t rows, size_t cols)
+    : mRows(rows)
+    , mCols(cols)
 {
     if (values.size() != rows * cols)
         throw XgbError("XgbMatrix: expected " + std::to_string(rows * cols) + " values, found "
@@ -39,8 +41,11 @@ XgbMatrix::~XgbMatrix()
 }
 
 XgbMatrix::XgbMatrix(XgbMatrix &&other) noexcept
-    : mHandle(std::exchange(other.mHandle, nullptr)), mRows(other.mRows), mCols(other.mCols)
-{}
+    : mHandle(std::exchange(other.mHandle, nullptr))
+    , mRows(other.mRows)
+    , mCols(other.mCols)
+{
+}
 
 XgbMatrix &XgbMatrix::operator=(XgbMatrix &&other) noexcept
 {
@@ -84,8 +89,10 @@ XgbBooster::~XgbBooster()
 }
 
 XgbBooster::XgbBooster(XgbBooster &&other) noexcept
-    : mHandle(std::exchange(other.mHandle, nullptr)), mOutputs(other.mOutputs)
-{}
+    : mHandle(std::exchange(other.mHandle, nullptr))
+    , mOutputs(other.mOutputs)
+{
+}
 
 XgbBooster &XgbBooster::operator=(XgbBooster &&other) noexcept
 {
@@ -125,7 +132,8 @@ std::vector<float> XgbBooster::predict(const XgbMatrix &data) const
     const bst_ulong *shape = nullptr;
     bst_ulong dims = 0;
     const float *result = nullptr;
-    const char *config = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": true})";
+    const char *config
+        = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": true})";
     check(XGBoosterPredictFromDMatrix(mHandle, data.handle(), config, &shape, &dims, &result),
           "XGBoosterPredictFromDMatrix");
     size_t total = 1;
@@ -134,6 +142,11 @@ std::vector<float> XgbBooster::predict(const XgbMatrix &data) const
     mOutputs = dims >= 2 ? static_cast<size_t>(shape[1]) : 1;
     // Copy before the next API call reuses XGBoost's buffer.
     return std::vector<float>(result, result + total);
+}
+
+void XgbBooster::setParam(const std::string &name, const std::string &value)
+{
+    check(XGBoosterSetParam(mHandle, name.c_str(), value.c_str()), ("XGBoosterSetParam(" + name + ")").c_str());
 }
 
 std::vector<std::uint8_t> XgbBooster::save() const

@@ -1,5 +1,8 @@
 #include "memx/search/search.h"
 
+#include "memx/predict/features.h"
+#include "memx/predict/predictioncache.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -49,6 +52,8 @@ struct Context {
     std::vector<char> layerKernelValid;
     // memKernels[((tpIndex) * (maxMb + 1) + mb) * 2 + (p > 1)]
     std::vector<MemoryKernel> memKernels;
+    std::vector<double> groupPeakTflops; ///< per cluster group, for the learned predictor's features
+    double modelParams = 0;
     size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0;
     uint64_t totalBases = 0;
 
@@ -66,6 +71,7 @@ struct ChunkOut {
     std::vector<double> t, m, b, bytes;
     std::vector<uint32_t> base, offset;
     std::vector<uint8_t> layers;
+    std::vector<float> feats;
     PruneCounts pruned;
     uint64_t enumerated = 0;
 };
@@ -376,6 +382,99 @@ private:
         out.base.push_back(static_cast<uint32_t>(baseIndex));
         out.offset.push_back(static_cast<uint32_t>(out.layers.size()));
         out.layers.insert(out.layers.end(), split, split + p);
+        if (r.collectFeatures)
+            collectFeatures(ps, split, p, m, distOpt, pipe, maxDp, maxOpt, maxUtil, out);
+    }
+
+    /// The learned predictor's inputs, computed exactly as featureInputs(estimatePlan(...)) does.
+    void collectFeatures(const PipelineShape &ps, const uint8_t *split, int p, int m, bool distOpt, double pipe,
+                         double maxDp, double maxOpt, double maxUtil, ChunkOut &out)
+    {
+        PlanFeatureInputs in;
+        in.pipelineMs = pipe;
+        in.dpSyncMs = maxDp;
+        in.optimizerMs = maxOpt;
+        in.iterationTimeMs = out.t.back();
+        in.imbalance = out.b.back();
+        in.peakUtilisation = maxUtil;
+        in.microBatches = m;
+        in.stages = p;
+        in.distributedOptimizer = distOpt;
+        in.sequenceParallel = r.space.sequenceParallel;
+        in.modelParams = c.modelParams;
+        in.layers = r.model.shape.layers;
+        in.hidden = r.model.shape.hidden;
+        in.seqLength = r.model.shape.seqLength;
+        in.globalBatch = c.gbs;
+        in.minDp = 1 << 30;
+        in.maxDp = 0;
+        in.maxTp = 0;
+        in.totalGpus = 0;
+        int first = 0, bn = 0, pk = 0;
+        double bnStep = 0, pkBytes = 0;
+        ReplicaStep bnParts;
+        MemoryBreakdown pkMem;
+        for (int i = 0; i < p; ++i) {
+            const StageShape &s = ps.stages[static_cast<size_t>(i)];
+            const int n = split[i];
+            const bool hasEmb = i == 0, hasHead = i == p - 1;
+            const ReplicaStep st = replicaStep(*kern[i], first, n, hasEmb, hasHead, rc[i]);
+            const double step = st.total();
+            if (i == 0 || step > bnStep) {
+                bn = i;
+                bnStep = step;
+                bnParts = st;
+            }
+            const MemoryBreakdown mb
+                = gpuMemory(*mem[i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
+            if (i == 0 || mb.total() > pkBytes) {
+                pk = i;
+                pkBytes = mb.total();
+                pkMem = mb;
+            }
+            in.maxStepMs = std::max(in.maxStepMs, step);
+            in.sumStepMs += step;
+            if (i + 1 < p) {
+                in.maxP2pMs = std::max(in.maxP2pMs, p2p[i]);
+                in.sumP2pMs += p2p[i];
+            }
+            in.maxDp = std::max(in.maxDp, s.dp);
+            in.minDp = std::min(in.minDp, s.dp);
+            in.maxTp = std::max(in.maxTp, s.tp);
+            in.totalGpus += s.gpus;
+            switch (rc[i].method) {
+            case RecomputeMethod::None: ++in.recomputeNone; break;
+            case RecomputeMethod::Selective: ++in.recomputeSelective; break;
+            case RecomputeMethod::Full: ++in.recomputeFull; break;
+            }
+            first += n;
+        }
+        const StageShape &b = ps.stages[static_cast<size_t>(bn)];
+        in.bnForwardMs = bnParts.forwardMs;
+        in.bnBackwardMs = bnParts.backwardMs;
+        in.bnRecomputeMs = bnParts.recomputeMs;
+        in.bnTpCommMs = bnParts.tpCommMs;
+        in.bnTp = b.tp;
+        in.bnDp = b.dp;
+        in.bnMicroBatch = mbs[bn];
+        in.bnPeakTflops = c.groupPeakTflops[static_cast<size_t>(b.group)];
+        const StageShape &k = ps.stages[static_cast<size_t>(pk)];
+        in.pkParams = pkMem.params;
+        in.pkGrads = pkMem.grads;
+        in.pkOptimizer = pkMem.optimizer;
+        in.pkActivations = pkMem.activations;
+        in.pkOverhead = pkMem.overhead;
+        in.pkTotal = pkMem.total();
+        in.pkCapacity = k.capacityBytes;
+        in.pkStage = pk;
+        in.pkTp = k.tp;
+        in.pkDp = k.dp;
+        in.pkMicroBatch = mbs[pk];
+        in.pkInFlight = inFlight[pk];
+        in.pkLayers = split[pk];
+        const size_t at = out.feats.size();
+        out.feats.resize(at + kFeatureCount);
+        encodeFeatures(in, out.feats.data() + at);
     }
 
     const Context &c;
@@ -468,6 +567,13 @@ void buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &no
                 }
                 for (size_t i = 0; i + 1 < ps.stages.size(); ++i)
                     ps.p2pLinks.push_back(linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes, nodes, cl));
+                for (size_t i = 0; i < ps.stages.size(); ++i) {
+                    const StageShape &s = ps.stages[i];
+                    rp.replicaClass.push_back(res.deviceTypes[static_cast<size_t>(s.deviceType)] + "/"
+                                              + linkDescriptor(nodes[static_cast<size_t>(s.nodes.front())].intraLink));
+                    rp.dpClass.push_back(s.dp > 1 ? linkClass(s.dpLinks) : std::string("-"));
+                    rp.p2pClass.push_back(i + 1 < ps.stages.size() ? linkClass(ps.p2pLinks[i]) : std::string());
+                }
                 ctx.pipelines.push_back(std::move(ps));
                 res.pipelines.push_back(std::move(rp));
             } else {
@@ -530,6 +636,12 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
 
     const std::vector<Node> nodes = req.cluster.nodes();
     buildPipelines(ctx, res, nodes);
+    ctx.modelParams = static_cast<double>(req.model.totalParams());
+    for (const NodeGroup &g : req.cluster.groups) {
+        const GpuSpec &dev = req.cluster.deviceOf(g);
+        const bool bf16 = req.model.training.precision == Precision::BF16;
+        ctx.groupPeakTflops.push_back(dev.peakTflops(bf16).value_or(dev.peakTflops(!bf16).value_or(0.0)));
+    }
 
     // Kernel tables.
     const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
@@ -595,6 +707,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
             co.base.reserve(guess);
             co.offset.reserve(guess);
             co.layers.reserve(guess * 8);
+            if (req.collectFeatures)
+                co.feats.reserve(guess * kFeatureCount);
             for (uint64_t b = b0; b < b1; ++b)
                 ev.runBase(b, co);
             chunkDone[ci] = 1;
@@ -640,6 +754,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.baseOf.reserve(total);
     res.splitOffset.reserve(total);
     res.layerCounts.reserve(totalLayers);
+    if (req.collectFeatures)
+        res.features.reserve(total * kFeatureCount);
     for (size_t ci = 0; ci < nChunks; ++ci) {
         if (!chunkDone[ci])
             continue;
@@ -653,6 +769,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         for (uint32_t o : c.offset)
             res.splitOffset.push_back(o + shift);
         res.layerCounts.insert(res.layerCounts.end(), c.layers.begin(), c.layers.end());
+        res.features.insert(res.features.end(), c.feats.begin(), c.feats.end());
         res.enumerated += c.enumerated;
         res.pruned.divisibility += c.pruned.divisibility;
         res.pruned.microBatchLimit += c.pruned.microBatchLimit;
@@ -793,6 +910,45 @@ Plan SearchResult::materialize(size_t index) const
         plan.stages.push_back(std::move(st));
     }
     return plan;
+}
+
+std::string SearchResult::signatureKey(size_t index) const
+{
+    const size_t nRc = recomputeChoices.size();
+    size_t nCombos = 1;
+    for (size_t i = 0; i < deviceTypes.size(); ++i)
+        nCombos *= nRc;
+    const Decoded d = decode(baseOf.at(index), microBatchSizes.size(), nCombos, distOptChoices.size());
+    const Pipeline &pl = pipelines.at(d.pipeline);
+    int maxDp = 1;
+    for (const SearchStage &s : pl.stages)
+        maxDp = std::max(maxDp, s.dp);
+    const int step = microBatchSizes[d.mbIndex] * maxDp;
+    // Same layout as planSignature() (memx/predict/predictioncache.cpp).
+    std::string key;
+    key.reserve(96 * pl.stages.size() + 48);
+    key += "gbs=" + std::to_string(globalBatch) + ";m=" + std::to_string(globalBatch / step)
+        + ";do=" + (distOptChoices[d.distIndex] ? "1" : "0") + ";sp=" + (sequenceParallel ? "1" : "0");
+    int layer = 0;
+    const uint8_t *split = &layerCounts.at(splitOffset.at(index));
+    for (size_t si = 0; si < pl.stages.size(); ++si) {
+        const SearchStage &ss = pl.stages[si];
+        const std::string &dev = cluster.deviceOf(cluster.groups[static_cast<size_t>(ss.group)]).id;
+        const int type = static_cast<int>(std::find(deviceTypes.begin(), deviceTypes.end(), dev) - deviceTypes.begin());
+        key += "|L" + std::to_string(layer) + "+" + std::to_string(split[si]) + ";rc="
+            + toString(rcForType(d.rcCombo, type, nRc, recomputeChoices)) + ":0;R[";
+        const std::string rep = pl.replicaClass[si] + "/t" + std::to_string(ss.tp) + "/b" + std::to_string(step / ss.dp);
+        for (int r = 0; r < ss.dp; ++r) {
+            if (r)
+                key += ',';
+            key += rep;
+        }
+        key += "];dp=" + pl.dpClass[si];
+        if (si + 1 < pl.stages.size())
+            key += ";p2p=" + pl.p2pClass[si];
+        layer += split[si];
+    }
+    return key;
 }
 
 } // namespace memx

@@ -10,16 +10,14 @@
 namespace memx {
 
 /// An XGBoost C API call failed; what() holds the call and XGBGetLastError()'s text.
-class XgbError : public std::runtime_error
-{
+class XgbError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
 
 /// Owns an XGBoost DMatrix built from a dense row-major float matrix (RAII over DMatrixHandle).
 /// Move-only.
-class XgbMatrix
-{
+class XgbMatrix {
 public:
     /// `values` has rows x cols floats, row-major. NaN marks a missing value.
     XgbMatrix(const std::vector<float> &values, size_t rows, size_t cols);
@@ -46,8 +44,7 @@ private:
 
 /// Owns an XGBoost booster (RAII over BoosterHandle). Move-only. Not thread-safe: use one
 /// booster per thread, or serialise calls.
-class XgbBooster
-{
+class XgbBooster {
 public:
     XgbBooster();
     ~XgbBooster();
@@ -64,6 +61,8 @@ public:
 
     /// Predictions for every row: rows x outputs floats, row-major, copied out of XGBoost's buffer.
     std::vector<float> predict(const XgbMatrix &data) const;
+    /// Sets one XGBoost parameter on the trained model (e.g. {"nthread", "2"} for prediction).
+    void setParam(const std::string &name, const std::string &value);
     /// Number of outputs per row of the last prediction / training (1 or num_target).
     size_t outputs() const { return mOutputs; }
 

@@ -51,6 +51,9 @@ struct SearchRequest {
     CostOptions cost;
     ProfileSet profiles; ///< may be empty
     int threads = 0; ///< 0: std::thread::hardware_concurrency()
+    /// Also fill SearchResult::features (kFeatureCount floats per configuration, the learned
+    /// predictor's input; memx/predict/features.h). Off: the analytic search is unchanged.
+    bool collectFeatures = false;
 };
 
 /// Why candidate configurations were rejected.
@@ -96,6 +99,10 @@ struct SearchResult {
     /// Decoding tables (filled by runSearch).
     struct Pipeline {
         std::vector<SearchStage> stages;
+        /// Per stage, parts of the canonical plan signature (memx/predict/predictioncache.h):
+        /// device id + intra-node link class of its replicas, link class of its DP group ("-" for
+        /// DP 1) and of the links to the next stage (empty for the last stage).
+        std::vector<std::string> replicaClass, dpClass, p2pClass;
     };
     std::vector<Pipeline> pipelines; ///< pipeline shapes (group order, slices, TP per stage)
     std::vector<int> microBatchSizes; ///< values of the micro-batch dimension
@@ -107,7 +114,19 @@ struct SearchResult {
     int globalBatch = 0;
     bool sequenceParallel = false;
 
+    /// Learned predictor's input, size() x kFeatureCount, row-major (SearchRequest::collectFeatures).
+    std::vector<float> features;
+    /// Which model produced T, M and peakBytes: "analytic" or LearnedPredictor::describe().
+    std::string predictor = "analytic";
+    /// With the learned predictor: one-sigma relative spread of T and of memory per configuration,
+    /// and 1 where predicted peak + spread >= capacity ("risk of OOM"). Empty for the analytic model.
+    std::vector<float> timeSpread, memSpread;
+    std::vector<uint8_t> oomRisk;
+
     size_t size() const { return timeMs.size(); }
+    /// Canonical signature key of configuration `index`: equal to
+    /// planSignature(materialize(index), cluster).key, built without materialising the plan.
+    std::string signatureKey(size_t index) const;
     /// The full Plan of configuration `index` (< size()).
     Plan materialize(size_t index) const;
     /// Recompute choice of each device type for configuration `index` (parallel to deviceTypes).

@@ -1,0 +1,93 @@
+#pragma once
+
+#include "memx/predict/learnedpredictor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memx {
+
+/// How measured runs are split for cross-validation. Runs sharing a TrainingSample::planKey
+/// (the same plan measured again) always fall in the same fold, so a held-out plan's rerun never
+/// trains the model that predicts it.
+enum class CvScheme {
+    LeaveOneOut, ///< one fold per run; its plan's other measurements are excluded from training too
+    KFold ///< k folds of plans (shuffled deterministically)
+};
+
+/// Predictions for one measured run, made by a model that never saw the run's plan.
+struct RunPrediction {
+    std::string runId, group, clusterName;
+    double measuredTimeMs = 0;
+    std::optional<double> measuredPeakBytes;
+    double analyticTimeMs = 0, analyticPeakBytes = 0;
+    double learnedTimeMs = 0, learnedPeakBytes = 0;
+    double learnedTimeSpreadMs = 0, learnedPeakSpreadBytes = 0;
+    double capacityBytes = 0;
+    bool oomRisk = false;
+};
+
+/// Ranking quality inside "ranking sets" = runs of one hardware group on one cluster (the
+/// alternatives a planner chooses between). Sets with fewer than 2 runs are skipped.
+struct RankingMetrics {
+    int sets = 0; ///< ranking sets with >= 2 runs
+    int pairs = 0; ///< pairs of runs compared (within sets)
+    double kendallTau = 0; ///< (concordant - discordant) / pairs, pooled over sets
+    int top1Hits = 0; ///< sets whose predicted best is the measured best
+    double meanRegretPct = 0; ///< mean over sets of (measured score of the pick / measured best - 1) x 100
+};
+
+struct GroupMetrics {
+    std::string group;
+    int runs = 0;
+    int memoryRuns = 0; ///< runs with a measured peak
+    double timeMapePct = 0;
+    double memMapePct = 0;
+    RankingMetrics timeRanking; ///< by iteration time
+    RankingMetrics balanceRanking; ///< by T x M (weighted product, wt = wm = 1; B is not measured)
+};
+
+struct MethodMetrics {
+    std::vector<GroupMetrics> groups; ///< sorted by group label
+    GroupMetrics all;
+};
+
+/// Run-to-run noise: |a - b| / b over pairs of runs of the same plan (first vs second by run id).
+struct NoiseFloor {
+    int pairs = 0;
+    double timeMapePct = 0;
+    double memMapePct = 0;
+};
+
+struct EvaluationReport {
+    CvScheme scheme = CvScheme::LeaveOneOut;
+    int folds = 0;
+    PredictorOptions options;
+    std::vector<RunPrediction> runs;
+    MethodMetrics learned;
+    MethodMetrics analytic;
+    NoiseFloor noise;
+};
+
+/// Cross-validates the learned predictor on `samples` (those with a measured time and peak
+/// memory) and scores the analytic model on the same runs. `k` is used by KFold (>= 2).
+/// `progress(done, total)` counts folds; false cancels (throws std::runtime_error "cancelled").
+EvaluationReport crossValidate(const std::vector<TrainingSample> &samples, CvScheme scheme, int k,
+                               const PredictorOptions &options,
+                               const std::function<bool(size_t, size_t)> &progress = {});
+
+/// Metrics of given predictions (used by crossValidate; public for tests).
+MethodMetrics scorePredictions(const std::vector<RunPrediction> &runs, bool learned);
+NoiseFloor noiseFloor(const std::vector<TrainingSample> &samples);
+/// Kendall tau-a of two equally long sequences (ties count as neither concordant nor discordant).
+double kendallTau(const std::vector<double> &a, const std::vector<double> &b);
+
+nlohmann::json toJson(const EvaluationReport &report);
+/// Human-readable table: per group, analytic and learned side by side, plus the noise floor.
+std::string formatReport(const EvaluationReport &report);
+
+} // namespace memx

@@ -1,0 +1,125 @@
+#pragma once
+
+#include "memx/cost/costmodel.h"
+#include "memx/predict/features.h"
+#include "memx/profile/layerprofile.h"
+#include "memx/profile/measuredrun.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memx {
+
+class XgbBooster;
+
+/// One measured run turned into a training / evaluation sample: its features (from the analytic
+/// estimate with the project's profiles) and what was measured.
+struct TrainingSample {
+    std::string runId;
+    std::string group; ///< hardware group label of the run (e.g. "gh200-main/OPT-350")
+    std::string clusterName;
+    /// Identity of (model, cluster, plan) without the run: runs measuring the same plan again
+    /// (e.g. gh200-main vs gh200-rerun) share it. Cross-validation keeps them in one fold.
+    std::string planKey;
+    FeatureVector features {};
+    double analyticTimeMs = 0;
+    double analyticPeakBytes = 0;
+    double capacityBytes = 0; ///< capacity of the analytic peak GPU
+    double measuredTimeMs = 0;
+    std::optional<double> measuredPeakBytes; ///< device-used peak
+};
+
+/// Estimates every run with the analytic model (`profiles` may be null) and encodes its
+/// features. Runs whose model `modelOf` cannot resolve or whose plan is invalid for its cluster
+/// are skipped with a note in `notes` (when given).
+std::vector<TrainingSample> buildSamples(const std::vector<MeasuredRun> &runs,
+                                         const std::function<std::optional<Model>(const std::string &)> &modelOf,
+                                         const ProfileSet *profiles, const CostOptions &cost,
+                                         std::vector<std::string> *notes = nullptr);
+
+/// Hyper-parameters of the learned predictor. Small data: shallow trees, strong regularisation.
+struct PredictorOptions {
+    int ensemble = 5; ///< bootstrap members (the spread of their predictions is the confidence)
+    int rounds = 120;
+    int maxDepth = 2;
+    double eta = 0.08;
+    double lambda = 2.0; ///< L2 regularisation of leaf weights
+    double minChildWeight = 2.0;
+    double colsampleByTree = 0.8;
+    std::uint64_t seed = 7;
+    int threads = 1; ///< XGBoost threads for training
+};
+
+/// Per-row output of the learned predictor: the analytic figure corrected by the learned ratio,
+/// and a one-sigma spread (same unit).
+struct Prediction {
+    double timeMs = 0;
+    double peakBytes = 0;
+    double timeSpreadMs = 0;
+    double peakSpreadBytes = 0;
+    /// predicted peak + spread >= capacity
+    bool oomRisk = false;
+};
+
+/// Dual-output XGBoost correction of the analytic cost model: each ensemble member predicts
+/// (log(measured / analytic time), log(measured / analytic peak memory)) from the feature vector
+/// (schema kFeatureSchemaVersion) with one num_target = 2 booster. The prediction is the member
+/// mean; the spread combines the members' standard deviation with the out-of-bag residual error
+/// (in quadrature, in log space). Immutable after training; predictLogRatios is thread-safe
+/// (serialised internally per member).
+class LearnedPredictor {
+public:
+    LearnedPredictor();
+    ~LearnedPredictor();
+    LearnedPredictor(LearnedPredictor &&) noexcept;
+    LearnedPredictor &operator=(LearnedPredictor &&) noexcept;
+
+    /// Trains on the samples that have a measured time and peak memory (at least 2).
+    /// `progress(done, total)` counts boosting rounds over all members; false cancels
+    /// (throws std::runtime_error "cancelled"). Throws std::invalid_argument on too few samples.
+    static LearnedPredictor train(const std::vector<TrainingSample> &samples, const PredictorOptions &options,
+                                  const std::function<bool(size_t, size_t)> &progress = {});
+
+    /// Mean and spread of the log-ratios for `rows` feature vectors (row-major, kFeatureCount
+    /// each): out arrays get `rows` entries each.
+    void predictLogRatios(const float *features, size_t rows, std::vector<float> &timeLog, std::vector<float> &memLog,
+                          std::vector<float> &timeSpread, std::vector<float> &memSpread) const;
+
+    /// XGBoost threads used by predictLogRatios (default 1). Results do not depend on it.
+    void setThreads(int threads);
+
+    /// Corrected prediction for one plan from its features and analytic figures.
+    Prediction predict(const FeatureVector &features, double analyticTimeMs, double analyticPeakBytes,
+                       double capacityBytes) const;
+
+    /// Serialised form (BSON: manifest + the members' UBJSON models) for the project store.
+    std::vector<std::uint8_t> serialize() const;
+    /// Throws std::runtime_error naming what is wrong (corrupt bytes, other schema version).
+    static LearnedPredictor deserialize(const std::vector<std::uint8_t> &bytes);
+
+    int schemaVersion() const;
+    size_t members() const;
+    const std::vector<std::string> &trainingRunIds() const;
+    const PredictorOptions &options() const;
+    /// Out-of-bag RMS error of the log-ratios (time, memory) measured at training.
+    double oobTimeRmse() const;
+    double oobMemRmse() const;
+    /// 64-bit digest of the serialised model: changes whenever the model does (cache context).
+    std::uint64_t digest() const;
+    /// "learned (xgboost, N runs, schema vX)"
+    std::string describe() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+/// Blob kind / key under which `memx train` stores the predictor in a project.
+constexpr const char *kPredictorBlobKind = "predictor";
+constexpr const char *kPredictorBlobKey = "default";
+
+} // namespace memx

@@ -1,0 +1,29 @@
+#pragma once
+
+#include "memx/predict/learnedpredictor.h"
+#include "memx/store/store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memx {
+
+/// Every measured run of the project as a sample: the run's model from the project (else the
+/// built-in preset of that id), the project's per-layer profiles feeding the analytic estimate.
+std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &cost,
+                                             std::vector<std::string> *notes = nullptr);
+
+/// Stores the predictor and its training metrics (JSON) in one transaction, replacing any
+/// previous one. The prediction caches keyed by the old model become stale (their context hash
+/// includes the model digest) and are dropped.
+void savePredictor(Store &store, const LearnedPredictor &predictor, const nlohmann::json &metrics);
+/// The project's predictor, or nullopt when none is stored. Throws std::runtime_error naming
+/// the project blob when it cannot be read (corrupt, other feature schema).
+std::optional<LearnedPredictor> loadPredictor(const Store &store);
+/// The metrics stored with the predictor (null when none).
+nlohmann::json predictorMetrics(const Store &store);
+
+} // namespace memx

@@ -1,0 +1,385 @@
+#include "memx/predict/learnedpredictor.h"
+
+#include "memx/export/hash.h"
+#include "memx/io/formats.h"
+#include "memx/predict/xgboost.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace memx {
+
+std::vector<TrainingSample> buildSamples(const std::vector<MeasuredRun> &runs,
+                                         const std::function<std::optional<Model>(const std::string &)> &modelOf,
+                                         const ProfileSet *profiles, const CostOptions &cost,
+                                         std::vector<std::string> *notes)
+{
+    std::vector<TrainingSample> out;
+    for (const MeasuredRun &run : runs) {
+        const std::optional<Model> model = modelOf(run.modelId);
+        if (!model) {
+            if (notes)
+                notes->push_back("run " + run.id + ": model \"" + run.modelId + "\" is not in the project; skipped");
+            continue;
+        }
+        PlanEstimate e;
+        try {
+            e = estimatePlan(run.plan, run.cluster, *model, profiles, cost);
+        } catch (const std::invalid_argument &err) {
+            if (notes)
+                notes->push_back("run " + run.id + ": " + err.what() + "; skipped");
+            continue;
+        }
+        TrainingSample s;
+        s.runId = run.id;
+        s.group = run.group;
+        s.clusterName = run.clusterName;
+        Plan anonymous = run.plan;
+        anonymous.name.clear();
+        s.planKey = run.modelId + "|" + run.clusterName + "|" + toJson(anonymous).dump();
+        s.features = encodeFeatures(featureInputs(run.plan, run.cluster, *model, e));
+        s.analyticTimeMs = e.iterationTimeMs;
+        s.analyticPeakBytes = e.peakBytes;
+        for (const GpuMemory &g : e.gpus)
+            if (g.totalBytes == e.peakBytes) {
+                s.capacityBytes = g.capacityBytes;
+                break;
+            }
+        s.measuredTimeMs = run.iterationTimeMs;
+        s.measuredPeakBytes = run.peakMemoryBytes;
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+struct LearnedPredictor::Impl {
+    std::vector<XgbBooster> members;
+    std::unique_ptr<std::mutex> lock = std::make_unique<std::mutex>();
+    PredictorOptions options;
+    std::vector<std::string> runIds;
+    double oobTime = 0, oobMem = 0;
+    int schema = kFeatureSchemaVersion;
+    std::vector<std::uint8_t> bytes; // serialised form (cached)
+    std::uint64_t digest = 0;
+};
+
+LearnedPredictor::LearnedPredictor()
+    : d(std::make_unique<Impl>())
+{
+}
+LearnedPredictor::~LearnedPredictor() = default;
+LearnedPredictor::LearnedPredictor(LearnedPredictor &&) noexcept = default;
+LearnedPredictor &LearnedPredictor::operator=(LearnedPredictor &&) noexcept = default;
+
+namespace {
+
+std::map<std::string, std::string> xgbParams(const PredictorOptions &o, std::uint64_t seed)
+{
+    auto num = [](double v) {
+        std::ostringstream s;
+        s.precision(17);
+        s << v;
+        return s.str();
+    };
+    return {{"tree_method", "hist"},
+            {"num_target", "2"},
+            {"objective", "reg:squarederror"},
+            {"base_score", "0"},
+            {"max_depth", std::to_string(o.maxDepth)},
+            {"eta", num(o.eta)},
+            {"lambda", num(o.lambda)},
+            {"min_child_weight", num(o.minChildWeight)},
+            {"colsample_bytree", num(o.colsampleByTree)},
+            {"max_bin", "64"},
+            {"seed", std::to_string(seed % 2147483647ULL)},
+            {"nthread", std::to_string(std::max(1, o.threads))}};
+}
+
+nlohmann::json optionsJson(const PredictorOptions &o)
+{
+    return {{"ensemble", o.ensemble},
+            {"rounds", o.rounds},
+            {"maxDepth", o.maxDepth},
+            {"eta", o.eta},
+            {"lambda", o.lambda},
+            {"minChildWeight", o.minChildWeight},
+            {"colsampleByTree", o.colsampleByTree},
+            {"seed", o.seed},
+            {"threads", o.threads}};
+}
+
+} // namespace
+
+LearnedPredictor LearnedPredictor::train(const std::vector<TrainingSample> &all, const PredictorOptions &options,
+                                         const std::function<bool(size_t, size_t)> &progress)
+{
+    std::vector<const TrainingSample *> samples;
+    for (const TrainingSample &s : all)
+        if (s.measuredPeakBytes && *s.measuredPeakBytes > 0 && s.measuredTimeMs > 0 && s.analyticTimeMs > 0
+            && s.analyticPeakBytes > 0)
+            samples.push_back(&s);
+    if (samples.size() < 2)
+        throw std::invalid_argument("training needs at least 2 measured runs with time and peak memory, found "
+                                    + std::to_string(samples.size()));
+    if (options.ensemble < 1 || options.rounds < 1 || options.maxDepth < 1)
+        throw std::invalid_argument("predictor options: ensemble, rounds and max depth must be >= 1");
+    const size_t n = samples.size();
+    std::vector<float> x(n * kFeatureCount), y(n * 2);
+    for (size_t i = 0; i < n; ++i) {
+        std::copy(samples[i]->features.begin(), samples[i]->features.end(), x.begin() + i * kFeatureCount);
+        y[2 * i] = static_cast<float>(std::log(samples[i]->measuredTimeMs / samples[i]->analyticTimeMs));
+        y[2 * i + 1] = static_cast<float>(std::log(*samples[i]->measuredPeakBytes / samples[i]->analyticPeakBytes));
+    }
+
+    LearnedPredictor p;
+    Impl &d = *p.d;
+    d.options = options;
+    for (const TrainingSample *s : samples)
+        d.runIds.push_back(s->runId);
+    std::sort(d.runIds.begin(), d.runIds.end());
+
+    const size_t K = static_cast<size_t>(options.ensemble);
+    const size_t totalRounds = K * static_cast<size_t>(options.rounds);
+    std::vector<double> oobSum(n * 2, 0.0);
+    std::vector<int> oobCount(n, 0);
+    for (size_t k = 0; k < K; ++k) {
+        // Bootstrap sample (member 0 of a 1-member ensemble uses every sample once).
+        std::vector<size_t> pick;
+        std::vector<char> inBag(n, 0);
+        if (K == 1) {
+            for (size_t i = 0; i < n; ++i)
+                pick.push_back(i);
+        } else {
+            std::mt19937_64 rng(options.seed * 1000003ULL + k);
+            std::uniform_int_distribution<size_t> u(0, n - 1);
+            for (size_t i = 0; i < n; ++i)
+                pick.push_back(u(rng));
+        }
+        std::vector<float> bx(pick.size() * kFeatureCount), by(pick.size() * 2);
+        for (size_t r = 0; r < pick.size(); ++r) {
+            inBag[pick[r]] = 1;
+            std::copy(x.begin() + pick[r] * kFeatureCount, x.begin() + (pick[r] + 1) * kFeatureCount,
+                      bx.begin() + r * kFeatureCount);
+            by[2 * r] = y[2 * pick[r]];
+            by[2 * r + 1] = y[2 * pick[r] + 1];
+        }
+        XgbMatrix m(bx, pick.size(), kFeatureCount);
+        m.setLabels(by, 2);
+        XgbBooster b;
+        bool cancelled = false;
+        b.train(m, xgbParams(options, options.seed + k), options.rounds, [&](size_t done, size_t) {
+            if (progress && !progress(k * options.rounds + done, totalRounds)) {
+                cancelled = true;
+                return false;
+            }
+            return true;
+        });
+        if (cancelled)
+            throw std::runtime_error("cancelled");
+        // Out-of-bag predictions.
+        std::vector<size_t> oob;
+        for (size_t i = 0; i < n; ++i)
+            if (!inBag[i])
+                oob.push_back(i);
+        if (!oob.empty()) {
+            std::vector<float> ox(oob.size() * kFeatureCount);
+            for (size_t r = 0; r < oob.size(); ++r)
+                std::copy(x.begin() + oob[r] * kFeatureCount, x.begin() + (oob[r] + 1) * kFeatureCount,
+                          ox.begin() + r * kFeatureCount);
+            const std::vector<float> pr = b.predict(XgbMatrix(ox, oob.size(), kFeatureCount));
+            for (size_t r = 0; r < oob.size(); ++r) {
+                oobSum[2 * oob[r]] += pr[2 * r];
+                oobSum[2 * oob[r] + 1] += pr[2 * r + 1];
+                ++oobCount[oob[r]];
+            }
+        }
+        d.members.push_back(std::move(b));
+    }
+    double st = 0, sm = 0;
+    int cnt = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (oobCount[i] > 0) {
+            const double et = oobSum[2 * i] / oobCount[i] - y[2 * i];
+            const double em = oobSum[2 * i + 1] / oobCount[i] - y[2 * i + 1];
+            st += et * et;
+            sm += em * em;
+            ++cnt;
+        }
+    d.oobTime = cnt ? std::sqrt(st / cnt) : 0.0;
+    d.oobMem = cnt ? std::sqrt(sm / cnt) : 0.0;
+    d.bytes = p.serialize();
+    d.digest = fnv1a64(std::string(d.bytes.begin(), d.bytes.end()));
+    return p;
+}
+
+void LearnedPredictor::predictLogRatios(const float *features, size_t rows, std::vector<float> &timeLog,
+                                        std::vector<float> &memLog, std::vector<float> &timeSpread,
+                                        std::vector<float> &memSpread) const
+{
+    timeLog.assign(rows, 0.f);
+    memLog.assign(rows, 0.f);
+    timeSpread.assign(rows, 0.f);
+    memSpread.assign(rows, 0.f);
+    if (rows == 0)
+        return;
+    const std::vector<float> x(features, features + rows * kFeatureCount);
+    const XgbMatrix m(x, rows, kFeatureCount);
+    std::vector<double> s1(rows * 2, 0.0), s2(rows * 2, 0.0);
+    {
+        std::lock_guard<std::mutex> guard(*d->lock);
+        for (const XgbBooster &b : d->members) {
+            const std::vector<float> pr = b.predict(m);
+            for (size_t i = 0; i < rows * 2; ++i) {
+                s1[i] += pr[i];
+                s2[i] += static_cast<double>(pr[i]) * pr[i];
+            }
+        }
+    }
+    const double k = static_cast<double>(d->members.size());
+    for (size_t i = 0; i < rows; ++i) {
+        const double mt = s1[2 * i] / k, mm = s1[2 * i + 1] / k;
+        const double vt = std::max(0.0, s2[2 * i] / k - mt * mt), vm = std::max(0.0, s2[2 * i + 1] / k - mm * mm);
+        timeLog[i] = static_cast<float>(mt);
+        memLog[i] = static_cast<float>(mm);
+        timeSpread[i] = static_cast<float>(std::sqrt(vt + d->oobTime * d->oobTime));
+        memSpread[i] = static_cast<float>(std::sqrt(vm + d->oobMem * d->oobMem));
+    }
+}
+
+void LearnedPredictor::setThreads(int threads)
+{
+    std::lock_guard<std::mutex> guard(*d->lock);
+    for (XgbBooster &b : d->members)
+        b.setParam("nthread", std::to_string(std::max(1, threads)));
+}
+
+Prediction LearnedPredictor::predict(const FeatureVector &features, double analyticTimeMs, double analyticPeakBytes,
+                                     double capacityBytes) const
+{
+    std::vector<float> tl, ml, ts, ms;
+    predictLogRatios(features.data(), 1, tl, ml, ts, ms);
+    Prediction p;
+    p.timeMs = analyticTimeMs * std::exp(static_cast<double>(tl[0]));
+    p.peakBytes = analyticPeakBytes * std::exp(static_cast<double>(ml[0]));
+    p.timeSpreadMs = p.timeMs * ts[0];
+    p.peakSpreadBytes = p.peakBytes * ms[0];
+    p.oomRisk = capacityBytes > 0 && p.peakBytes + p.peakSpreadBytes >= capacityBytes;
+    return p;
+}
+
+std::vector<std::uint8_t> LearnedPredictor::serialize() const
+{
+    if (!d->bytes.empty())
+        return d->bytes;
+    nlohmann::json j;
+    j["format"] = "memx.predictor/1";
+    j["kind"] = "xgboost-log-ratio-ensemble";
+    j["featureSchema"] = d->schema;
+    j["features"] = featureNames();
+    j["targets"] = {"log(measured/analytic iteration time)", "log(measured/analytic device-used peak memory)"};
+    j["options"] = optionsJson(d->options);
+    j["trainingRuns"] = d->runIds;
+    j["oobRmse"] = {{"time", d->oobTime}, {"memory", d->oobMem}};
+    nlohmann::json members = nlohmann::json::array();
+    for (const XgbBooster &b : d->members)
+        members.push_back(nlohmann::json::binary(b.save()));
+    j["members"] = members;
+    return nlohmann::json::to_bson(j);
+}
+
+LearnedPredictor LearnedPredictor::deserialize(const std::vector<std::uint8_t> &bytes)
+{
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::from_bson(bytes);
+    } catch (const nlohmann::json::exception &e) {
+        throw std::runtime_error(std::string("stored predictor is corrupt: ") + e.what());
+    }
+    auto need = [&](const char *key) -> const nlohmann::json & {
+        if (!j.contains(key))
+            throw std::runtime_error(std::string("stored predictor: /") + key + " is missing");
+        return j.at(key);
+    };
+    if (!j.is_object() || need("format") != "memx.predictor/1")
+        throw std::runtime_error("stored predictor: /format: expected \"memx.predictor/1\"");
+    const nlohmann::json &schema = need("featureSchema");
+    if (!schema.is_number_integer() || schema.get<int>() != kFeatureSchemaVersion)
+        throw std::runtime_error("stored predictor: /featureSchema: expected " + std::to_string(kFeatureSchemaVersion)
+                                 + ", found " + schema.dump() + " (retrain with 'memx train')");
+    LearnedPredictor p;
+    Impl &d = *p.d;
+    try {
+        const nlohmann::json &o = need("options");
+        d.options.ensemble = o.at("ensemble").get<int>();
+        d.options.rounds = o.at("rounds").get<int>();
+        d.options.maxDepth = o.at("maxDepth").get<int>();
+        d.options.eta = o.at("eta").get<double>();
+        d.options.lambda = o.at("lambda").get<double>();
+        d.options.minChildWeight = o.at("minChildWeight").get<double>();
+        d.options.colsampleByTree = o.at("colsampleByTree").get<double>();
+        d.options.seed = o.at("seed").get<std::uint64_t>();
+        d.options.threads = o.at("threads").get<int>();
+        d.runIds = need("trainingRuns").get<std::vector<std::string>>();
+        d.oobTime = need("oobRmse").at("time").get<double>();
+        d.oobMem = need("oobRmse").at("memory").get<double>();
+        for (const nlohmann::json &m : need("members")) {
+            if (!m.is_binary())
+                throw std::runtime_error("stored predictor: /members: expected binary models");
+            XgbBooster b;
+            b.load(std::vector<std::uint8_t>(m.get_binary().begin(), m.get_binary().end()));
+            d.members.push_back(std::move(b));
+        }
+    } catch (const nlohmann::json::exception &e) {
+        throw std::runtime_error(std::string("stored predictor is corrupt: ") + e.what());
+    } catch (const XgbError &e) {
+        throw std::runtime_error(std::string("stored predictor: ") + e.what());
+    }
+    if (d.members.empty())
+        throw std::runtime_error("stored predictor: /members: expected at least one model");
+    d.bytes = bytes;
+    d.digest = fnv1a64(std::string(bytes.begin(), bytes.end()));
+    return p;
+}
+
+int LearnedPredictor::schemaVersion() const
+{
+    return d->schema;
+}
+size_t LearnedPredictor::members() const
+{
+    return d->members.size();
+}
+const std::vector<std::string> &LearnedPredictor::trainingRunIds() const
+{
+    return d->runIds;
+}
+const PredictorOptions &LearnedPredictor::options() const
+{
+    return d->options;
+}
+double LearnedPredictor::oobTimeRmse() const
+{
+    return d->oobTime;
+}
+double LearnedPredictor::oobMemRmse() const
+{
+    return d->oobMem;
+}
+std::uint64_t LearnedPredictor::digest() const
+{
+    return d->digest;
+}
+
+std::string LearnedPredictor::describe() const
+{
+    return "learned (xgboost, " + std::to_string(d->runIds.size()) + " runs, schema v" + std::to_string(d->schema)
+        + ")";
+}
+
+} // namespace memx

@@ -1,0 +1,281 @@
+#include "memx/predict/predictioncache.h"
+
+#include "memx/export/hash.h"
+#include "memx/io/formats.h"
+#include "memx/profile/profileio.h"
+#include "memx/store/store.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+namespace memx {
+
+namespace {
+
+std::string num(double v)
+{
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+
+} // namespace
+
+std::string linkDescriptor(const Link &link)
+{
+    std::string s = num(link.bandwidthGBps) + "," + num(link.latencyUs);
+    if (!link.curve.empty()) {
+        std::string c;
+        for (const CurvePoint &p : link.curve)
+            c += num(p.bytes) + ":" + num(p.bandwidthGBps) + ";";
+        s += ",c" + fnv1a64Hex(c);
+    }
+    return s;
+}
+
+std::string linkClass(const std::vector<Link> &links)
+{
+    std::vector<std::string> d;
+    for (const Link &l : links)
+        d.push_back(linkDescriptor(l));
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    std::string out;
+    for (size_t i = 0; i < d.size(); ++i)
+        out += (i ? "+" : "") + d[i];
+    return out;
+}
+
+PlanSignature makeSignature(std::string key)
+{
+    PlanSignature s;
+    s.hash = fnv1a64(key);
+    s.key = std::move(key);
+    return s;
+}
+
+PlanSignature planSignature(const Plan &plan, const Cluster &cluster)
+{
+    const std::vector<Node> nodes = cluster.nodes();
+    std::map<std::string, int> nodeByName;
+    for (size_t i = 0; i < nodes.size(); ++i)
+        nodeByName[nodes[i].name] = static_cast<int>(i);
+    auto nodeIndex = [&](const std::string &name) {
+        auto it = nodeByName.find(name);
+        if (it == nodeByName.end())
+            throw std::invalid_argument("plan '" + plan.name + "' names node '" + name + "', which cluster '"
+                                        + cluster.name + "' does not have");
+        return it->second;
+    };
+    std::string key = "gbs=" + std::to_string(plan.globalBatch) + ";m=" + std::to_string(plan.microBatches())
+        + ";do=" + (plan.distributedOptimizer ? "1" : "0") + ";sp=" + (plan.sequenceParallel ? "1" : "0");
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+        const Stage &st = plan.stages[i];
+        std::vector<std::string> reps;
+        std::vector<int> stageNodes;
+        for (const Replica &r : st.replicas) {
+            const int ni = nodeIndex(r.node);
+            stageNodes.push_back(ni);
+            const Node &n = nodes[static_cast<size_t>(ni)];
+            reps.push_back(cluster.devices[static_cast<size_t>(n.device)].id + "/" + linkDescriptor(n.intraLink) + "/t"
+                           + std::to_string(r.tp) + "/b" + std::to_string(r.microBatch));
+        }
+        std::sort(reps.begin(), reps.end());
+        key += "|L" + std::to_string(st.firstLayer) + "+" + std::to_string(st.layerCount)
+            + ";rc=" + toString(st.recompute.method) + ":" + std::to_string(st.recompute.layers) + ";R[";
+        for (size_t r = 0; r < reps.size(); ++r)
+            key += (r ? "," : "") + reps[r];
+        key += "];dp=" + (st.dp() > 1 ? linkClass(linksAmong(stageNodes, nodes, cluster)) : std::string("-"));
+        if (i + 1 < plan.stages.size()) {
+            std::vector<int> next;
+            for (const Replica &r : plan.stages[i + 1].replicas)
+                next.push_back(nodeIndex(r.node));
+            key += ";p2p=" + linkClass(linksBetween(stageNodes, next, nodes, cluster));
+        }
+    }
+    return makeSignature(std::move(key));
+}
+
+std::uint64_t predictionContext(const Cluster &cluster, const Model &model, const ProfileSet *profiles,
+                                const CostOptions &cost, std::uint64_t predictorDigest)
+{
+    std::string s = "memx.prediction-context/1\n";
+    std::vector<std::string> devices;
+    for (const GpuSpec &d : cluster.devices)
+        devices.push_back(toJson(d).dump());
+    std::sort(devices.begin(), devices.end());
+    for (const std::string &d : devices)
+        s += d + "\n";
+    s += toJson(model).dump() + "\n";
+    if (profiles) {
+        std::string p;
+        for (const LayerProfile &lp : profiles->profiles())
+            p += toJson(lp).dump();
+        s += "profiles " + fnv1a64Hex(p) + "\n";
+    }
+    s += "cost";
+    for (double v : {cost.nvidiaEfficiency, cost.amdEfficiency, cost.otherEfficiency, cost.halfSaturationFlops,
+                     cost.optimizerBandwidthEfficiency, cost.optimizerBytesPerParam, cost.flashAttention ? 1.0 : 0.0,
+                     cost.gradReduceBytesPerParam, cost.runtimeContextBytes, cost.communicatorBytesPerGroup,
+                     cost.allocatorReserveFraction})
+        s += " " + num(v);
+    s += "\npredictor " + std::to_string(predictorDigest);
+    return fnv1a64(s);
+}
+
+PredictionCache::PredictionCache(std::uint64_t context)
+    : mContext(context)
+{
+}
+
+bool PredictionCache::setContext(std::uint64_t context)
+{
+    if (context == mContext)
+        return false;
+    clear();
+    mContext = context;
+    return true;
+}
+
+void PredictionCache::clear()
+{
+    mBuckets.clear();
+    mSize = 0;
+}
+
+std::optional<CachedPrediction> PredictionCache::find(const PlanSignature &sig)
+{
+    auto it = mBuckets.find(sig.hash);
+    if (it != mBuckets.end()) {
+        for (const Entry &e : it->second)
+            if (e.key == sig.key) {
+                ++mHits;
+                return e.value;
+            }
+        ++mCollisions;
+    }
+    ++mMisses;
+    return std::nullopt;
+}
+
+void PredictionCache::insert(const PlanSignature &sig, const CachedPrediction &value)
+{
+    std::vector<Entry> &bucket = mBuckets[sig.hash];
+    for (Entry &e : bucket)
+        if (e.key == sig.key) {
+            e.value = value;
+            return;
+        }
+    bucket.push_back({sig.key, value});
+    ++mSize;
+}
+
+namespace {
+
+void put64(std::vector<std::uint8_t> &o, std::uint64_t v)
+{
+    for (int i = 0; i < 8; ++i)
+        o.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+struct Reader {
+    const std::vector<std::uint8_t> &b;
+    size_t pos = 0;
+    void need(size_t n) const
+    {
+        if (pos + n > b.size())
+            throw std::runtime_error("prediction cache is truncated at byte " + std::to_string(pos));
+    }
+    std::uint64_t u64()
+    {
+        need(8);
+        std::uint64_t v = 0;
+        for (int i = 0; i < 8; ++i)
+            v |= static_cast<std::uint64_t>(b[pos + i]) << (8 * i);
+        pos += 8;
+        return v;
+    }
+};
+
+} // namespace
+
+std::vector<std::uint8_t> PredictionCache::serialize() const
+{
+    std::vector<std::uint8_t> o = {'M', 'X', 'P', 'C', 1, 0, 0, 0};
+    put64(o, mContext);
+    put64(o, mSize);
+    // Sorted by (hash, key): identical caches serialise to identical bytes.
+    std::vector<std::pair<std::uint64_t, const Entry *>> all;
+    for (const auto &[h, bucket] : mBuckets)
+        for (const Entry &e : bucket)
+            all.push_back({h, &e});
+    std::sort(all.begin(), all.end(), [](const auto &a, const auto &b) {
+        return a.first != b.first ? a.first < b.first : a.second->key < b.second->key;
+    });
+    for (const auto &[h, e] : all) {
+        put64(o, h);
+        put64(o, e->key.size());
+        o.insert(o.end(), e->key.begin(), e->key.end());
+        const float v[4] = {e->value.timeLogRatio, e->value.memLogRatio, e->value.timeSpread, e->value.memSpread};
+        const auto *p = reinterpret_cast<const std::uint8_t *>(v);
+        o.insert(o.end(), p, p + sizeof v);
+    }
+    return o;
+}
+
+PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &bytes)
+{
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXPC\x01\0\0\0", 8) != 0)
+        throw std::runtime_error("prediction cache: expected the MXPC version 1 header");
+    Reader r {bytes, 8};
+    PredictionCache c(r.u64());
+    const std::uint64_t n = r.u64();
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t h = r.u64();
+        const std::uint64_t len = r.u64();
+        r.need(len + 16);
+        std::string key(reinterpret_cast<const char *>(bytes.data() + r.pos), len);
+        r.pos += len;
+        float v[4];
+        std::memcpy(v, bytes.data() + r.pos, sizeof v);
+        r.pos += sizeof v;
+        if (fnv1a64(key) != h)
+            throw std::runtime_error("prediction cache: entry " + std::to_string(i) + " has a wrong hash");
+        c.insert(PlanSignature {h, std::move(key)}, CachedPrediction {v[0], v[1], v[2], v[3]});
+    }
+    if (r.pos != bytes.size())
+        throw std::runtime_error("prediction cache: trailing bytes after " + std::to_string(n) + " entries");
+    return c;
+}
+
+static std::string contextKey(std::uint64_t context)
+{
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(context));
+    return buf;
+}
+
+PredictionCache loadPredictionCache(const Store &store, std::uint64_t context)
+{
+    const auto bytes = store.blob(kPredictionCacheBlobKind, contextKey(context));
+    if (!bytes)
+        return PredictionCache(context);
+    try {
+        PredictionCache c = PredictionCache::deserialize(*bytes);
+        if (c.context() == context)
+            return c;
+    } catch (const std::runtime_error &) {
+        // An unreadable cache is only lost time: start empty.
+    }
+    return PredictionCache(context);
+}
+
+void savePredictionCache(Store &store, const PredictionCache &cache)
+{
+    store.putBlob(kPredictionCacheBlobKind, contextKey(cache.context()), cache.serialize());
+}
+
+} // namespace memx

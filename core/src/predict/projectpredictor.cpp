@@ -1,0 +1,57 @@
+#include "memx/predict/projectpredictor.h"
+
+#include "memx/io/formats.h"
+#include "memx/predict/predictioncache.h"
+
+#include <stdexcept>
+
+namespace memx {
+
+std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &cost,
+                                             std::vector<std::string> *notes)
+{
+    const ProfileSet profiles = store.profiles();
+    auto modelOf = [&](const std::string &id) -> std::optional<Model> {
+        if (auto m = store.model(id))
+            return m;
+        for (const Model &m : builtinModels())
+            if (m.id == id)
+                return m;
+        return std::nullopt;
+    };
+    return buildSamples(store.runs(), modelOf, profiles.empty() ? nullptr : &profiles, cost, notes);
+}
+
+void savePredictor(Store &store, const LearnedPredictor &predictor, const nlohmann::json &metrics)
+{
+    const std::string text = metrics.dump();
+    StoreTransaction tx(store);
+    store.putBlob(kPredictorBlobKind, kPredictorBlobKey, predictor.serialize());
+    store.putBlob(kPredictorBlobKind, std::string(kPredictorBlobKey) + ".metrics",
+                  std::vector<std::uint8_t>(text.begin(), text.end()));
+    for (const std::string &key : store.blobKeys(kPredictionCacheBlobKind))
+        store.removeBlob(kPredictionCacheBlobKind, key);
+    tx.commit();
+}
+
+std::optional<LearnedPredictor> loadPredictor(const Store &store)
+{
+    const auto bytes = store.blob(kPredictorBlobKind, kPredictorBlobKey);
+    if (!bytes)
+        return std::nullopt;
+    try {
+        return LearnedPredictor::deserialize(*bytes);
+    } catch (const std::exception &e) {
+        throw std::runtime_error(std::string("blob ") + kPredictorBlobKind + "/" + kPredictorBlobKey + ": " + e.what());
+    }
+}
+
+nlohmann::json predictorMetrics(const Store &store)
+{
+    const auto bytes = store.blob(kPredictorBlobKind, std::string(kPredictorBlobKey) + ".metrics");
+    if (!bytes)
+        return nullptr;
+    return nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr, false);
+}
+
+} // namespace memx

@@ -1,0 +1,161 @@
+// Learned predictor in the search: batched prediction, the prediction cache (cold vs warm), a
+// re-search after a weight change and after adding one node.
+// Run: build/tests/bench/bench_predict --benchmark_counters_tabular=true
+// Figures go to docs/performance.md ("Learned predictor and prediction cache").
+#include "memx/io/formats.h"
+#include "memx/predict/learnedsearch.h"
+#include "memx/predict/projectpredictor.h"
+#include "memx/profile/sailorimporter.h"
+#include "memx/search/objective.h"
+#include "memx/store/memorystore.h"
+
+#include <benchmark/benchmark.h>
+
+#include <ctime>
+
+using namespace memx;
+
+namespace {
+
+const std::string kSamples = MEMX_SOURCE_DIR "/sample_clusters";
+
+double processCpuSeconds()
+{
+    timespec ts {};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/// The predictor trained on the 41 public GH200 runs (once; deliberately never destroyed, so no
+/// XGBoost handle outlives the library's own static state at exit).
+LearnedPredictor &predictor()
+{
+    static LearnedPredictor *p = new LearnedPredictor([] {
+        MemoryStore store;
+        writeImport(store, importSailor(MEMX_SHARED_DIR "/data/public/sailor"));
+        LearnedPredictor m = LearnedPredictor::train(samplesFromStore(store, CostOptions {}), PredictorOptions {});
+        m.setThreads(2);
+        return m;
+    }());
+    return *p;
+}
+
+/// 20-GPU sample, llama2-7b, stages per group {1}, micro-batches {1, 2}: 44,785 valid
+/// configurations (>= the paper's 31,240).
+SearchRequest request(const std::string &cluster = "paper-20gpu-nvidia-amd")
+{
+    SearchRequest r;
+    r.cluster = loadCluster(kSamples + "/" + cluster + ".json");
+    r.model = resolveModel("llama2-7b");
+    r.space.stagesPerGroup = {1};
+    r.space.microBatches = {1, 2};
+    r.threads = 2;
+    r.collectFeatures = true;
+    return r;
+}
+
+/// Search + learned prediction (+ cache) + rank + Pareto; counters: configurations, hit rate, CPU.
+void learnedSearch(benchmark::State &state, const SearchRequest &req, PredictionCache *warmFrom, bool useCache)
+{
+    double cpu = 0;
+    LearnedSearchStats st;
+    for (auto _ : state) {
+        state.PauseTiming();
+        std::optional<PredictionCache> cache;
+        if (useCache)
+            cache = warmFrom ? *warmFrom : PredictionCache(1);
+        state.ResumeTiming();
+        const double c0 = processCpuSeconds();
+        SearchResult res = runSearch(req);
+        st = applyLearnedPredictor(res, predictor(), cache ? &*cache : nullptr);
+        benchmark::DoNotOptimize(rank(res, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(paretoFront(res));
+        cpu += processCpuSeconds() - c0;
+    }
+    state.counters["configs"] = static_cast<double>(st.configurations);
+    state.counters["hitRate"] = st.hitRate();
+    state.counters["predictMs"] = st.predictMs;
+    state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
+}
+
+void BM_AnalyticSearch(benchmark::State &state)
+{
+    SearchRequest req = request();
+    req.collectFeatures = false;
+    double cpu = 0;
+    size_t n = 0;
+    for (auto _ : state) {
+        const double c0 = processCpuSeconds();
+        SearchResult res = runSearch(req);
+        benchmark::DoNotOptimize(rank(res, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(paretoFront(res));
+        cpu += processCpuSeconds() - c0;
+        n = res.size();
+    }
+    state.counters["configs"] = static_cast<double>(n);
+    state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
+}
+
+void BM_LearnedSearchNoCache(benchmark::State &state)
+{
+    learnedSearch(state, request(), nullptr, false);
+}
+void BM_LearnedSearchColdCache(benchmark::State &state)
+{
+    learnedSearch(state, request(), nullptr, true);
+}
+void BM_LearnedSearchWarmCache(benchmark::State &state)
+{
+    const SearchRequest req = request();
+    PredictionCache cache(1);
+    SearchResult res = runSearch(req);
+    applyLearnedPredictor(res, predictor(), &cache);
+    learnedSearch(state, req, &cache, true);
+}
+
+/// Re-search after adding one H100 node (4 -> 8 H100 GPUs), cache warmed on the original cluster.
+void BM_LearnedSearchAddNode(benchmark::State &state)
+{
+    PredictionCache cache(1);
+    SearchResult res = runSearch(request());
+    applyLearnedPredictor(res, predictor(), &cache);
+    SearchRequest bigger = request();
+    bigger.cluster.groups[2].count += 1;
+    learnedSearch(state, bigger, &cache, true);
+}
+
+/// A weight change re-ranks the cached learned metrics: no search, no prediction.
+void BM_RerankAfterWeightChange(benchmark::State &state)
+{
+    SearchResult res = runSearch(request());
+    applyLearnedPredictor(res, predictor(), nullptr);
+    double w = 0.1;
+    for (auto _ : state) {
+        w = w > 2 ? 0.1 : w + 0.1;
+        benchmark::DoNotOptimize(rank(res, Objective {1, w, 0.2}, 10));
+    }
+    state.counters["configs"] = static_cast<double>(res.size());
+}
+
+/// Raw batched prediction of 31,240 feature rows (5 members x 120 rounds x 2 targets).
+void BM_PredictBatch31240(benchmark::State &state)
+{
+    SearchResult res = runSearch(request());
+    const size_t rows = std::min<size_t>(31240, res.size());
+    std::vector<float> tl, ml, ts, ms;
+    for (auto _ : state)
+        predictor().predictLogRatios(res.features.data(), rows, tl, ml, ts, ms);
+    state.counters["rows"] = static_cast<double>(rows);
+}
+
+} // namespace
+
+BENCHMARK(BM_AnalyticSearch)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LearnedSearchNoCache)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LearnedSearchColdCache)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LearnedSearchWarmCache)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LearnedSearchAddNode)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RerankAfterWeightChange)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PredictBatch31240)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+BENCHMARK_MAIN();

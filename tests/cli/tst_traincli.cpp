@@ -1,0 +1,128 @@
+// memx train / evaluate / predict --project / search --project as binaries on the imported public
+// GH200 runs: the stored predictor is used and named, the analytic path is unchanged without one.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
+static const QString kSailor = QStringLiteral(MEMX_SHARED_DIR "/data/public/sailor");
+
+struct Run {
+    int code = -1;
+    QByteArray out, err;
+};
+
+static Run memx(const QStringList &args)
+{
+    QProcess p;
+    p.start(QStringLiteral(MEMX_CLI_PATH), args);
+    p.waitForFinished(300000);
+    return Run {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+class TestTrainCli : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir mDir;
+    QString mProject;
+
+private slots:
+    void initTestCase()
+    {
+        mProject = mDir.filePath("p.memx");
+        const Run r = memx({"profile", "import", "--format", "sailor", kSailor, "--project", mProject});
+        QVERIFY2(r.code == 0, r.err.constData());
+    }
+
+    void searchWithoutModelIsAnalytic()
+    {
+        const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
+        const QStringList space = {"--stages", "1", "--mbs", "1,2", "--threads", "2", "--top", "3"};
+        const Run plain = memx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b", "--json"} + space);
+        QVERIFY2(plain.code == 0, plain.err.constData());
+        const QJsonObject j = QJsonDocument::fromJson(plain.out).object();
+        QCOMPARE(j["predictor"].toString(), QString("analytic"));
+        const Run text = memx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b"} + space);
+        QVERIFY(text.out.contains("predictor: analytic"));
+    }
+
+    void trainThenUse()
+    {
+        const Run t = memx({"train", "--project", mProject, "--json", "--folds", "3"});
+        QVERIFY2(t.code == 0, t.err.constData());
+        const QJsonObject tj = QJsonDocument::fromJson(t.out).object();
+        QCOMPARE(tj["trainedOn"].toInt(), 41);
+        QCOMPARE(tj["featureSchema"].toInt(), 1);
+        QCOMPARE(tj["predictor"].toString(), QString("learned (xgboost, 41 runs, schema v1)"));
+        QVERIFY(tj["kfold"].toObject()["learned"].toObject()["all"].toObject()["timeMapePct"].toDouble() > 0);
+
+        // search --project uses it, twice: the second run hits the persisted cache for every plan.
+        const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
+        const QStringList args
+            = {"search", "--cluster", cluster, "--model",   "llama2-7b", "--project", mProject, "--stages",
+               "1",      "--mbs",     "1,2",   "--threads", "2",         "--top",     "3",      "--json"};
+        const Run s1 = memx(args);
+        QVERIFY2(s1.code == 0, s1.err.constData());
+        const QJsonObject j1 = QJsonDocument::fromJson(s1.out).object();
+        QCOMPARE(j1["predictor"].toString(), QString("learned (xgboost, 41 runs, schema v1)"));
+        QCOMPARE(j1["learned"].toObject()["cacheHits"].toDouble(), 0.0);
+        const double n = j1["counts"].toObject()["evaluated"].toDouble();
+        QCOMPARE(j1["learned"].toObject()["predicted"].toDouble(), n);
+        QVERIFY(j1["top"].toArray()[0].toObject().contains("oomRisk"));
+        const Run s2 = memx(args);
+        QVERIFY2(s2.code == 0, s2.err.constData());
+        const QJsonObject j2 = QJsonDocument::fromJson(s2.out).object();
+        QCOMPARE(j2["learned"].toObject()["cacheHits"].toDouble(), n);
+        QCOMPARE(j2["top"].toArray()[0].toObject()["T"].toDouble(), j1["top"].toArray()[0].toObject()["T"].toDouble());
+
+        // predict --project on a measured plan of the project: named, learned figures present.
+        QTemporaryDir d;
+        const QString planPath = d.filePath("plan.json");
+        QFile f(planPath);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QJsonDocument(j1["top"].toArray()[0].toObject()["plan"].toObject()).toJson());
+        f.close();
+        const Run p = memx(
+            {"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--project", mProject});
+        QVERIFY2(p.code == 0 || p.code == 1, p.err.constData());
+        QVERIFY2(p.out.startsWith("predictor: learned (xgboost, 41 runs, schema v1)"), p.out.constData());
+        QVERIFY(p.out.contains("Learned: iteration time"));
+        const Run pj = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
+        QCOMPARE(QJsonDocument::fromJson(pj.out).object()["predictor"].toString(), QString("analytic"));
+    }
+
+    void evaluateLooJson()
+    {
+        const Run r = memx({"evaluate", "--project", mProject, "--loo", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        const QJsonArray reports = j["reports"].toArray();
+        QCOMPARE(reports.size(), 1);
+        const QJsonObject rep = reports[0].toObject();
+        QCOMPARE(rep["scheme"].toString(), QString("leave-one-out"));
+        QCOMPARE(rep["runs"].toArray().size(), 41);
+        QCOMPARE(rep["noiseFloor"].toObject()["pairs"].toInt(), 15);
+        const double learned = rep["learned"].toObject()["all"].toObject()["timeMapePct"].toDouble();
+        const double analytic = rep["analytic"].toObject()["all"].toObject()["timeMapePct"].toDouble();
+        QVERIFY2(learned < analytic, qPrintable(QString("%1 vs %2").arg(learned).arg(analytic)));
+        const Run text = memx({"evaluate", "--project", mProject, "--k", "4"});
+        QVERIFY2(text.code == 0, text.err.constData());
+        QVERIFY(text.out.contains("k-fold cross-validation, 4 folds"));
+        QVERIFY(text.out.contains("Noise floor"));
+    }
+
+    void errors()
+    {
+        const Run missing = memx({"train", "--project", mDir.filePath("nope.memx")});
+        QCOMPARE(missing.code, 1);
+        QVERIFY(missing.err.contains("no such project file"));
+        const Run usage = memx({"evaluate", "--project", mProject, "--k", "1"});
+        QCOMPARE(usage.code, 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTrainCli)
+#include "tst_traincli.moc"
