@@ -4,6 +4,7 @@
 #include "memx/io/formats.h"
 #include "memx/profile/augment.h"
 #include "memx/profile/megatronlog.h"
+#include "memx/profile/minimalset.h"
 #include "memx/profile/profileio.h"
 #include "memx/profile/sailorimporter.h"
 #include "memx/store/sqlitestore.h"
@@ -31,6 +32,8 @@ Formats:
   sailor     SOURCE is the public Sailor dataset folder (profiles/, network/, training-configs/,
              measured-runs/): models, per-layer profiles, network fits and measured runs.
   megatron   SOURCE is a Megatron-LM training log; needs --plan, --cluster and --model.
+             With --manifest M (from `memx profile plan`), SOURCE is the folder the jobs wrote
+             their logs to: per-layer jobs become profiles, end-to-end jobs runs.
              Iteration time = mean of the "elapsed time per iteration (ms)" lines after skipping
              the first --skip (default 1) as warm-up; peak memory = max over ranks of
              "max allocated" (allocator peak).
@@ -41,7 +44,9 @@ Options:
   --plan FILE      (megatron) the plan the log ran
   --cluster FILE   (megatron) the cluster it ran on
   --model ID|FILE  (megatron) model preset id or model file
-  --skip N         (megatron) warm-up iteration lines to skip (default 1)
+  --manifest FILE  (megatron) manifest.json of `memx profile plan`: match logs to its jobs
+  --skip N         (megatron) warm-up iteration lines to skip (default 1; with --manifest
+                   each job's warm-up iterations)
   --group LABEL    (megatron) hardware group label stored with the run
   --run-id ID      (megatron, one SOURCE) run id (default: the log's file name)
   --json           print the summary as JSON
@@ -84,7 +89,7 @@ struct ProgressLine {
 
 int runImport(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id"}, {"json"});
+    Args args(argv, {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id", "manifest"}, {"json"});
     const auto format = args.value("format");
     if (!format)
         throw UsageError {"--format is required (sailor, megatron, csv or json)"};
@@ -94,6 +99,13 @@ int runImport(const std::vector<std::string> &argv)
     if (*format == "sailor") {
         for (const std::string &dir : args.positional())
             batch.append(importSailor(dir, ProgressLine {"reading " + dir}));
+    } else if (*format == "megatron" && args.has("manifest")) {
+        const std::string mpath = args.require("manifest");
+        const ProfileManifest manifest = parseManifest(readTextFile(mpath), mpath);
+        const int skip = static_cast<int>(args.intValue("skip", 0, 1000000).value_or(-1));
+        for (const std::string &dir : args.positional())
+            batch.append(importManifestLogs(manifest, dir, skip, args.value("group").value_or(""),
+                                            ProgressLine {"reading " + dir}));
     } else if (*format == "megatron") {
         if (!args.has("plan") || !args.has("cluster") || !args.has("model"))
             throw UsageError {"--format megatron needs --plan, --cluster and --model"};
