@@ -61,8 +61,9 @@ micro-batch sizes, origin), measured runs per hardware group, network measuremen
 const char *kCoverageUsage
     = R"txt(Usage: memx profile coverage [--project FILE] [--cluster NAME|FILE] [--model ID] [--json]
 
-For each model and GPU type: which (TP, micro-batch) cells are measured (M), interpolated or
-interpolable from measured neighbours (I), or missing (-). With --cluster only the cluster's GPU
+For each model and GPU type: which (TP, micro-batch) cells are measured (M),
+simulated by the virtual testbed (S), interpolated or interpolable from measured/simulated
+neighbours (I), or missing (-). With --cluster only the cluster's GPU
 types and TP degrees up to its GPUs per node are shown; with --model only that model id.
 )txt";
 
@@ -312,7 +313,8 @@ int runCoverage(const std::vector<std::string> &argv)
             byGpu[g]; // GPU types of the cluster without any profile show as missing
         nlohmann::json jm {{"model", model}, {"tp", tps}, {"microBatch", mbs}, {"gpus", nlohmann::json::object()}};
         if (!args.has("json"))
-            std::cout << "Model " << model << " (M measured, I interpolated/interpolable, - missing)\n";
+            std::cout << "Model " << model
+                      << " (M measured, S simulated by the virtual testbed, I interpolated/interpolable, - missing)\n";
         for (auto &[gpu, ps] : byGpu) {
             if (cluster && !clusterGpus.count(gpu))
                 continue;
@@ -322,10 +324,13 @@ int runCoverage(const std::vector<std::string> &argv)
                     if (p.key.tp == tp && p.key.microBatch == b)
                         best = (!best || p.origin == ProfileOrigin::Measured) ? &p : best;
                 if (best)
-                    return best->origin == ProfileOrigin::Measured ? 'M' : 'I';
+                    return best->origin == ProfileOrigin::Measured ? 'M'
+                        : best->origin == ProfileOrigin::Simulated ? 'S'
+                                                                   : 'I';
+                // Measured and simulated (virtual testbed) profiles are interpolation sources.
                 std::vector<LayerProfile> sameTp, sameMbs;
                 for (const LayerProfile &p : ps) {
-                    if (p.origin != ProfileOrigin::Measured)
+                    if (p.origin == ProfileOrigin::Interpolated)
                         continue;
                     if (p.key.tp == tp)
                         sameTp.push_back(p);
@@ -338,7 +343,7 @@ int runCoverage(const std::vector<std::string> &argv)
                 return '-';
             };
             nlohmann::json cells = nlohmann::json::array();
-            int counts[3] = {0, 0, 0};
+            int counts[4] = {0, 0, 0, 0};
             if (!args.has("json")) {
                 std::cout << "  " << gpu << "\n    " << std::left << std::setw(8) << "TP\\mbs";
                 for (int b : mbs)
@@ -350,11 +355,12 @@ int runCoverage(const std::vector<std::string> &argv)
                     std::cout << "    " << std::setw(8) << tp;
                 for (int b : mbs) {
                     const char s = status(tp, b);
-                    ++counts[s == 'M' ? 0 : s == 'I' ? 1 : 2];
+                    ++counts[s == 'M' ? 0 : s == 'I' ? 1 : s == 'S' ? 3 : 2];
                     cells.push_back({{"tp", tp},
                                      {"microBatch", b},
                                      {"status",
                                       s == 'M'       ? "measured"
+                                          : s == 'S' ? "simulated"
                                           : s == 'I' ? "interpolated"
                                                      : "missing"}});
                     if (!args.has("json"))
@@ -363,8 +369,11 @@ int runCoverage(const std::vector<std::string> &argv)
                 if (!args.has("json"))
                     std::cout << "\n";
             }
-            jm["gpus"][gpu]
-                = {{"measured", counts[0]}, {"interpolated", counts[1]}, {"missing", counts[2]}, {"cells", cells}};
+            jm["gpus"][gpu] = {{"measured", counts[0]},
+                               {"simulated", counts[3]},
+                               {"interpolated", counts[1]},
+                               {"missing", counts[2]},
+                               {"cells", cells}};
         }
         out.push_back(jm);
         if (!args.has("json"))

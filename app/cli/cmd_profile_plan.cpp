@@ -24,7 +24,8 @@ namespace {
 
 constexpr const char *kDefaultProject = "memx-project.memx";
 
-const char *kPlanUsage = R"txt(Usage: memx profile plan --cluster CLUSTER --model MODEL [--out DIR] [--force] [--json] [options]
+const char *kPlanUsage
+    = R"txt(Usage: memx profile plan --cluster CLUSTER --model MODEL [--out DIR] [--force] [--json] [options]
 
 Chooses the smallest set of measurements that covers the search space for prediction: per GPU type
 the (TP, micro-batch) per-layer profiles to measure (the rest is interpolated as `memx profile
@@ -44,13 +45,15 @@ Options:
   --stages LIST        stages per GPU group (default 1,2,3)
   --e2e N              end-to-end runs (default 6)
   --iterations N       timed iterations per job (default 10)
-  --no-tp-interpolation  measure every TP degree on every GPU type
+  --tp-interpolation  interpolate TP degrees between measured ones on NVLink/Infinity Fabric
+                       GPUs (default: measure every needed TP degree)
   --threads N          search threads
   --date ISO8601       date written into the scripts (default: now)
   --json               print the plan as JSON
 )txt";
 
-const char *kRunUsage = R"txt(Usage: memx profile run-simulated [--project FILE] (--jobs MANIFEST | --plan FILE... | --top K)
+const char *kRunUsage
+    = R"txt(Usage: memx profile run-simulated [--project FILE] (--jobs MANIFEST | --plan FILE... | --top K)
                                   [--cluster CLUSTER --model MODEL] [--seed N] [--group LABEL] [--json]
 
 Runs profiling jobs or plans on the VIRTUAL TESTBED (a simulated cluster, no GPUs) and imports the
@@ -71,7 +74,8 @@ Runs that do not fit in memory fail with "out of memory" like real trials and ar
 Progress is drawn on stderr when it is a terminal; Ctrl-C cancels (nothing is written, exit 130).
 )txt";
 
-const char *kAugmentUsage = R"txt(Usage: memx profile augment [--project FILE] [--micro-batches LIST] [--tp LIST] [--json]
+const char *kAugmentUsage
+    = R"txt(Usage: memx profile augment [--project FILE] [--micro-batches LIST] [--tp LIST] [--json]
 
 Adds interpolated profiles (origin "interpolated") to the project: every power-of-two (and listed)
 micro-batch size strictly inside each measured range (piecewise linear per layer), then every
@@ -121,7 +125,7 @@ std::string fmt(double v, int prec)
 int runPlanCmd(const std::vector<std::string> &argv)
 {
     Args args(argv, {"cluster", "model", "out", "gbs", "tp", "mbs", "stages", "e2e", "iterations", "threads", "date"},
-              {"json", "force", "no-tp-interpolation"});
+              {"json", "force", "tp-interpolation"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const Cluster cluster = loadCluster(args.require("cluster"));
@@ -134,7 +138,7 @@ int runPlanCmd(const std::vector<std::string> &argv)
     o.endToEndRuns = static_cast<int>(args.intValue("e2e", 0, 1000).value_or(o.endToEndRuns));
     o.timedIterations = static_cast<int>(args.intValue("iterations", 1, 100000).value_or(o.timedIterations));
     o.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
-    o.tpInterpolation = !args.has("no-tp-interpolation");
+    o.tpInterpolation = args.has("tp-interpolation");
     ProfilingPlan plan;
     try {
         plan = planMinimalSet(cluster, model, o);
@@ -179,10 +183,11 @@ int runPlanCmd(const std::vector<std::string> &argv)
     std::cout << "  measure " << perLayer << " per-layer profiles (rest interpolated) + " << e2e
               << " end-to-end runs = " << plan.jobs.size() << " jobs\n\n";
     std::cout << "  " << std::left << std::setw(34) << "JOB" << std::setw(6) << "GPUs" << std::right << std::setw(10)
-              << "est. s" << "  WHAT\n";
+              << "est. s"
+              << "  WHAT\n";
     for (const ProfileJob &j : plan.jobs) {
-        std::cout << "  " << std::left << std::setw(34) << j.id << std::setw(6) << j.gpus << std::right
-                  << std::setw(10) << fmt(j.estimatedSeconds, 0) << "  ";
+        std::cout << "  " << std::left << std::setw(34) << j.id << std::setw(6) << j.gpus << std::right << std::setw(10)
+                  << fmt(j.estimatedSeconds, 0) << "  ";
         if (j.kind == ProfileJobKind::PerLayer) {
             std::cout << "per-layer, layers";
             for (int n : j.layerVariants)
@@ -193,12 +198,12 @@ int runPlanCmd(const std::vector<std::string> &argv)
     }
     for (const std::string &n : plan.notes)
         std::cout << "  note: " << n << "\n";
-    std::cout << "\n  Profiling:  " << fmt(plan.profilingGpuHours, 2) << " GPU-hours (" << fmt(plan.profilingWallHours, 2)
-              << " h of wall time, jobs one after another)\n";
-    std::cout << "  Exhaustive: " << plan.configurations << " configurations x " << fmt(o.exhaustiveSecondsPerConfiguration, 0)
-              << " s = " << fmt(plan.exhaustiveWallDays, 1) << " days of wall time, " << fmt(plan.exhaustiveGpuHours, 0)
-              << " GPU-hours on " << plan.clusterGpus << " GPUs (the paper: 31,240 x 47 s = "
-              << fmt(31240 * 47.0 / 86400, 1) << " days)\n";
+    std::cout << "\n  Profiling:  " << fmt(plan.profilingGpuHours, 2) << " GPU-hours ("
+              << fmt(plan.profilingWallHours, 2) << " h of wall time, jobs one after another)\n";
+    std::cout << "  Exhaustive: " << plan.configurations << " configurations x "
+              << fmt(o.exhaustiveSecondsPerConfiguration, 0) << " s = " << fmt(plan.exhaustiveWallDays, 1)
+              << " days of wall time, " << fmt(plan.exhaustiveGpuHours, 0) << " GPU-hours on " << plan.clusterGpus
+              << " GPUs (the paper: 31,240 x 47 s = " << fmt(31240 * 47.0 / 86400, 1) << " days)\n";
     std::cout << "  Ratio:      exhaustive / minimal = " << fmt(ratio, 0) << "x\n";
     if (!written.empty())
         std::cout << "\nWrote " << written.size() << " files into " << *args.value("out") << " (manifest.json)\n";
@@ -319,8 +324,9 @@ int runSimulated(const std::vector<std::string> &argv)
             j["iterationTimeMs"] = r.run.iterationTimeMs;
             j["straggler"] = r.straggler;
             if (!logFile.empty())
-                logs.push_back({logFile, simulatedLog(tb, jobId, r.iterationTimesMs, 0, 0, 0, *r.run.peakMemoryBytes,
-                                                      plan.totalGpus())});
+                logs.push_back(
+                    {logFile,
+                     simulatedLog(tb, jobId, r.iterationTimesMs, 0, 0, 0, *r.run.peakMemoryBytes, plan.totalGpus())});
         } else {
             ++failed;
             j["error"] = r.error;

@@ -2,8 +2,8 @@
 // configurations), smaller than the naive grid, cost arithmetic by hand, manifest round trip and
 // errors, per-layer import from Megatron timer logs.
 #include "memx/io/formats.h"
-#include "memx/profile/minimalset.h"
 #include "memx/profile/augment.h"
+#include "memx/profile/minimalset.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 #include "memx/store/memorystore.h"
@@ -34,7 +34,8 @@ static void checkCoversSpace(const Cluster &cluster, const Model &model, const M
     for (size_t i = 0; i < res.size(); ++i)
         for (const Stage &st : res.materialize(i).stages)
             for (const Replica &r : st.replicas)
-                all.insert({cluster.devices[static_cast<size_t>(cluster.findNode(r.node)->device)].id, r.tp, r.microBatch});
+                all.insert(
+                    {cluster.devices[static_cast<size_t>(cluster.findNode(r.node)->device)].id, r.tp, r.microBatch});
     QCOMPARE(std::vector<KernelPoint>(all.begin(), all.end()), plan.needed);
     const std::set<KernelPoint> measured(plan.measured.begin(), plan.measured.end());
     for (const KernelPoint &k : all) {
@@ -74,7 +75,7 @@ private slots:
         MinimalSetOptions o;
         o.space.stagesPerGroup = {1, 2};
         checkCoversSpace(loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json"), resolveModel("llama2-7b"), o);
-        o.tpInterpolation = false;
+        o.tpInterpolation = true;
         checkCoversSpace(loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json"), resolveModel("llama2-7b"), o);
     }
 
@@ -100,7 +101,7 @@ private slots:
         double expected = 0;
         for (int n : {1, 3}) {
             const double stepMs = n * (k.forwardPrefixMs[1] + k.backwardPrefixMs[1]) + k.embeddingForwardMs
-                                  + k.embeddingBackwardMs + k.headForwardMs + k.headBackwardMs;
+                + k.embeddingBackwardMs + k.headForwardMs + k.headBackwardMs;
             const double params = double(m.paramsPerLayer()) * n + m.embeddingParams() + m.headParams();
             expected += 90 + 13 * (4 * stepMs + params * k.optimizerMsPerParam) / 1000;
         }
@@ -134,7 +135,8 @@ private slots:
         o.space.stagesPerGroup = {1};
         ProfilingPlan plan = planMinimalSet(c, m, o);
         const auto files = profilingJobFiles(plan, c, m, "2025-01-01T00:00:00Z");
-        const auto manifestFile = std::find_if(files.begin(), files.end(), [](const ExportFile &f) { return f.path == "manifest.json"; });
+        const auto manifestFile
+            = std::find_if(files.begin(), files.end(), [](const ExportFile &f) { return f.path == "manifest.json"; });
         QVERIFY(manifestFile != files.end());
         const ProfileManifest back = parseManifest(manifestFile->content, "manifest.json");
         QCOMPARE(back.jobs.size(), plan.jobs.size());

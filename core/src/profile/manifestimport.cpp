@@ -14,7 +14,8 @@ namespace memx {
 MegatronTimers parseMegatronTimers(const std::string &text, const std::string &file)
 {
     MegatronTimers t;
-    static const std::regex timer(R"(^\s*(forward-compute|backward-compute|optimizer)\s*\.*:\s*\(([^,]*),\s*([^)]*)\))");
+    static const std::regex timer(
+        R"(^\s*(forward-compute|backward-compute|optimizer)\s*\.*:\s*\(([^,]*),\s*([^)]*)\))");
     static const std::regex header(R"(^# memx virtual testbed \(SIMULATED\) (virtual-testbed seed=\d+))");
     std::istringstream in(text);
     std::string line;
@@ -41,7 +42,9 @@ MegatronTimers parseMegatronTimers(const std::string &text, const std::string &f
                             "expected a time in ms as the max of the " + std::string(m[1]) + " timer, found \""
                                 + std::string(m[3]) + "\"");
         }
-        (m[1] == "forward-compute" ? t.forwardComputeMs : m[1] == "backward-compute" ? t.backwardComputeMs : t.optimizerMs)
+        (m[1] == "forward-compute"        ? t.forwardComputeMs
+             : m[1] == "backward-compute" ? t.backwardComputeMs
+                                          : t.optimizerMs)
             .push_back(v);
     }
     return t;
@@ -52,9 +55,10 @@ namespace {
 double meanAfter(const std::vector<double> &v, int skip, const std::string &file, const char *what)
 {
     if (static_cast<int>(v.size()) <= skip)
-        throw LoadError(file, "", "expected more than " + std::to_string(skip) + " \"" + what
-                                      + "\" timer lines (warm-up skipped), found " + std::to_string(v.size())
-                                      + " - was the job run with --timing-log-level 2?");
+        throw LoadError(file, "",
+                        "expected more than " + std::to_string(skip) + " \"" + what
+                            + "\" timer lines (warm-up skipped), found " + std::to_string(v.size())
+                            + " - was the job run with --timing-log-level 2?");
     return std::accumulate(v.begin() + skip, v.end(), 0.0) / static_cast<double>(v.size() - static_cast<size_t>(skip));
 }
 
@@ -80,11 +84,13 @@ ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::strin
             present += std::filesystem::exists(paths.back());
         }
         if (present == 0) {
-            batch.warnings.push_back({logDir, "", "no log of job " + job.id + " (expected " + job.logFiles.front() + ")"});
+            batch.warnings.push_back(
+                {logDir, "", "no log of job " + job.id + " (expected " + job.logFiles.front() + ")"});
             continue;
         }
         if (present < paths.size())
-            throw LoadError(logDir, "", "job " + job.id + ": some logs are missing (expected all of its layer variants)");
+            throw LoadError(logDir, "",
+                            "job " + job.id + ": some logs are missing (expected all of its layer variants)");
         const int jobSkip = skip >= 0 ? skip : job.warmupIterations;
         ++matched;
         if (job.kind == ProfileJobKind::EndToEnd) {
@@ -115,7 +121,8 @@ ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::strin
             simulated = simulated || t.simulated;
             simSource = t.simulatedSource;
             const double mb = job.microBatchesPerIteration;
-            vs.push_back({job.layerVariants[v], meanAfter(t.forwardComputeMs, jobSkip, paths[v], "forward-compute") / mb,
+            vs.push_back({job.layerVariants[v],
+                          meanAfter(t.forwardComputeMs, jobSkip, paths[v], "forward-compute") / mb,
                           meanAfter(t.backwardComputeMs, jobSkip, paths[v], "backward-compute") / mb,
                           t.optimizerMs.empty() ? 0.0 : meanAfter(t.optimizerMs, jobSkip, paths[v], "optimizer")});
         }
@@ -123,9 +130,10 @@ ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::strin
         const double dl = b.layers - a.layers;
         const double layerF = (b.fwd - a.fwd) / dl, layerB = (b.bwd - a.bwd) / dl, layerO = (b.opt - a.opt) / dl;
         if (!(layerF > 0) || !(layerB > 0))
-            throw LoadError(paths.back(), "", "job " + job.id + ": the larger variant is not slower than the smaller one ("
-                                                  + std::to_string(b.fwd) + " vs " + std::to_string(a.fwd)
-                                                  + " ms forward) - noisy or mismatched logs");
+            throw LoadError(paths.back(), "",
+                            "job " + job.id + ": the larger variant is not slower than the smaller one ("
+                                + std::to_string(b.fwd) + " vs " + std::to_string(a.fwd)
+                                + " ms forward) - noisy or mismatched logs");
         const double endsF = std::max(0.0, a.fwd - a.layers * layerF), endsB = std::max(0.0, a.bwd - a.layers * layerB);
         const double endsO = std::max(0.0, a.opt - a.layers * layerO);
         // Split embedding / output layer as the analytic model does.
@@ -140,7 +148,8 @@ ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::strin
         LayerProfile p;
         p.key = ProfileKey {job.device, model.id, job.tp, job.microBatch, model.shape.seqLength};
         p.origin = simulated ? ProfileOrigin::Simulated : ProfileOrigin::Measured;
-        p.source = (simulated ? simSource + " " : std::string()) + "manifest job " + job.id + " (" + paths.front() + ")";
+        p.source
+            = (simulated ? simSource + " " : std::string()) + "manifest job " + job.id + " (" + paths.front() + ")";
         p.layers.resize(static_cast<size_t>(L) + 2);
         p.layers.front() = {endsF * fShare, endsB * bShare, endsO * oShare, {}, {}};
         p.layers.back() = {endsF * (1 - fShare), endsB * (1 - bShare), endsO * (1 - oShare), {}, {}};
@@ -149,9 +158,10 @@ ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::strin
         batch.profiles.push_back(std::move(p));
     }
     if (matched == 0)
-        throw LoadError(logDir, "", "no log of any manifest job found (expected e.g. "
-                                        + (manifest.jobs.empty() ? std::string("-") : manifest.jobs.front().logFiles.front())
-                                        + ")");
+        throw LoadError(logDir, "",
+                        "no log of any manifest job found (expected e.g. "
+                            + (manifest.jobs.empty() ? std::string("-") : manifest.jobs.front().logFiles.front())
+                            + ")");
     if (progress)
         progress(manifest.jobs.size(), manifest.jobs.size());
     return batch;

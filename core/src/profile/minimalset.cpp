@@ -40,7 +40,7 @@ bool tpInterpolationAllowed(const GpuSpec &device, const MinimalSetOptions &opti
     if (!options.tpInterpolation || !device.scaleUpPerDirectionGBps)
         return false;
     return device.scaleUpKind == ScaleUpKind::NvLink || device.scaleUpKind == ScaleUpKind::NvSwitch
-           || device.scaleUpKind == ScaleUpKind::InfinityFabric;
+        || device.scaleUpKind == ScaleUpKind::InfinityFabric;
 }
 
 std::set<KernelPoint> kernelsOfSpace(const SearchResult &result)
@@ -118,9 +118,9 @@ double perLayerVariantSeconds(const Cluster &cluster, const Model &model, const 
     const double perLayer = lk.forwardPrefixMs[1] + lk.backwardPrefixMs[1] + lk.tpCommPerLayerMs;
     const double step
         = layers * perLayer + lk.embeddingForwardMs + lk.embeddingBackwardMs + lk.headForwardMs + lk.headBackwardMs;
-    const double params = (static_cast<double>(model.paramsPerLayer()) * layers + static_cast<double>(model.embeddingParams())
-                           + static_cast<double>(model.headParams()))
-                          / k.tp;
+    const double params = (static_cast<double>(model.paramsPerLayer()) * layers
+                           + static_cast<double>(model.embeddingParams()) + static_cast<double>(model.headParams()))
+        / k.tp;
     const double iterMs = o.microBatchesPerIteration * step + params * lk.optimizerMsPerParam;
     return o.startupSeconds + (o.warmupIterations + o.timedIterations) * iterMs / 1e3;
 }
@@ -192,11 +192,13 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         if (interpTp && measuredTps.size() < tpSet.size())
             plan.notes.push_back(dev.id + ": TP degrees interpolated between measured ones (scale-up link)");
         else if (!interpTp && tpSet.size() > 1)
-            plan.notes.push_back(dev.id + ": every TP degree measured (" + (options.tpInterpolation ? "no NVLink-class link" : "TP interpolation off") + ")");
+            plan.notes.push_back(dev.id + ": every TP degree measured ("
+                                 + (options.tpInterpolation ? "no NVLink-class link" : "TP interpolation off") + ")");
     }
     plan.measured.assign(measured.begin(), measured.end());
     for (const KernelPoint &k : needed)
-        if (!kernelCovered(measured, k, tpInterpolationAllowed(cluster.deviceOf(groupOfDevice(cluster, k.device)), options)))
+        if (!kernelCovered(measured, k,
+                           tpInterpolationAllowed(cluster.deviceOf(groupOfDevice(cluster, k.device)), options)))
             throw std::logic_error("minimal set does not cover " + jobId(k)); // a bug, not bad input
 
     // ---- per-layer jobs ----
@@ -245,7 +247,8 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
     std::vector<size_t> order(result.size());
     for (size_t i = 0; i < order.size(); ++i)
         order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return result.timeMs[a] < result.timeMs[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return result.timeMs[a] < result.timeMs[b]; });
     std::map<int, size_t> bestPerPp;
     std::set<int> allDepths;
     for (size_t i : order) {
@@ -306,7 +309,7 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         plan.profilingWallHours += j.estimatedSeconds / 3600.0;
     }
     plan.exhaustiveGpuHours = static_cast<double>(plan.configurations) * plan.clusterGpus
-                              * options.exhaustiveSecondsPerConfiguration / 3600.0;
+        * options.exhaustiveSecondsPerConfiguration / 3600.0;
     plan.exhaustiveWallDays
         = static_cast<double>(plan.configurations) * options.exhaustiveSecondsPerConfiguration / 86400.0;
     return plan;
@@ -395,7 +398,7 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file)
             ProfileJob job;
             job.id = jr.requireString("id");
             job.kind = jr.requireEnum("kind", {"per-layer", "end-to-end"}) == 0 ? ProfileJobKind::PerLayer
-                                                                               : ProfileJobKind::EndToEnd;
+                                                                                : ProfileJobKind::EndToEnd;
             job.gpus = static_cast<int>(jr.optionalInt("gpus", 1, 1 << 20).value_or(1));
             job.warmupIterations = static_cast<int>(jr.optionalInt("warmupIterations", 0, 1000000).value_or(0));
             job.timedIterations = static_cast<int>(jr.optionalInt("timedIterations", 1, 1000000).value_or(1));
@@ -416,7 +419,8 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file)
             if (job.kind == ProfileJobKind::PerLayer) {
                 job.device = jr.requireString("device");
                 if (!job.device.empty() && m.cluster.deviceIndex(job.device) < 0)
-                    diags.error(jr.pointerTo("device"), "device \"" + job.device + "\" is not in the manifest's cluster");
+                    diags.error(jr.pointerTo("device"),
+                                "device \"" + job.device + "\" is not in the manifest's cluster");
                 job.node = jr.optionalString("node").value_or("");
                 job.tp = static_cast<int>(jr.requireInt("tp", 1, 1024));
                 job.microBatch = static_cast<int>(jr.requireInt("microBatch", 1, 1 << 20));
@@ -431,8 +435,9 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file)
                             job.layerVariants.push_back((*a)[k].get<int>());
                     }
                 if (job.layerVariants.size() != job.logFiles.size())
-                    diags.error(jr.pointerTo("logFiles"), "expected one log file per layer variant ("
-                                                              + std::to_string(job.layerVariants.size()) + ")");
+                    diags.error(jr.pointerTo("logFiles"),
+                                "expected one log file per layer variant (" + std::to_string(job.layerVariants.size())
+                                    + ")");
             } else if (const nlohmann::json *pj = jr.requireObject("plan")) {
                 Diagnostics pd(file);
                 job.plan = parsePlan(*pj, pd);
@@ -462,10 +467,10 @@ std::string trainArgs(const ProfileJob &job, const std::string &tensorboardDir)
 {
     const int iters = job.warmupIterations + job.timedIterations;
     return "--train-iters " + std::to_string(iters) + " --exit-interval " + std::to_string(iters)
-           + " --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style constant --weight-decay 0.1 --clip-grad 1.0"
-             " --log-interval 1 --timing-log-level 2 --timing-log-option max --log-throughput --eval-iters 0"
-             " --log-memory-to-tensorboard --tensorboard-dir "
-           + tensorboardDir;
+        + " --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style constant --weight-decay 0.1 --clip-grad 1.0"
+          " --log-interval 1 --timing-log-level 2 --timing-log-option max --log-throughput --eval-iters 0"
+          " --log-memory-to-tensorboard --tensorboard-dir "
+        + tensorboardDir;
 }
 
 std::string runScript(const ProfileJob &job, const std::vector<std::string> &variantDirs, bool multiNode)
@@ -473,7 +478,7 @@ std::string runScript(const ProfileJob &job, const std::vector<std::string> &var
     std::string s = "#!/usr/bin/env bash\n# MemX profiling job " + job.id + " (" + toString(job.kind) + ")";
     if (job.kind == ProfileJobKind::PerLayer)
         s += ": " + job.device + " TP " + std::to_string(job.tp) + " micro-batch " + std::to_string(job.microBatch)
-             + ", " + std::to_string(job.microBatchesPerIteration) + " micro-batches per iteration";
+            + ", " + std::to_string(job.microBatchesPerIteration) + " micro-batches per iteration";
     else
         s += ": " + job.reason;
     s += "\n# Writes its log(s) to $LOG_DIR (default ./logs); import them with\n"
@@ -559,12 +564,13 @@ std::vector<ExportFile> profilingJobFiles(ProfilingPlan &plan, const Cluster &cl
                 ExportFile launcher;
                 launcher.path = dir + "flagscale-run.sh";
                 launcher.executable = true;
-                launcher.content = "#!/usr/bin/env bash\n# Heterogeneous plan: not expressible in upstream Megatron-LM ("
-                                   + why.items().front().message
-                                   + ").\n# Runs the FlagScale export; set FLAGSCALE_DIR to the FlagScale checkout.\n"
-                                     "set -euo pipefail\nHERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n"
-                                     "cd \"${FLAGSCALE_DIR:?set FLAGSCALE_DIR}\"\n"
-                                     "exec python run.py --config-path \"$HERE/conf\" --config-name memx action=run \"$@\"\n";
+                launcher.content
+                    = "#!/usr/bin/env bash\n# Heterogeneous plan: not expressible in upstream Megatron-LM ("
+                    + why.items().front().message
+                    + ").\n# Runs the FlagScale export; set FLAGSCALE_DIR to the FlagScale checkout.\n"
+                      "set -euo pipefail\nHERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n"
+                      "cd \"${FLAGSCALE_DIR:?set FLAGSCALE_DIR}\"\n"
+                      "exec python run.py --config-path \"$HERE/conf\" --config-name memx action=run \"$@\"\n";
                 files.push_back(launcher);
                 entry.push_back("flagscale-run.sh");
             }

@@ -83,7 +83,7 @@ double hbmBytesPerSecond(const GpuSpec &device)
 bool ll128Capable(const GpuSpec &device)
 {
     return device.vendor == "NVIDIA"
-           && (device.scaleUpKind == ScaleUpKind::NvLink || device.scaleUpKind == ScaleUpKind::NvSwitch);
+        && (device.scaleUpKind == ScaleUpKind::NvLink || device.scaleUpKind == ScaleUpKind::NvSwitch);
 }
 
 /// Shape figures of one transformer layer on one TP rank.
@@ -145,8 +145,12 @@ std::vector<double> layerActivationTensors(const Model &model, int tp, int micro
 std::vector<double> layerParamTensors(const Model &model, int tp)
 {
     const LayerShape ls = layerShape(model, tp, 1);
-    return {ls.h * (ls.q + 2 * ls.kv) / tp, ls.q / tp * ls.h, ls.h * ls.f * (ls.swiglu ? 2.0 : 1.0) / tp,
-            ls.f / tp * ls.h, 2.0 * ls.h, 2.0 * ls.h};
+    return {ls.h * (ls.q + 2 * ls.kv) / tp,
+            ls.q / tp * ls.h,
+            ls.h * ls.f * (ls.swiglu ? 2.0 : 1.0) / tp,
+            ls.f / tp * ls.h,
+            2.0 * ls.h,
+            2.0 * ls.h};
 }
 
 } // namespace
@@ -154,11 +158,11 @@ std::vector<double> layerParamTensors(const Model &model, int tp)
 int computeUnits(const GpuSpec &device)
 {
     static const std::map<std::string, int> table = {
-        {"v100-16gb-sxm2", 80}, {"v100-32gb-sxm2", 80}, {"a100-40gb-sxm", 108}, {"a100-80gb-sxm", 108},
-        {"a100-80gb-pcie", 108}, {"h100-sxm", 132}, {"h100-pcie", 114}, {"h100-nvl", 132},
-        {"gh200-96gb", 132}, {"h200-sxm", 132}, {"l40s", 142}, {"rtx-4090", 128},
-        {"rtx-3090", 82}, {"rtx-2080", 46}, {"titan-rtx", 72}, {"mi100", 120},
-        {"mi210", 104}, {"mi250x", 110}, {"mi300x", 304}, {"mi325x", 304},
+        {"v100-16gb-sxm2", 80},  {"v100-32gb-sxm2", 80}, {"a100-40gb-sxm", 108}, {"a100-80gb-sxm", 108},
+        {"a100-80gb-pcie", 108}, {"h100-sxm", 132},      {"h100-pcie", 114},     {"h100-nvl", 132},
+        {"gh200-96gb", 132},     {"h200-sxm", 132},      {"l40s", 142},          {"rtx-4090", 128},
+        {"rtx-3090", 82},        {"rtx-2080", 46},       {"titan-rtx", 72},      {"mi100", 120},
+        {"mi210", 104},          {"mi250x", 110},        {"mi300x", 304},        {"mi325x", 304},
     };
     const auto it = table.find(device.id);
     if (it != table.end())
@@ -180,7 +184,7 @@ std::string VirtualTestbed::sourceLabel() const
 double VirtualTestbed::gemmEfficiency(const GpuSpec &device, double m, double n, double k) const
 {
     const double vendorEff = device.vendor == "NVIDIA" ? mOptions.nvidiaGemmEfficiency
-                             : device.vendor == "AMD"  ? mOptions.amdGemmEfficiency
+        : device.vendor == "AMD"                       ? mOptions.amdGemmEfficiency
                                                        : mOptions.otherGemmEfficiency;
     const double tile = mOptions.tileMN;
     // Tile quantisation: the GEMM computes whole tiles, the padding is wasted work.
@@ -317,7 +321,7 @@ EndTimes endLayers(const VirtualTestbed &tb, const GpuSpec &device, const Model 
     const double v = static_cast<double>(s.vocab) / tp;
     e.headFwd = tb.gemmMs(device, isBf16(model), T, v, s.hidden) + (4.0 * T * s.hidden + 3.0 * 4.0 * T * v) / bw * 1e3;
     e.headBwd = tb.gemmMs(device, isBf16(model), T, s.hidden, v) + tb.gemmMs(device, isBf16(model), s.hidden, v, T)
-                + (2.0 * 4.0 * T * v + 4.0 * T * s.hidden) / bw * 1e3;
+        + (2.0 * 4.0 * T * v + 4.0 * T * s.hidden) / bw * 1e3;
     // Adam: 30 bytes of HBM traffic per parameter, memory bound.
     const double perParamMs = 30.0 / bw * 1e3;
     e.embOpt = static_cast<double>(model.embeddingParams()) / tp * perParamMs;
@@ -358,8 +362,9 @@ LayerProfile VirtualTestbed::runProfilingJob(const ProfileJob &job, const Cluste
     for (double e : layerParamTensors(model, job.tp))
         layerParams += e;
 
-    Rng rng = rngFor(mSeed, "profile|" + device.id + "|" + model.id + "|" + std::to_string(job.tp) + "|"
-                                + std::to_string(job.microBatch) + "|" + std::to_string(s.seqLength));
+    Rng rng = rngFor(mSeed,
+                     "profile|" + device.id + "|" + model.id + "|" + std::to_string(job.tp) + "|"
+                         + std::to_string(job.microBatch) + "|" + std::to_string(s.seqLength));
     auto noisy = [&](double ms) { return ms * rng.lognormalFactor(mOptions.profileJitterCv); };
     const double T = static_cast<double>(job.microBatch) * s.seqLength;
     p.layers.resize(static_cast<size_t>(s.layers) + 2);
@@ -449,8 +454,8 @@ double simulateOneFOneB(const std::vector<StageSim> &st, int m, const std::vecto
                     ready = e + st[static_cast<size_t>(i)].p2pMs;
                 }
                 const double noise = opNoise.empty() ? 1.0 : opNoise[noiseIdx++ % opNoise.size()];
-                const double dur = (op.fwd ? st[static_cast<size_t>(i)].forwardMs : st[static_cast<size_t>(i)].backwardMs)
-                                   * noise;
+                const double dur
+                    = (op.fwd ? st[static_cast<size_t>(i)].forwardMs : st[static_cast<size_t>(i)].backwardMs) * noise;
                 const double start = std::max(clock[static_cast<size_t>(i)], ready);
                 clock[static_cast<size_t>(i)] = start + dur;
                 (op.fwd ? fEnd : bEnd)[static_cast<size_t>(i)][static_cast<size_t>(op.mb)] = start + dur;
@@ -556,16 +561,15 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
             }
             // Recompute runs (part of) the forward again before the backward.
             const int recomputed = st.recompute.method == RecomputeMethod::Full
-                                       ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount)
-                                                                  : st.layerCount)
-                                       : 0;
+                ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
+                : 0;
             bwd += recomputed * lt.forwardMs;
             if (st.recompute.method == RecomputeMethod::Selective) {
                 const LayerShape ls = layerShape(model, r.tp, r.microBatch);
                 const double core = batchedGemmMs(*this, dev, isBf16(model), ls.headsLocal, ls.s, ls.s, ls.d)
-                                    + batchedGemmMs(*this, dev, isBf16(model), ls.headsLocal, ls.s, ls.d, ls.s)
-                                    + 2.5 * 2.0 * ls.headsLocal * ls.s * ls.s
-                                          / (hbmBytesPerSecond(dev) * mOptions.memoryBoundEfficiency) * 1e3;
+                    + batchedGemmMs(*this, dev, isBf16(model), ls.headsLocal, ls.s, ls.d, ls.s)
+                    + 2.5 * 2.0 * ls.headsLocal * ls.s * ls.s
+                        / (hbmBytesPerSecond(dev) * mOptions.memoryBoundEfficiency) * 1e3;
                 bwd += st.layerCount * core;
             }
             // TP collectives: 2 all-reduces forward, 2 backward per layer (+2 per recomputed layer).
@@ -588,10 +592,10 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
                 localParams += static_cast<double>(model.embeddingParams()) / r.tp;
             if (last)
                 localParams += static_cast<double>(model.headParams()) / r.tp
-                               + (ms.tiedEmbeddings && p > 1 ? static_cast<double>(model.embeddingParams()) / r.tp : 0);
+                    + (ms.tiedEmbeddings && p > 1 ? static_cast<double>(model.embeddingParams()) / r.tp : 0);
             maxLocalParams = std::max(maxLocalParams, localParams);
             const double opt = localParams * 30.0 / (hbmBytesPerSecond(dev) * mOptions.memoryBoundEfficiency) * 1e3
-                               / (plan.distributedOptimizer ? st.dp() : 1);
+                / (plan.distributedOptimizer ? st.dp() : 1);
             ss.optimizerMs = std::max(ss.optimizerMs, opt);
         }
         // Gradient sync: bucketed all-reduce (or reduce-scatter + all-gather) over the DP group.
@@ -600,8 +604,8 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
             bool nvl = true;
             for (int ni : stageNodes)
                 nvl = nvl && ll128Capable(cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(ni)].device)]);
-            const bool singleNode = std::all_of(stageNodes.begin(), stageNodes.end(),
-                                                [&](int n) { return n == stageNodes.front(); });
+            const bool singleNode
+                = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
             double remaining = maxLocalParams;
             while (remaining > 0) {
                 const double bucket = std::min(remaining, mOptions.gradBucketParams);
@@ -609,9 +613,9 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
                 double worst = 0;
                 for (const Link &l : links) {
                     const double t = plan.distributedOptimizer
-                                         ? 0.5 * allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode)
-                                               + 0.5 * allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
-                                         : allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode);
+                        ? 0.5 * allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode)
+                            + 0.5 * allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
+                        : allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode);
                     worst = std::max(worst, t);
                 }
                 ss.dpSyncMs += worst;
@@ -627,12 +631,13 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
             for (const Replica &r : st.replicas)
                 maxMbs = std::max(maxMbs, r.microBatch);
             const double bytes = static_cast<double>(maxMbs) * ms.seqLength * ms.hidden * 2.0
-                                 / (plan.sequenceParallel ? st.replicas.front().tp : 1);
+                / (plan.sequenceParallel ? st.replicas.front().tp : 1);
             double worst = 0;
             for (const Link &l : linksBetween(stageNodes, nextNodes, nodes, cluster))
-                worst = std::max(worst, (bytes / (l.bandwidthAt(bytes) * 1e9 * mOptions.simpleBandwidthFraction)
-                                         + (l.latencyUs + mOptions.simpleLatencyUs) * 1e-6)
-                                            * 1e3);
+                worst = std::max(worst,
+                                 (bytes / (l.bandwidthAt(bytes) * 1e9 * mOptions.simpleBandwidthFraction)
+                                  + (l.latencyUs + mOptions.simpleLatencyUs) * 1e-6)
+                                     * 1e3);
             ss.p2pMs = worst;
         }
     }
@@ -678,9 +683,8 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
             }
             // Activations of the micro-batches in flight.
             const int recomputed = st.recompute.method == RecomputeMethod::Full
-                                       ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount)
-                                                                  : st.layerCount)
-                                       : 0;
+                ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
+                : 0;
             const auto keptNone = layerActivationTensors(
                 model, r.tp, r.microBatch,
                 st.recompute.method == RecomputeMethod::Selective ? RecomputeMethod::Selective : RecomputeMethod::None,
@@ -698,7 +702,8 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
                 }
             }
             // Working set: one layer's full activations (recompute / backward) + its gradients.
-            const auto work = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None, plan.sequenceParallel);
+            const auto work
+                = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None, plan.sequenceParallel);
             for (double b : work)
                 tensors.push_back(b);
             tensors.push_back(*std::max_element(work.begin(), work.end()));
@@ -715,8 +720,8 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
             peak = std::max(peak, used);
             if (used > capacity && !oom) {
                 oom = true;
-                out.error = "out of memory on node " + r.node + " GPU " + std::to_string(r.gpus.front()) + " ("
-                            + dev.id + "): " + fmtGiB(used) + " needed, " + fmtGiB(capacity) + " available";
+                out.error = "out of memory on node " + r.node + " GPU " + std::to_string(r.gpus.front()) + " (" + dev.id
+                    + "): " + fmtGiB(used) + " needed, " + fmtGiB(capacity) + " available";
             }
         }
     }

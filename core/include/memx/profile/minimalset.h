@@ -37,8 +37,10 @@ struct MinimalSetOptions {
     int threads = 0;
     /// Interpolate TP degrees (a + b/tp) between measured ones on devices with an NVLink/NVSwitch/
     /// Infinity Fabric scale-up link; on PCIe cards every needed TP degree is measured
-    /// (docs/profiles.md: TP interpolation is unreliable there).
-    bool tpInterpolation = true;
+    /// (docs/profiles.md: TP interpolation is unreliable there). Off by default: it is less accurate
+    /// and, since it forces the interpolated degree's micro-batch sizes at both neighbours, on the
+    /// 20-GPU sample it costs more GPU-hours than measuring every TP.
+    bool tpInterpolation = false;
     /// Consecutive measured micro-batch sizes differ by at most this factor (4 = endpoints plus
     /// every other power of two); sizes in between are interpolated.
     int maxMicroBatchRatio = 4;
