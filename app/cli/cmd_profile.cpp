@@ -4,6 +4,7 @@
 #include "memx/io/formats.h"
 #include "memx/profile/augment.h"
 #include "memx/profile/megatronlog.h"
+#include "memx/profile/minimalset.h"
 #include "memx/profile/profileio.h"
 #include "memx/profile/sailorimporter.h"
 #include "memx/store/sqlitestore.h"
@@ -31,6 +32,8 @@ Formats:
   sailor     SOURCE is the public Sailor dataset folder (profiles/, network/, training-configs/,
              measured-runs/): models, per-layer profiles, network fits and measured runs.
   megatron   SOURCE is a Megatron-LM training log; needs --plan, --cluster and --model.
+             With --manifest M (from `memx profile plan`), SOURCE is the folder the jobs wrote
+             their logs to: per-layer jobs become profiles, end-to-end jobs runs.
              Iteration time = mean of the "elapsed time per iteration (ms)" lines after skipping
              the first --skip (default 1) as warm-up; peak memory = max over ranks of
              "max allocated" (allocator peak).
@@ -41,7 +44,9 @@ Options:
   --plan FILE      (megatron) the plan the log ran
   --cluster FILE   (megatron) the cluster it ran on
   --model ID|FILE  (megatron) model preset id or model file
-  --skip N         (megatron) warm-up iteration lines to skip (default 1)
+  --manifest FILE  (megatron) manifest.json of `memx profile plan`: match logs to its jobs
+  --skip N         (megatron) warm-up iteration lines to skip (default 1; with --manifest
+                   each job's warm-up iterations)
   --group LABEL    (megatron) hardware group label stored with the run
   --run-id ID      (megatron, one SOURCE) run id (default: the log's file name)
   --json           print the summary as JSON
@@ -56,8 +61,9 @@ micro-batch sizes, origin), measured runs per hardware group, network measuremen
 const char *kCoverageUsage
     = R"txt(Usage: memx profile coverage [--project FILE] [--cluster NAME|FILE] [--model ID] [--json]
 
-For each model and GPU type: which (TP, micro-batch) cells are measured (M), interpolated or
-interpolable from measured neighbours (I), or missing (-). With --cluster only the cluster's GPU
+For each model and GPU type: which (TP, micro-batch) cells are measured (M),
+simulated by the virtual testbed (S), interpolated or interpolable from measured/simulated
+neighbours (I), or missing (-). With --cluster only the cluster's GPU
 types and TP degrees up to its GPUs per node are shown; with --model only that model id.
 )txt";
 
@@ -84,7 +90,7 @@ struct ProgressLine {
 
 int runImport(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id"}, {"json"});
+    Args args(argv, {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id", "manifest"}, {"json"});
     const auto format = args.value("format");
     if (!format)
         throw UsageError {"--format is required (sailor, megatron, csv or json)"};
@@ -94,6 +100,13 @@ int runImport(const std::vector<std::string> &argv)
     if (*format == "sailor") {
         for (const std::string &dir : args.positional())
             batch.append(importSailor(dir, ProgressLine {"reading " + dir}));
+    } else if (*format == "megatron" && args.has("manifest")) {
+        const std::string mpath = args.require("manifest");
+        const ProfileManifest manifest = parseManifest(readTextFile(mpath), mpath);
+        const int skip = static_cast<int>(args.intValue("skip", 0, 1000000).value_or(-1));
+        for (const std::string &dir : args.positional())
+            batch.append(importManifestLogs(manifest, dir, skip, args.value("group").value_or(""),
+                                            ProgressLine {"reading " + dir}));
     } else if (*format == "megatron") {
         if (!args.has("plan") || !args.has("cluster") || !args.has("model"))
             throw UsageError {"--format megatron needs --plan, --cluster and --model"};
@@ -300,7 +313,8 @@ int runCoverage(const std::vector<std::string> &argv)
             byGpu[g]; // GPU types of the cluster without any profile show as missing
         nlohmann::json jm {{"model", model}, {"tp", tps}, {"microBatch", mbs}, {"gpus", nlohmann::json::object()}};
         if (!args.has("json"))
-            std::cout << "Model " << model << " (M measured, I interpolated/interpolable, - missing)\n";
+            std::cout << "Model " << model
+                      << " (M measured, S simulated by the virtual testbed, I interpolated/interpolable, - missing)\n";
         for (auto &[gpu, ps] : byGpu) {
             if (cluster && !clusterGpus.count(gpu))
                 continue;
@@ -310,10 +324,13 @@ int runCoverage(const std::vector<std::string> &argv)
                     if (p.key.tp == tp && p.key.microBatch == b)
                         best = (!best || p.origin == ProfileOrigin::Measured) ? &p : best;
                 if (best)
-                    return best->origin == ProfileOrigin::Measured ? 'M' : 'I';
+                    return best->origin == ProfileOrigin::Measured ? 'M'
+                        : best->origin == ProfileOrigin::Simulated ? 'S'
+                                                                   : 'I';
+                // Measured and simulated (virtual testbed) profiles are interpolation sources.
                 std::vector<LayerProfile> sameTp, sameMbs;
                 for (const LayerProfile &p : ps) {
-                    if (p.origin != ProfileOrigin::Measured)
+                    if (p.origin == ProfileOrigin::Interpolated)
                         continue;
                     if (p.key.tp == tp)
                         sameTp.push_back(p);
@@ -326,7 +343,7 @@ int runCoverage(const std::vector<std::string> &argv)
                 return '-';
             };
             nlohmann::json cells = nlohmann::json::array();
-            int counts[3] = {0, 0, 0};
+            int counts[4] = {0, 0, 0, 0};
             if (!args.has("json")) {
                 std::cout << "  " << gpu << "\n    " << std::left << std::setw(8) << "TP\\mbs";
                 for (int b : mbs)
@@ -338,11 +355,12 @@ int runCoverage(const std::vector<std::string> &argv)
                     std::cout << "    " << std::setw(8) << tp;
                 for (int b : mbs) {
                     const char s = status(tp, b);
-                    ++counts[s == 'M' ? 0 : s == 'I' ? 1 : 2];
+                    ++counts[s == 'M' ? 0 : s == 'I' ? 1 : s == 'S' ? 3 : 2];
                     cells.push_back({{"tp", tp},
                                      {"microBatch", b},
                                      {"status",
                                       s == 'M'       ? "measured"
+                                          : s == 'S' ? "simulated"
                                           : s == 'I' ? "interpolated"
                                                      : "missing"}});
                     if (!args.has("json"))
@@ -351,8 +369,11 @@ int runCoverage(const std::vector<std::string> &argv)
                 if (!args.has("json"))
                     std::cout << "\n";
             }
-            jm["gpus"][gpu]
-                = {{"measured", counts[0]}, {"interpolated", counts[1]}, {"missing", counts[2]}, {"cells", cells}};
+            jm["gpus"][gpu] = {{"measured", counts[0]},
+                               {"simulated", counts[3]},
+                               {"interpolated", counts[1]},
+                               {"missing", counts[2]},
+                               {"cells", cells}};
         }
         out.push_back(jm);
         if (!args.has("json"))

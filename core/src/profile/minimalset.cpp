@@ -1,0 +1,592 @@
+#include "memx/profile/minimalset.h"
+
+#include "memx/io/formats.h"
+#include "memx/util/diagnostic.h"
+#include "memx/util/jsonreader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace memx {
+
+bool kernelCovered(const std::set<KernelPoint> &measured, const KernelPoint &point, bool tpInterpolation)
+{
+    if (measured.count(point))
+        return true;
+    bool below = false, above = false;
+    for (const KernelPoint &k : measured)
+        if (k.device == point.device && k.tp == point.tp) {
+            below = below || k.microBatch < point.microBatch;
+            above = above || k.microBatch > point.microBatch;
+        }
+    if (below && above)
+        return true;
+    if (!tpInterpolation)
+        return false;
+    below = above = false;
+    for (const KernelPoint &k : measured)
+        if (k.device == point.device && k.microBatch == point.microBatch) {
+            below = below || k.tp < point.tp;
+            above = above || k.tp > point.tp;
+        }
+    return below && above;
+}
+
+bool tpInterpolationAllowed(const GpuSpec &device, const MinimalSetOptions &options)
+{
+    if (!options.tpInterpolation || !device.scaleUpPerDirectionGBps)
+        return false;
+    return device.scaleUpKind == ScaleUpKind::NvLink || device.scaleUpKind == ScaleUpKind::NvSwitch
+        || device.scaleUpKind == ScaleUpKind::InfinityFabric;
+}
+
+std::set<KernelPoint> kernelsOfSpace(const SearchResult &result)
+{
+    std::set<KernelPoint> out;
+    std::vector<bool> seen;
+    const std::vector<Node> nodes = result.cluster.nodes();
+    for (size_t i = 0; i < result.size(); ++i) {
+        const uint32_t base = result.baseOf[i];
+        if (base >= seen.size())
+            seen.resize(static_cast<size_t>(base) + 1, false);
+        if (seen[base])
+            continue;
+        seen[base] = true;
+        const Plan plan = result.materialize(i);
+        for (const Stage &st : plan.stages)
+            for (const Replica &r : st.replicas) {
+                const auto node = result.cluster.findNode(r.node);
+                out.insert({result.cluster.devices[static_cast<size_t>(node->device)].id, r.tp, r.microBatch});
+            }
+    }
+    return out;
+}
+
+namespace {
+
+/// Sorted `values` (all needed); returns the measured subset: endpoints, every `must` value, and
+/// in each gap steps of at most `ratio` (greedy: the largest value within reach).
+std::vector<int> coverAxis(const std::set<int> &values, const std::set<int> &must, int ratio)
+{
+    std::set<int> all = values;
+    all.insert(must.begin(), must.end());
+    if (all.empty())
+        return {};
+    std::set<int> chosen = must;
+    chosen.insert(*all.begin());
+    chosen.insert(*all.rbegin());
+    std::vector<int> anchors(chosen.begin(), chosen.end());
+    for (size_t i = 0; i + 1 < anchors.size(); ++i) {
+        int cur = anchors[i];
+        const int end = anchors[i + 1];
+        while (static_cast<long long>(cur) * ratio < end) {
+            // Largest value in (cur, cur * ratio]; if none, the next value above cur.
+            auto it = all.upper_bound(static_cast<int>(std::min<long long>(static_cast<long long>(cur) * ratio, end)));
+            --it;
+            int next = *it;
+            if (next <= cur)
+                next = *all.upper_bound(cur);
+            if (next >= end)
+                break;
+            chosen.insert(next);
+            cur = next;
+        }
+    }
+    return {chosen.begin(), chosen.end()};
+}
+
+const NodeGroup &groupOfDevice(const Cluster &cluster, const std::string &device)
+{
+    for (const NodeGroup &g : cluster.groups)
+        if (cluster.deviceOf(g).id == device)
+            return g;
+    throw std::invalid_argument("device " + device + " is not in the cluster");
+}
+
+/// Analytic wall seconds of one per-layer job variant: start-up + (warm-up + timed) iterations of
+/// the truncated model (layers x (fwd + bwd + TP) + embedding + head, x micro-batches, + Adam).
+double perLayerVariantSeconds(const Cluster &cluster, const Model &model, const KernelPoint &k, int layers,
+                              const MinimalSetOptions &o)
+{
+    const NodeGroup &g = groupOfDevice(cluster, k.device);
+    const GpuSpec &dev = cluster.deviceOf(g);
+    const LayerKernel lk
+        = makeLayerKernel(dev, cluster.intraLink(g), model, k.tp, k.microBatch, false, nullptr, o.cost);
+    const double perLayer = lk.forwardPrefixMs[1] + lk.backwardPrefixMs[1] + lk.tpCommPerLayerMs;
+    const double step
+        = layers * perLayer + lk.embeddingForwardMs + lk.embeddingBackwardMs + lk.headForwardMs + lk.headBackwardMs;
+    const double params = (static_cast<double>(model.paramsPerLayer()) * layers
+                           + static_cast<double>(model.embeddingParams()) + static_cast<double>(model.headParams()))
+        / k.tp;
+    const double iterMs = o.microBatchesPerIteration * step + params * lk.optimizerMsPerParam;
+    return o.startupSeconds + (o.warmupIterations + o.timedIterations) * iterMs / 1e3;
+}
+
+std::string jobId(const KernelPoint &k)
+{
+    return "layer-" + k.device + "-tp" + std::to_string(k.tp) + "-mbs" + std::to_string(k.microBatch);
+}
+
+} // namespace
+
+ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const MinimalSetOptions &options,
+                             const ProgressFn &progress)
+{
+    SearchRequest req;
+    req.cluster = cluster;
+    req.model = model;
+    req.globalBatch = options.globalBatch;
+    req.space = options.space;
+    req.cost = options.cost;
+    req.threads = options.threads;
+    const SearchResult result = runSearch(req, progress);
+    if (result.cancelled)
+        throw std::invalid_argument("cancelled");
+    if (result.size() == 0)
+        throw std::invalid_argument("the search space of " + model.id + " on " + cluster.name
+                                    + " has no valid configuration (everything is out of memory or indivisible)");
+
+    ProfilingPlan plan;
+    plan.clusterName = cluster.name;
+    plan.modelId = model.id;
+    plan.globalBatch = result.globalBatch;
+    plan.configurations = result.evaluated;
+    plan.clusterGpus = cluster.totalGpus();
+    const std::set<KernelPoint> needed = kernelsOfSpace(result);
+    plan.needed.assign(needed.begin(), needed.end());
+
+    // ---- per device: choose the measured (tp, mbs) points ----
+    std::map<std::string, std::map<int, std::set<int>>> byDevice; // device -> tp -> mbs
+    for (const KernelPoint &k : needed)
+        byDevice[k.device][k.tp].insert(k.microBatch);
+    std::set<KernelPoint> measured;
+    for (const auto &[device, tps] : byDevice) {
+        const GpuSpec &dev = cluster.deviceOf(groupOfDevice(cluster, device));
+        std::set<int> tpSet, mbsUnion;
+        for (const auto &[tp, mbs] : tps) {
+            tpSet.insert(tp);
+            mbsUnion.insert(mbs.begin(), mbs.end());
+        }
+        plan.naiveGridPoints += tpSet.size() * mbsUnion.size();
+        const bool interpTp = tpInterpolationAllowed(dev, options);
+        const std::vector<int> measuredTps
+            = interpTp ? coverAxis(tpSet, {}, 4) : std::vector<int>(tpSet.begin(), tpSet.end());
+        std::map<int, std::set<int>> must;
+        for (const auto &[tp, mbs] : tps) {
+            if (std::binary_search(measuredTps.begin(), measuredTps.end(), tp))
+                continue;
+            const auto hi = std::upper_bound(measuredTps.begin(), measuredTps.end(), tp);
+            // coverAxis keeps both endpoints, so an unmeasured TP has measured neighbours.
+            must[*(hi - 1)].insert(mbs.begin(), mbs.end());
+            must[*hi].insert(mbs.begin(), mbs.end());
+        }
+        for (int tp : measuredTps) {
+            const auto it = tps.find(tp);
+            const std::set<int> values = it == tps.end() ? std::set<int> {} : it->second;
+            for (int b : coverAxis(values, must[tp], std::max(2, options.maxMicroBatchRatio)))
+                measured.insert({device, tp, b});
+        }
+        if (interpTp && measuredTps.size() < tpSet.size())
+            plan.notes.push_back(dev.id + ": TP degrees interpolated between measured ones (scale-up link)");
+        else if (!interpTp && tpSet.size() > 1)
+            plan.notes.push_back(dev.id + ": every TP degree measured ("
+                                 + (options.tpInterpolation ? "no NVLink-class link" : "TP interpolation off") + ")");
+    }
+    plan.measured.assign(measured.begin(), measured.end());
+    for (const KernelPoint &k : needed)
+        if (!kernelCovered(measured, k,
+                           tpInterpolationAllowed(cluster.deviceOf(groupOfDevice(cluster, k.device)), options)))
+            throw std::logic_error("minimal set does not cover " + jobId(k)); // a bug, not bad input
+
+    // ---- per-layer jobs ----
+    for (const KernelPoint &k : plan.measured) {
+        ProfileJob job;
+        job.id = jobId(k);
+        job.kind = ProfileJobKind::PerLayer;
+        job.device = k.device;
+        job.node = nodeName(groupOfDevice(cluster, k.device), 0);
+        job.tp = k.tp;
+        job.microBatch = k.microBatch;
+        job.gpus = k.tp;
+        job.microBatchesPerIteration = options.microBatchesPerIteration;
+        job.warmupIterations = options.warmupIterations;
+        job.timedIterations = options.timedIterations;
+        for (int layers : options.layerVariants) {
+            const int n = std::min(layers, model.shape.layers);
+            job.layerVariants.push_back(n);
+            job.estimatedSeconds += perLayerVariantSeconds(cluster, model, k, n, options);
+            job.logFiles.push_back(job.id + "-L" + std::to_string(n) + ".log");
+        }
+        plan.jobs.push_back(std::move(job));
+    }
+
+    // ---- end-to-end runs: best analytic plan per pipeline depth + memory extremes ----
+    // Only plans that can be launched (Megatron-LM, else FlagScale) are picked.
+    std::unordered_map<uint32_t, int> ppOfBase;
+    auto ppOf = [&](size_t i) {
+        auto it = ppOfBase.find(result.baseOf[i]);
+        if (it == ppOfBase.end())
+            it = ppOfBase.emplace(result.baseOf[i], result.materialize(i).pp()).first;
+        return it->second;
+    };
+    auto launchable = [&](size_t i) {
+        ExportRequest req;
+        req.plan = result.materialize(i);
+        req.cluster = cluster;
+        req.model = model;
+        Diagnostics megatron, flagscale;
+        checkMegatronExpressible(req, megatron);
+        if (megatron.empty())
+            return true;
+        checkFlagScaleExpressible(req, flagscale);
+        return flagscale.empty();
+    };
+    std::vector<size_t> order(result.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return result.timeMs[a] < result.timeMs[b]; });
+    std::map<int, size_t> bestPerPp;
+    std::set<int> allDepths;
+    for (size_t i : order) {
+        const int pp = ppOf(i);
+        allDepths.insert(pp);
+        if (!bestPerPp.count(pp) && launchable(i))
+            bestPerPp[pp] = i;
+    }
+    if (bestPerPp.size() < allDepths.size())
+        plan.notes.push_back(std::to_string(allDepths.size() - bestPerPp.size())
+                             + " pipeline depth(s) have no plan expressible in Megatron-LM or FlagScale");
+    std::vector<std::pair<size_t, std::string>> picks;
+    std::vector<std::pair<int, size_t>> byTime(bestPerPp.begin(), bestPerPp.end());
+    std::sort(byTime.begin(), byTime.end(),
+              [&](const auto &a, const auto &b) { return result.timeMs[a.second] < result.timeMs[b.second]; });
+    const int k = std::max(0, options.endToEndRuns);
+    for (const auto &[pp, i] : byTime)
+        if (k > 0 && static_cast<int>(picks.size()) < std::max(1, k - 2))
+            picks.push_back({i, "fastest analytic plan with PP " + std::to_string(pp)});
+    if (k >= 2) {
+        std::vector<size_t> byMem = order;
+        std::stable_sort(byMem.begin(), byMem.end(),
+                         [&](size_t a, size_t b) { return result.peakMemory[a] < result.peakMemory[b]; });
+        auto pickFirst = [&](auto begin, auto end, const char *why) {
+            for (auto it = begin; it != end; ++it) {
+                const size_t i = *it;
+                if (std::any_of(picks.begin(), picks.end(), [&](const auto &p) { return p.first == i; }))
+                    return;
+                if (launchable(i)) {
+                    picks.push_back({i, why});
+                    return;
+                }
+            }
+        };
+        pickFirst(byMem.begin(), byMem.end(), "lowest peak memory");
+        pickFirst(byMem.rbegin(), byMem.rend(), "highest peak memory");
+    }
+    int e2e = 0;
+    for (const auto &[i, why] : picks) {
+        ProfileJob job;
+        job.id = "e2e-" + std::to_string(++e2e);
+        job.kind = ProfileJobKind::EndToEnd;
+        job.plan = result.materialize(i);
+        job.plan->name = job.id;
+        job.reason = why;
+        job.gpus = job.plan->totalGpus();
+        job.warmupIterations = options.warmupIterations;
+        job.timedIterations = options.timedIterations;
+        job.estimatedSeconds
+            = options.startupSeconds + (options.warmupIterations + options.timedIterations) * result.timeMs[i] / 1e3;
+        job.logFiles.push_back(job.id + ".log");
+        plan.jobs.push_back(std::move(job));
+    }
+
+    // ---- cost ----
+    for (const ProfileJob &j : plan.jobs) {
+        plan.profilingGpuHours += j.gpuSeconds() / 3600.0;
+        plan.profilingWallHours += j.estimatedSeconds / 3600.0;
+    }
+    plan.exhaustiveGpuHours = static_cast<double>(plan.configurations) * plan.clusterGpus
+        * options.exhaustiveSecondsPerConfiguration / 3600.0;
+    plan.exhaustiveWallDays
+        = static_cast<double>(plan.configurations) * options.exhaustiveSecondsPerConfiguration / 86400.0;
+    return plan;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Manifest
+
+namespace {
+
+nlohmann::json jobToJson(const ProfileJob &j)
+{
+    nlohmann::json o {{"id", j.id},
+                      {"kind", toString(j.kind)},
+                      {"gpus", j.gpus},
+                      {"warmupIterations", j.warmupIterations},
+                      {"timedIterations", j.timedIterations},
+                      {"estimatedSeconds", j.estimatedSeconds},
+                      {"logFiles", j.logFiles},
+                      {"scripts", j.scripts}};
+    if (j.kind == ProfileJobKind::PerLayer) {
+        o["device"] = j.device;
+        o["node"] = j.node;
+        o["tp"] = j.tp;
+        o["microBatch"] = j.microBatch;
+        o["layerVariants"] = j.layerVariants;
+        o["microBatchesPerIteration"] = j.microBatchesPerIteration;
+    } else {
+        o["plan"] = toJson(*j.plan);
+        o["reason"] = j.reason;
+    }
+    return o;
+}
+
+} // namespace
+
+nlohmann::json manifestToJson(const ProfilingPlan &plan, const Cluster &cluster, const Model &model)
+{
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const ProfileJob &j : plan.jobs)
+        jobs.push_back(jobToJson(j));
+    return {{"format", kProfileJobsFormat},
+            {"cluster", toJson(cluster)},
+            {"model", toJson(model)},
+            {"globalBatch", plan.globalBatch},
+            {"estimate",
+             {{"profilingGpuHours", plan.profilingGpuHours},
+              {"profilingWallHours", plan.profilingWallHours},
+              {"configurations", plan.configurations},
+              {"exhaustiveGpuHours", plan.exhaustiveGpuHours},
+              {"exhaustiveWallDays", plan.exhaustiveWallDays}}},
+            {"jobs", jobs}};
+}
+
+ProfileManifest parseManifest(const std::string &text, const std::string &file)
+{
+    const nlohmann::json root = parseJsonText(text, file);
+    Diagnostics diags(file);
+    ProfileManifest m;
+    JsonObjectReader r(root, "", diags);
+    if (!r.valid())
+        diags.throwIfAny();
+    r.requireFormat(kProfileJobsFormat);
+    r.rejectUnknownKeys({"format", "cluster", "model", "globalBatch", "estimate", "jobs"});
+    if (const nlohmann::json *c = r.requireObject("cluster")) {
+        Diagnostics cd(file);
+        m.cluster = parseCluster(*c, Catalogue::builtin(), cd);
+        for (const Diagnostic &d : cd.items())
+            diags.error("/cluster" + d.pointer, d.message);
+    }
+    if (const nlohmann::json *mo = r.requireObject("model")) {
+        Diagnostics md(file);
+        m.model = parseModel(*mo, md);
+        for (const Diagnostic &d : md.items())
+            diags.error("/model" + d.pointer, d.message);
+    }
+    if (const nlohmann::json *jobs = r.requireArray("jobs")) {
+        for (size_t i = 0; i < jobs->size(); ++i) {
+            const std::string ptr = "/jobs/" + std::to_string(i);
+            JsonObjectReader jr((*jobs)[i], ptr, diags);
+            if (!jr.valid())
+                continue;
+            jr.rejectUnknownKeys({"id", "kind", "gpus", "warmupIterations", "timedIterations", "estimatedSeconds",
+                                  "logFiles", "scripts", "device", "node", "tp", "microBatch", "layerVariants",
+                                  "microBatchesPerIteration", "plan", "reason"});
+            ProfileJob job;
+            job.id = jr.requireString("id");
+            job.kind = jr.requireEnum("kind", {"per-layer", "end-to-end"}) == 0 ? ProfileJobKind::PerLayer
+                                                                                : ProfileJobKind::EndToEnd;
+            job.gpus = static_cast<int>(jr.optionalInt("gpus", 1, 1 << 20).value_or(1));
+            job.warmupIterations = static_cast<int>(jr.optionalInt("warmupIterations", 0, 1000000).value_or(0));
+            job.timedIterations = static_cast<int>(jr.optionalInt("timedIterations", 1, 1000000).value_or(1));
+            job.estimatedSeconds = jr.optionalNumber("estimatedSeconds", 0, 1e12).value_or(0);
+            auto strings = [&](const char *key, std::vector<std::string> &out) {
+                if (const nlohmann::json *a = jr.optionalArray(key))
+                    for (size_t k = 0; k < a->size(); ++k) {
+                        if (!(*a)[k].is_string())
+                            diags.error(jr.pointerTo(key) + "/" + std::to_string(k), "expected a string");
+                        else
+                            out.push_back((*a)[k].get<std::string>());
+                    }
+            };
+            strings("logFiles", job.logFiles);
+            strings("scripts", job.scripts);
+            if (job.logFiles.empty())
+                diags.error(jr.pointerTo("logFiles"), "expected at least one log file name");
+            if (job.kind == ProfileJobKind::PerLayer) {
+                job.device = jr.requireString("device");
+                if (!job.device.empty() && m.cluster.deviceIndex(job.device) < 0)
+                    diags.error(jr.pointerTo("device"),
+                                "device \"" + job.device + "\" is not in the manifest's cluster");
+                job.node = jr.optionalString("node").value_or("");
+                job.tp = static_cast<int>(jr.requireInt("tp", 1, 1024));
+                job.microBatch = static_cast<int>(jr.requireInt("microBatch", 1, 1 << 20));
+                job.microBatchesPerIteration
+                    = static_cast<int>(jr.optionalInt("microBatchesPerIteration", 1, 1 << 20).value_or(1));
+                if (const nlohmann::json *a = jr.requireArray("layerVariants"))
+                    for (size_t k = 0; k < a->size(); ++k) {
+                        if (!(*a)[k].is_number_integer() || (*a)[k].get<int>() < 1)
+                            diags.error(jr.pointerTo("layerVariants") + "/" + std::to_string(k),
+                                        "expected a layer count >= 1");
+                        else
+                            job.layerVariants.push_back((*a)[k].get<int>());
+                    }
+                if (job.layerVariants.size() != job.logFiles.size())
+                    diags.error(jr.pointerTo("logFiles"),
+                                "expected one log file per layer variant (" + std::to_string(job.layerVariants.size())
+                                    + ")");
+            } else if (const nlohmann::json *pj = jr.requireObject("plan")) {
+                Diagnostics pd(file);
+                job.plan = parsePlan(*pj, pd);
+                for (const Diagnostic &d : pd.items())
+                    diags.error(ptr + "/plan" + d.pointer, d.message);
+                job.reason = jr.optionalString("reason").value_or("");
+                if (pd.empty()) {
+                    Diagnostics vd(file);
+                    validatePlan(*job.plan, m.cluster, m.model, vd);
+                    for (const Diagnostic &d : vd.items())
+                        diags.error(ptr + "/plan" + d.pointer, d.message);
+                }
+            }
+            m.jobs.push_back(std::move(job));
+        }
+    }
+    diags.throwIfAny();
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Job files
+
+namespace {
+
+std::string trainArgs(const ProfileJob &job, const std::string &tensorboardDir)
+{
+    const int iters = job.warmupIterations + job.timedIterations;
+    return "--train-iters " + std::to_string(iters) + " --exit-interval " + std::to_string(iters)
+        + " --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style constant --weight-decay 0.1 --clip-grad 1.0"
+          " --log-interval 1 --timing-log-level 2 --timing-log-option max --log-throughput --eval-iters 0"
+          " --log-memory-to-tensorboard --tensorboard-dir "
+        + tensorboardDir;
+}
+
+std::string runScript(const ProfileJob &job, const std::vector<std::string> &variantDirs, bool multiNode)
+{
+    std::string s = "#!/usr/bin/env bash\n# MemX profiling job " + job.id + " (" + toString(job.kind) + ")";
+    if (job.kind == ProfileJobKind::PerLayer)
+        s += ": " + job.device + " TP " + std::to_string(job.tp) + " micro-batch " + std::to_string(job.microBatch)
+            + ", " + std::to_string(job.microBatchesPerIteration) + " micro-batches per iteration";
+    else
+        s += ": " + job.reason;
+    s += "\n# Writes its log(s) to $LOG_DIR (default ./logs); import them with\n"
+         "#   memx profile import --format megatron --manifest <this folder>/../../manifest.json $LOG_DIR\n";
+    if (multiNode)
+        s += "# Multi-node: run the launch script of every node on that node (see the files next to this one);\n"
+             "# this script runs the node that holds the last pipeline stage (its log has the iteration lines).\n";
+    s += "set -euo pipefail\nHERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\nLOG_DIR=\"${LOG_DIR:-logs}\"\n"
+         "mkdir -p \"$LOG_DIR\"\n";
+    for (size_t v = 0; v < variantDirs.size(); ++v)
+        s += "bash \"$HERE/" + variantDirs[v] + "\" \"$@\" 2>&1 | tee \"$LOG_DIR/" + job.logFiles[v] + "\"\n";
+    return s;
+}
+
+} // namespace
+
+std::vector<ExportFile> profilingJobFiles(ProfilingPlan &plan, const Cluster &cluster, const Model &model,
+                                          const std::string &date)
+{
+    std::vector<ExportFile> files;
+    for (ProfileJob &job : plan.jobs) {
+        const std::string dir = "jobs/" + job.id + "/";
+        job.scripts.clear();
+        std::vector<std::string> entry;
+        bool multiNode = false;
+        if (job.kind == ProfileJobKind::PerLayer) {
+            for (size_t v = 0; v < job.layerVariants.size(); ++v) {
+                const int n = job.layerVariants[v];
+                ExportRequest req;
+                req.model = model;
+                req.model.shape.layers = n;
+                req.cluster = cluster;
+                req.format = ExportFormat::Megatron;
+                req.options.date = date;
+                req.options.jobName = job.id + "-L" + std::to_string(n);
+                req.options.trainArgs = trainArgs(job, "tensorboard/" + job.id + "-L" + std::to_string(n));
+                Plan &p = req.plan;
+                p.name = req.options.jobName;
+                p.globalBatch = job.microBatch * job.microBatchesPerIteration;
+                Stage st;
+                st.layerCount = n;
+                Replica r;
+                r.node = job.node;
+                r.tp = job.tp;
+                r.microBatch = job.microBatch;
+                for (int g = 0; g < job.tp; ++g)
+                    r.gpus.push_back(g);
+                st.replicas.push_back(r);
+                p.stages.push_back(st);
+                const std::string sub = "L" + std::to_string(n) + "/";
+                for (ExportFile f : exportPlan(req)) {
+                    f.path = dir + sub + f.path;
+                    if (f.path.find("launch-node0.sh") != std::string::npos)
+                        entry.push_back(sub + "launch-node0.sh");
+                    files.push_back(std::move(f));
+                }
+            }
+        } else {
+            ExportRequest req;
+            req.model = model;
+            req.cluster = cluster;
+            req.plan = *job.plan;
+            req.options.date = date;
+            req.options.jobName = job.id;
+            req.options.trainArgs = trainArgs(job, "tensorboard/" + job.id);
+            Diagnostics why;
+            checkMegatronExpressible(req, why);
+            req.format = why.empty() ? ExportFormat::Megatron : ExportFormat::FlagScale;
+            const std::vector<ExportFile> out = exportPlan(req);
+            std::string lastNodeScript;
+            for (ExportFile f : out) {
+                if (f.path.rfind("launch-node", 0) == 0) {
+                    lastNodeScript = f.path; // files are in node-rank order; the last holds the last stage
+                    multiNode = multiNode || f.path != "launch-node0.sh";
+                }
+                f.path = dir + f.path;
+                files.push_back(std::move(f));
+            }
+            if (!lastNodeScript.empty())
+                entry.push_back(lastNodeScript);
+            else {
+                // FlagScale: one launcher for the whole heterogeneous job.
+                ExportFile launcher;
+                launcher.path = dir + "flagscale-run.sh";
+                launcher.executable = true;
+                launcher.content
+                    = "#!/usr/bin/env bash\n# Heterogeneous plan: not expressible in upstream Megatron-LM ("
+                    + why.items().front().message
+                    + ").\n# Runs the FlagScale export; set FLAGSCALE_DIR to the FlagScale checkout.\n"
+                      "set -euo pipefail\nHERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n"
+                      "cd \"${FLAGSCALE_DIR:?set FLAGSCALE_DIR}\"\n"
+                      "exec python run.py --config-path \"$HERE/conf\" --config-name memx action=run \"$@\"\n";
+                files.push_back(launcher);
+                entry.push_back("flagscale-run.sh");
+            }
+        }
+        ExportFile run;
+        run.path = dir + "run.sh";
+        run.executable = true;
+        run.content = runScript(job, entry, multiNode);
+        files.push_back(run);
+        job.scripts.push_back(run.path);
+    }
+    ExportFile manifest;
+    manifest.path = "manifest.json";
+    manifest.content = manifestToJson(plan, cluster, model).dump(2) + "\n";
+    files.push_back(manifest);
+    return files;
+}
+
+} // namespace memx

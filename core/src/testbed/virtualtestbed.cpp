@@ -1,0 +1,759 @@
+#include "memx/testbed/virtualtestbed.h"
+
+#include "memx/cost/costmodel.h"
+#include "memx/export/hash.h"
+#include "memx/io/formats.h"
+#include "memx/util/diagnostic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace memx {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+/// splitmix64: a small, well-mixed generator whose sequence is fixed by its state (no dependence
+/// on the standard library's distributions, so results are identical on every platform).
+class Rng {
+public:
+    explicit Rng(std::uint64_t state)
+        : mState(state)
+    {
+    }
+    std::uint64_t next()
+    {
+        std::uint64_t z = (mState += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    }
+    /// Uniform in (0, 1).
+    double uniform() { return (static_cast<double>(next() >> 11) + 0.5) / 9007199254740992.0; }
+    /// Standard normal (Box-Muller).
+    double normal()
+    {
+        const double u1 = uniform(), u2 = uniform();
+        return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    }
+    /// Lognormal factor with mean 1 and coefficient of variation `cv`.
+    double lognormalFactor(double cv)
+    {
+        if (cv <= 0)
+            return 1.0;
+        const double sigma = std::sqrt(std::log(1.0 + cv * cv));
+        return std::exp(sigma * normal() - 0.5 * sigma * sigma);
+    }
+
+private:
+    std::uint64_t mState;
+};
+
+Rng rngFor(std::uint64_t seed, const std::string &context)
+{
+    return Rng(fnv1a64(std::to_string(seed) + "|" + context));
+}
+
+double ceilTo(double x, double q)
+{
+    return std::ceil(x / q - 1e-12) * q;
+}
+
+bool isBf16(const Model &model)
+{
+    return model.training.precision == Precision::BF16;
+}
+
+double peakFlops(const GpuSpec &device, bool bf16)
+{
+    const auto t = device.peakTflops(bf16);
+    if (!t || *t <= 0)
+        throw std::invalid_argument("device " + device.id + " has no peak FLOP/s figure");
+    return *t * 1e12;
+}
+
+double hbmBytesPerSecond(const GpuSpec &device)
+{
+    return device.memoryBandwidthGBps.value_or(1000.0) * 1e9;
+}
+
+bool ll128Capable(const GpuSpec &device)
+{
+    return device.vendor == "NVIDIA"
+        && (device.scaleUpKind == ScaleUpKind::NvLink || device.scaleUpKind == ScaleUpKind::NvSwitch);
+}
+
+/// Shape figures of one transformer layer on one TP rank.
+struct LayerShape {
+    double tokens; // b * s
+    double h, q, kv, f, s, headsLocal, d;
+    bool swiglu;
+};
+
+LayerShape layerShape(const Model &model, int tp, int microBatch)
+{
+    const ModelShape &s = model.shape;
+    LayerShape ls;
+    ls.tokens = static_cast<double>(microBatch) * s.seqLength;
+    ls.h = s.hidden;
+    ls.d = model.kvChannels();
+    ls.q = ls.d * s.heads;
+    ls.kv = ls.d * (s.kvGroups > 0 ? s.kvGroups : s.heads);
+    ls.f = s.ffnHidden;
+    ls.s = s.seqLength;
+    ls.headsLocal = static_cast<double>(microBatch) * s.heads / tp;
+    ls.swiglu = s.swiglu;
+    (void)tp;
+    return ls;
+}
+
+/// Activation tensors one transformer layer keeps for backward, per micro-batch on one TP rank
+/// (bytes each), by recompute method. Follows what Megatron's layer saves (Korthikanti et al.).
+std::vector<double> layerActivationTensors(const Model &model, int tp, int microBatch, RecomputeMethod rc,
+                                           bool sequenceParallel)
+{
+    const LayerShape ls = layerShape(model, tp, microBatch);
+    const double sbh = ls.tokens * ls.h;
+    const double sp = sequenceParallel ? tp : 1.0; // tensors SP shards along the sequence
+    if (rc == RecomputeMethod::Full)
+        return {2.0 * sbh / sp}; // the layer input only
+    std::vector<double> t;
+    t.push_back(2.0 * sbh / sp); // layernorm 1 input
+    t.push_back(2.0 * sbh / sp); // QKV GEMM input (layernorm output)
+    t.push_back(2.0 * ls.tokens * (ls.q + 2 * ls.kv) / tp); // Q, K, V
+    if (rc == RecomputeMethod::None) {
+        const double scores = ls.headsLocal * ls.s * ls.s;
+        t.push_back(2.0 * scores); // softmax output
+        t.push_back(1.0 * scores); // attention dropout mask
+        t.push_back(2.0 * scores); // dropout output (input of attention x V)
+    }
+    t.push_back(2.0 * ls.tokens * ls.q / tp); // context (projection input)
+    t.push_back(1.0 * sbh / sp); // attention dropout mask
+    t.push_back(2.0 * sbh / sp); // layernorm 2 input
+    t.push_back(2.0 * sbh / sp); // FC1 input
+    const double fc1Out = ls.tokens * ls.f * (ls.swiglu ? 2.0 : 1.0) / tp;
+    t.push_back(2.0 * fc1Out); // activation function input
+    t.push_back(2.0 * ls.tokens * ls.f / tp); // FC2 input
+    t.push_back(1.0 * sbh / sp); // MLP dropout mask
+    return t;
+}
+
+/// Parameter tensors (element counts) of one transformer layer on one TP rank.
+std::vector<double> layerParamTensors(const Model &model, int tp)
+{
+    const LayerShape ls = layerShape(model, tp, 1);
+    return {ls.h * (ls.q + 2 * ls.kv) / tp,
+            ls.q / tp * ls.h,
+            ls.h * ls.f * (ls.swiglu ? 2.0 : 1.0) / tp,
+            ls.f / tp * ls.h,
+            2.0 * ls.h,
+            2.0 * ls.h};
+}
+
+} // namespace
+
+int computeUnits(const GpuSpec &device)
+{
+    static const std::map<std::string, int> table = {
+        {"v100-16gb-sxm2", 80},  {"v100-32gb-sxm2", 80}, {"a100-40gb-sxm", 108}, {"a100-80gb-sxm", 108},
+        {"a100-80gb-pcie", 108}, {"h100-sxm", 132},      {"h100-pcie", 114},     {"h100-nvl", 132},
+        {"gh200-96gb", 132},     {"h200-sxm", 132},      {"l40s", 142},          {"rtx-4090", 128},
+        {"rtx-3090", 82},        {"rtx-2080", 46},       {"titan-rtx", 72},      {"mi100", 120},
+        {"mi210", 104},          {"mi250x", 110},        {"mi300x", 304},        {"mi325x", 304},
+    };
+    const auto it = table.find(device.id);
+    if (it != table.end())
+        return it->second;
+    return device.vendor == "AMD" ? 110 : 108;
+}
+
+VirtualTestbed::VirtualTestbed(std::uint64_t seed, TestbedOptions options)
+    : mSeed(seed)
+    , mOptions(std::move(options))
+{
+}
+
+std::string VirtualTestbed::sourceLabel() const
+{
+    return "virtual-testbed seed=" + std::to_string(mSeed);
+}
+
+double VirtualTestbed::gemmEfficiency(const GpuSpec &device, double m, double n, double k) const
+{
+    const double vendorEff = device.vendor == "NVIDIA" ? mOptions.nvidiaGemmEfficiency
+        : device.vendor == "AMD"                       ? mOptions.amdGemmEfficiency
+                                                       : mOptions.otherGemmEfficiency;
+    const double tile = mOptions.tileMN;
+    // Tile quantisation: the GEMM computes whole tiles, the padding is wasted work.
+    const double tileUtil = (m * n) / (ceilTo(m, tile) * ceilTo(n, tile));
+    const double kUtil = k / ceilTo(k, mOptions.tileK);
+    // Short reductions cannot hide the pipeline prologue/epilogue of each tile.
+    const double kDepth = k / (k + 96.0);
+    // Wave quantisation: the last wave of tiles leaves compute units idle.
+    const double tiles = std::ceil(m / tile - 1e-12) * std::ceil(n / tile - 1e-12);
+    const double cu = computeUnits(device);
+    const double waves = std::ceil(tiles / cu - 1e-12);
+    const double waveUtil = tiles / (waves * cu);
+    return vendorEff * tileUtil * kUtil * kDepth * waveUtil;
+}
+
+double VirtualTestbed::gemmMs(const GpuSpec &device, bool bf16, double m, double n, double k) const
+{
+    if (m <= 0 || n <= 0 || k <= 0)
+        return 0;
+    const double flops = 2.0 * m * n * k;
+    return flops / (peakFlops(device, bf16) * gemmEfficiency(device, m, n, k)) * 1e3 + mOptions.kernelLaunchUs * 1e-3;
+}
+
+namespace {
+
+/// `count` independent GEMMs of one shape run as one batched kernel: quantisation per GEMM,
+/// waves over all tiles together.
+double batchedGemmMs(const VirtualTestbed &tb, const GpuSpec &device, bool bf16, double count, double m, double n,
+                     double k)
+{
+    // Equivalent to one GEMM with count x the tiles: stack along M in whole tiles.
+    const double tile = tb.options().tileMN;
+    const double mPadded = ceilTo(m, tile);
+    const double eff = tb.gemmEfficiency(device, mPadded * count, n, k) * (m / mPadded);
+    return 2.0 * count * m * n * k / (peakFlops(device, bf16) * eff) * 1e3 + tb.options().kernelLaunchUs * 1e-3;
+}
+
+} // namespace
+
+SimulatedLayerTimes VirtualTestbed::transformerLayer(const GpuSpec &device, const Model &model, int tp,
+                                                     int microBatch) const
+{
+    const LayerShape ls = layerShape(model, tp, microBatch);
+    const bool bf16 = isBf16(model);
+    const double T = ls.tokens;
+    struct G {
+        double m, n, k;
+    };
+    const G gemms[] = {
+        {T, (ls.q + 2 * ls.kv) / tp, ls.h}, // QKV
+        {T, ls.h, ls.q / tp}, // output projection
+        {T, ls.f * (ls.swiglu ? 2.0 : 1.0) / tp, ls.h}, // FC1 (gate + up with SwiGLU)
+        {T, ls.h, ls.f / tp}, // FC2
+    };
+    double fwd = 0, bwd = 0;
+    for (const G &g : gemms) {
+        fwd += gemmMs(device, bf16, g.m, g.n, g.k);
+        bwd += gemmMs(device, bf16, g.m, g.k, g.n); // data gradient
+        bwd += gemmMs(device, bf16, g.k, g.n, g.m); // weight gradient (reduction over tokens)
+    }
+    // Attention core: scores Q K^T (s x s x d) and context P V (s x d x s) per local head.
+    fwd += batchedGemmMs(*this, device, bf16, ls.headsLocal, ls.s, ls.s, ls.d);
+    fwd += batchedGemmMs(*this, device, bf16, ls.headsLocal, ls.s, ls.d, ls.s);
+    bwd += 2.0 * batchedGemmMs(*this, device, bf16, ls.headsLocal, ls.s, ls.s, ls.d);
+    bwd += 2.0 * batchedGemmMs(*this, device, bf16, ls.headsLocal, ls.s, ls.d, ls.s);
+    // Memory-bound kernels: 2 layernorms, 3 dropouts, 2 residual adds, softmax, activation.
+    const double sbh2 = 2.0 * T * ls.h;
+    const double scores2 = 2.0 * ls.headsLocal * ls.s * ls.s;
+    const double actBytes = 2.0 * T * ls.f * (ls.swiglu ? 3.0 : 2.0) / tp;
+    const double fwdBytes = 2 * 2 * sbh2 + 3 * 2.5 * sbh2 + 2 * 3 * sbh2 + 2.5 * scores2 + actBytes;
+    const double bw = hbmBytesPerSecond(device) * mOptions.memoryBoundEfficiency;
+    fwd += fwdBytes / bw * 1e3 + 10 * mOptions.kernelLaunchUs * 1e-3;
+    bwd += 2.0 * fwdBytes / bw * 1e3 + 14 * mOptions.kernelLaunchUs * 1e-3;
+    return {fwd, bwd};
+}
+
+double VirtualTestbed::allReduceMs(int ranks, double bytes, const Link &link, bool nvlinkClass) const
+{
+    if (ranks <= 1 || bytes <= 0)
+        return 0;
+    // NCCL picks the protocol from the message size: LL (low latency, half bandwidth), LL128
+    // (NVLink only), Simple (full bandwidth, high latency). The switch points make steps.
+    double fraction, latencyUs;
+    if (bytes < mOptions.llMaxBytes) {
+        fraction = mOptions.llBandwidthFraction;
+        latencyUs = mOptions.llLatencyUs;
+    } else if (bytes < mOptions.ll128MaxBytes && nvlinkClass) {
+        fraction = mOptions.ll128BandwidthFraction;
+        latencyUs = mOptions.ll128LatencyUs;
+    } else {
+        fraction = mOptions.simpleBandwidthFraction;
+        latencyUs = mOptions.simpleLatencyUs;
+    }
+    const double n = ranks;
+    const double bwBytesPerSecond = link.bandwidthAt(bytes) * 1e9 * fraction;
+    const double steps = 2.0 * (n - 1);
+    return (steps / n * bytes / bwBytesPerSecond + steps * (latencyUs + link.latencyUs) * 1e-6) * 1e3;
+}
+
+double VirtualTestbed::reservedBytes(const std::vector<double> &tensorBytes) const
+{
+    std::vector<double> sizes;
+    sizes.reserve(tensorBytes.size());
+    double rounded = 0;
+    for (double b : tensorBytes) {
+        if (b <= 0)
+            continue;
+        rounded += ceilTo(b, mOptions.allocatorBlockBytes);
+        sizes.push_back(std::round(b));
+    }
+    std::sort(sizes.begin(), sizes.end());
+    const double distinct = static_cast<double>(std::unique(sizes.begin(), sizes.end()) - sizes.begin());
+    const double frag = std::min(mOptions.maxFragmentation, mOptions.fragmentationPerDistinctSize * distinct);
+    return rounded * (1.0 + frag);
+}
+
+namespace {
+
+struct EndTimes {
+    double embFwd = 0, embBwd = 0, headFwd = 0, headBwd = 0, embOpt = 0, headOpt = 0, layerOpt = 0;
+};
+
+EndTimes endLayers(const VirtualTestbed &tb, const GpuSpec &device, const Model &model, int tp, int microBatch)
+{
+    const TestbedOptions &o = tb.options();
+    const ModelShape &s = model.shape;
+    const double T = static_cast<double>(microBatch) * s.seqLength;
+    const double bw = hbmBytesPerSecond(device) * o.memoryBoundEfficiency;
+    EndTimes e;
+    // Embedding: gather of T rows (read + write), dropout; backward: scatter-add into the table.
+    e.embFwd = 3.0 * 2.0 * T * s.hidden / bw * 1e3 + 2 * o.kernelLaunchUs * 1e-3;
+    e.embBwd = 2.0 * e.embFwd;
+    // Output layer: final norm, logits GEMM, fp32 cross-entropy over the local vocabulary shard.
+    const double v = static_cast<double>(s.vocab) / tp;
+    e.headFwd = tb.gemmMs(device, isBf16(model), T, v, s.hidden) + (4.0 * T * s.hidden + 3.0 * 4.0 * T * v) / bw * 1e3;
+    e.headBwd = tb.gemmMs(device, isBf16(model), T, s.hidden, v) + tb.gemmMs(device, isBf16(model), s.hidden, v, T)
+        + (2.0 * 4.0 * T * v + 4.0 * T * s.hidden) / bw * 1e3;
+    // Adam: 30 bytes of HBM traffic per parameter, memory bound.
+    const double perParamMs = 30.0 / bw * 1e3;
+    e.embOpt = static_cast<double>(model.embeddingParams()) / tp * perParamMs;
+    e.headOpt = static_cast<double>(model.headParams()) / tp * perParamMs;
+    e.layerOpt = static_cast<double>(model.paramsPerLayer()) / tp * perParamMs;
+    return e;
+}
+
+const GpuSpec &deviceById(const Cluster &cluster, const std::string &id)
+{
+    const int i = cluster.deviceIndex(id);
+    if (i < 0)
+        throw std::invalid_argument("device \"" + id + "\" is not part of cluster \"" + cluster.name + "\"");
+    return cluster.devices[static_cast<size_t>(i)];
+}
+
+} // namespace
+
+LayerProfile VirtualTestbed::runProfilingJob(const ProfileJob &job, const Cluster &cluster, const Model &model) const
+{
+    if (job.kind != ProfileJobKind::PerLayer)
+        throw std::invalid_argument("job " + job.id + " is not a per-layer profiling job");
+    if (job.tp < 1 || job.microBatch < 1)
+        throw std::invalid_argument("job " + job.id + ": TP and micro-batch must be at least 1");
+    const GpuSpec &device = deviceById(cluster, job.device);
+    const ModelShape &s = model.shape;
+    LayerProfile p;
+    p.key = ProfileKey {device.id, model.id, job.tp, job.microBatch, s.seqLength};
+    p.origin = ProfileOrigin::Simulated;
+    p.source = sourceLabel() + " job=" + (job.id.empty() ? "-" : job.id);
+    const SimulatedLayerTimes layer = transformerLayer(device, model, job.tp, job.microBatch);
+    const EndTimes ends = endLayers(*this, device, model, job.tp, job.microBatch);
+    std::vector<double> acts = layerActivationTensors(model, job.tp, job.microBatch, RecomputeMethod::None, false);
+    double actBytes = 0;
+    for (double a : acts)
+        actBytes += a;
+    double layerParams = 0;
+    for (double e : layerParamTensors(model, job.tp))
+        layerParams += e;
+
+    Rng rng = rngFor(mSeed,
+                     "profile|" + device.id + "|" + model.id + "|" + std::to_string(job.tp) + "|"
+                         + std::to_string(job.microBatch) + "|" + std::to_string(s.seqLength));
+    auto noisy = [&](double ms) { return ms * rng.lognormalFactor(mOptions.profileJitterCv); };
+    const double T = static_cast<double>(job.microBatch) * s.seqLength;
+    p.layers.resize(static_cast<size_t>(s.layers) + 2);
+    LayerMeasurement &emb = p.layers.front();
+    emb.forwardMs = noisy(ends.embFwd);
+    emb.backwardMs = noisy(ends.embBwd);
+    emb.optimizerMs = noisy(ends.embOpt);
+    emb.paramBytes = 2.0 * static_cast<double>(model.embeddingParams()) / job.tp;
+    emb.activationBytes = 8.0 * T + 1.0 * T * s.hidden; // token ids + dropout mask
+    for (int i = 1; i <= s.layers; ++i) {
+        LayerMeasurement &m = p.layers[static_cast<size_t>(i)];
+        m.forwardMs = noisy(layer.forwardMs);
+        m.backwardMs = noisy(layer.backwardMs);
+        m.optimizerMs = noisy(ends.layerOpt);
+        m.paramBytes = 2.0 * layerParams;
+        m.activationBytes = actBytes;
+    }
+    LayerMeasurement &head = p.layers.back();
+    head.forwardMs = noisy(ends.headFwd);
+    head.backwardMs = noisy(ends.headBwd);
+    head.optimizerMs = noisy(ends.headOpt);
+    head.paramBytes = 2.0 * static_cast<double>(model.headParams()) / job.tp;
+    head.activationBytes = 2.0 * 4.0 * T * s.vocab / job.tp;
+    return p;
+}
+
+namespace {
+
+/// Per-stage per-micro-batch forward/backward time of the slowest replica and what it holds.
+struct StageSim {
+    double forwardMs = 0, backwardMs = 0; // incl. TP collectives and recompute
+    double dpSyncMs = 0, optimizerMs = 0;
+    double p2pMs = 0; // to the next stage
+};
+
+/// 1F1B schedule, discrete-event: each stage runs its operations in 1F1B order; a forward waits
+/// for the previous stage's forward of the same micro-batch (+ transfer), a backward for the next
+/// stage's backward. Returns the makespan, ms.
+double simulateOneFOneB(const std::vector<StageSim> &st, int m, const std::vector<double> &opNoise)
+{
+    const int p = static_cast<int>(st.size());
+    struct Op {
+        bool fwd;
+        int mb;
+    };
+    std::vector<std::vector<Op>> order(static_cast<size_t>(p));
+    for (int i = 0; i < p; ++i) {
+        const int warm = std::min(p - 1 - i, m);
+        auto &o = order[static_cast<size_t>(i)];
+        for (int j = 0; j < warm; ++j)
+            o.push_back({true, j});
+        for (int j = 0; j < m - warm; ++j) {
+            o.push_back({true, warm + j});
+            o.push_back({false, j});
+        }
+        for (int j = m - warm; j < m; ++j)
+            o.push_back({false, j});
+    }
+    const double unset = -1;
+    std::vector<std::vector<double>> fEnd(static_cast<size_t>(p), std::vector<double>(static_cast<size_t>(m), unset));
+    std::vector<std::vector<double>> bEnd = fEnd;
+    std::vector<size_t> next(static_cast<size_t>(p), 0);
+    std::vector<double> clock(static_cast<size_t>(p), 0.0);
+    size_t remaining = 0;
+    for (const auto &o : order)
+        remaining += o.size();
+    size_t noiseIdx = 0;
+    while (remaining > 0) {
+        bool progressed = false;
+        for (int i = 0; i < p; ++i) {
+            auto &o = order[static_cast<size_t>(i)];
+            size_t &k = next[static_cast<size_t>(i)];
+            while (k < o.size()) {
+                const Op op = o[k];
+                double ready = 0;
+                if (op.fwd) {
+                    if (i > 0) {
+                        const double e = fEnd[static_cast<size_t>(i - 1)][static_cast<size_t>(op.mb)];
+                        if (e == unset)
+                            break;
+                        ready = e + st[static_cast<size_t>(i - 1)].p2pMs;
+                    }
+                } else if (i < p - 1) {
+                    const double e = bEnd[static_cast<size_t>(i + 1)][static_cast<size_t>(op.mb)];
+                    if (e == unset)
+                        break;
+                    ready = e + st[static_cast<size_t>(i)].p2pMs;
+                }
+                const double noise = opNoise.empty() ? 1.0 : opNoise[noiseIdx++ % opNoise.size()];
+                const double dur
+                    = (op.fwd ? st[static_cast<size_t>(i)].forwardMs : st[static_cast<size_t>(i)].backwardMs) * noise;
+                const double start = std::max(clock[static_cast<size_t>(i)], ready);
+                clock[static_cast<size_t>(i)] = start + dur;
+                (op.fwd ? fEnd : bEnd)[static_cast<size_t>(i)][static_cast<size_t>(op.mb)] = start + dur;
+                ++k;
+                --remaining;
+                progressed = true;
+            }
+        }
+        if (!progressed)
+            throw std::logic_error("1F1B simulation deadlocked"); // cannot happen for 1F1B orders
+    }
+    return *std::max_element(clock.begin(), clock.end());
+}
+
+std::string fmtGiB(double bytes)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / kGiB);
+    return buf;
+}
+
+} // namespace
+
+double simulateOneFOneBMs(const std::vector<double> &forwardMs, const std::vector<double> &backwardMs,
+                          const std::vector<double> &p2pMs, int microBatches)
+{
+    if (forwardMs.size() != backwardMs.size() || forwardMs.empty() || microBatches < 1)
+        throw std::invalid_argument("simulateOneFOneBMs: need one forward and backward time per stage and m >= 1");
+    std::vector<StageSim> st(forwardMs.size());
+    for (size_t i = 0; i < st.size(); ++i) {
+        st[i].forwardMs = forwardMs[i];
+        st[i].backwardMs = backwardMs[i];
+        st[i].p2pMs = i < p2pMs.size() ? p2pMs[i] : 0.0;
+    }
+    return simulateOneFOneB(st, microBatches, {});
+}
+
+TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, const Model &model) const
+{
+    {
+        Diagnostics diags;
+        validatePlan(plan, cluster, model, diags);
+        if (!diags.empty())
+            throw std::invalid_argument("plan is not valid for the cluster/model: " + diags.items().front().toString());
+    }
+    const ModelShape &ms = model.shape;
+    const std::vector<Node> nodes = cluster.nodes();
+    auto nodeIndex = [&](const std::string &name) {
+        for (size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].name == name)
+                return static_cast<int>(i);
+        return -1;
+    };
+    const int p = plan.pp();
+    const int m = plan.microBatches();
+    const std::string planJson = toJson(plan).dump();
+    const std::string planHash = fnv1a64Hex(planJson).substr(0, 10);
+
+    TestbedRun out;
+    MeasuredRun &run = out.run;
+    run.id = "testbed/" + std::to_string(mSeed) + "/" + (plan.name.empty() ? "plan" : plan.name) + "/" + planHash;
+    run.plan = plan;
+    run.clusterName = cluster.name;
+    run.cluster = cluster;
+    run.modelId = model.id;
+    run.memoryKind = MemoryKind::DeviceUsed;
+    run.source = sourceLabel();
+    run.group = mOptions.group.empty() ? "testbed/" + cluster.name : mOptions.group;
+
+    Rng runRng = rngFor(mSeed, "run|" + planJson + "|" + cluster.name + "|" + model.id);
+    const double runFactor = runRng.lognormalFactor(mOptions.jitterCv);
+    int stragglerGpu = -1;
+    if (runRng.uniform() < mOptions.stragglerProbability) {
+        stragglerGpu = static_cast<int>(runRng.next() % static_cast<std::uint64_t>(plan.totalGpus()));
+        out.straggler = true;
+    }
+
+    // ---- per-stage times ----
+    std::vector<StageSim> stages(static_cast<size_t>(p));
+    int gpuOrdinal = 0;
+    const double layerParamsFull = static_cast<double>(model.paramsPerLayer());
+    for (int si = 0; si < p; ++si) {
+        const Stage &st = plan.stages[static_cast<size_t>(si)];
+        StageSim &ss = stages[static_cast<size_t>(si)];
+        const bool first = si == 0, last = si == p - 1;
+        double maxLocalParams = 0;
+        std::vector<int> stageNodes;
+        for (const Replica &r : st.replicas) {
+            const int ni = nodeIndex(r.node);
+            stageNodes.push_back(ni);
+            const Node &node = nodes[static_cast<size_t>(ni)];
+            const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
+            const SimulatedLayerTimes lt = transformerLayer(dev, model, r.tp, r.microBatch);
+            const EndTimes ends = endLayers(*this, dev, model, r.tp, r.microBatch);
+            double fwd = st.layerCount * lt.forwardMs, bwd = st.layerCount * lt.backwardMs;
+            if (first) {
+                fwd += ends.embFwd;
+                bwd += ends.embBwd;
+            }
+            if (last) {
+                fwd += ends.headFwd;
+                bwd += ends.headBwd;
+            }
+            // Recompute runs (part of) the forward again before the backward.
+            const int recomputed = st.recompute.method == RecomputeMethod::Full
+                ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
+                : 0;
+            bwd += recomputed * lt.forwardMs;
+            if (st.recompute.method == RecomputeMethod::Selective) {
+                const LayerShape ls = layerShape(model, r.tp, r.microBatch);
+                const double core = batchedGemmMs(*this, dev, isBf16(model), ls.headsLocal, ls.s, ls.s, ls.d)
+                    + batchedGemmMs(*this, dev, isBf16(model), ls.headsLocal, ls.s, ls.d, ls.s)
+                    + 2.5 * 2.0 * ls.headsLocal * ls.s * ls.s
+                        / (hbmBytesPerSecond(dev) * mOptions.memoryBoundEfficiency) * 1e3;
+                bwd += st.layerCount * core;
+            }
+            // TP collectives: 2 all-reduces forward, 2 backward per layer (+2 per recomputed layer).
+            if (r.tp > 1) {
+                const double bytes = static_cast<double>(r.microBatch) * ms.seqLength * ms.hidden * 2.0;
+                const double one = allReduceMs(r.tp, bytes, node.intraLink, ll128Capable(dev));
+                fwd += 2.0 * st.layerCount * one;
+                bwd += 2.0 * st.layerCount * one + 2.0 * recomputed * one;
+            }
+            // A straggler GPU slows its whole replica (TP ranks wait for each other).
+            if (stragglerGpu >= gpuOrdinal && stragglerGpu < gpuOrdinal + r.tp) {
+                fwd *= mOptions.stragglerSlowdown;
+                bwd *= mOptions.stragglerSlowdown;
+            }
+            gpuOrdinal += r.tp;
+            ss.forwardMs = std::max(ss.forwardMs, fwd);
+            ss.backwardMs = std::max(ss.backwardMs, bwd);
+            double localParams = st.layerCount * layerParamsFull / r.tp;
+            if (first)
+                localParams += static_cast<double>(model.embeddingParams()) / r.tp;
+            if (last)
+                localParams += static_cast<double>(model.headParams()) / r.tp
+                    + (ms.tiedEmbeddings && p > 1 ? static_cast<double>(model.embeddingParams()) / r.tp : 0);
+            maxLocalParams = std::max(maxLocalParams, localParams);
+            const double opt = localParams * 30.0 / (hbmBytesPerSecond(dev) * mOptions.memoryBoundEfficiency) * 1e3
+                / (plan.distributedOptimizer ? st.dp() : 1);
+            ss.optimizerMs = std::max(ss.optimizerMs, opt);
+        }
+        // Gradient sync: bucketed all-reduce (or reduce-scatter + all-gather) over the DP group.
+        if (st.dp() > 1) {
+            const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster);
+            bool nvl = true;
+            for (int ni : stageNodes)
+                nvl = nvl && ll128Capable(cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(ni)].device)]);
+            const bool singleNode
+                = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
+            double remaining = maxLocalParams;
+            while (remaining > 0) {
+                const double bucket = std::min(remaining, mOptions.gradBucketParams);
+                remaining -= bucket;
+                double worst = 0;
+                for (const Link &l : links) {
+                    const double t = plan.distributedOptimizer
+                        ? 0.5 * allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode)
+                            + 0.5 * allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
+                        : allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode);
+                    worst = std::max(worst, t);
+                }
+                ss.dpSyncMs += worst;
+            }
+        }
+        // Point-to-point activation send to the next stage (Simple protocol, whole micro-batch step).
+        if (!last) {
+            const Stage &nx = plan.stages[static_cast<size_t>(si) + 1];
+            std::vector<int> nextNodes;
+            for (const Replica &r : nx.replicas)
+                nextNodes.push_back(nodeIndex(r.node));
+            int maxMbs = 0;
+            for (const Replica &r : st.replicas)
+                maxMbs = std::max(maxMbs, r.microBatch);
+            const double bytes = static_cast<double>(maxMbs) * ms.seqLength * ms.hidden * 2.0
+                / (plan.sequenceParallel ? st.replicas.front().tp : 1);
+            double worst = 0;
+            for (const Link &l : linksBetween(stageNodes, nextNodes, nodes, cluster))
+                worst = std::max(worst,
+                                 (bytes / (l.bandwidthAt(bytes) * 1e9 * mOptions.simpleBandwidthFraction)
+                                  + (l.latencyUs + mOptions.simpleLatencyUs) * 1e-6)
+                                     * 1e3);
+            ss.p2pMs = worst;
+        }
+    }
+
+    // ---- memory per GPU (device-used peak) ----
+    bool oom = false;
+    double peak = 0;
+    for (int si = 0; si < p; ++si) {
+        const Stage &st = plan.stages[static_cast<size_t>(si)];
+        const bool first = si == 0, last = si == p - 1;
+        const int inFlight = std::min(p - si, m);
+        for (const Replica &r : st.replicas) {
+            const Node &node = nodes[static_cast<size_t>(nodeIndex(r.node))];
+            const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
+            std::vector<double> tensors;
+            // Weights (16-bit) and optimizer states (fp32 master, m, v) per parameter tensor.
+            std::vector<double> params;
+            for (int l = 0; l < st.layerCount; ++l)
+                for (double e : layerParamTensors(model, r.tp))
+                    params.push_back(e);
+            if (first)
+                params.push_back(static_cast<double>(model.embeddingParams()) / r.tp);
+            if (last) {
+                params.push_back(static_cast<double>(model.headParams()) / r.tp);
+                if (ms.tiedEmbeddings && p > 1)
+                    params.push_back(static_cast<double>(model.embeddingParams()) / r.tp);
+            }
+            double localParams = 0;
+            for (double e : params) {
+                tensors.push_back(2.0 * e);
+                localParams += e;
+                if (!plan.distributedOptimizer)
+                    for (int k = 0; k < 3; ++k)
+                        tensors.push_back(4.0 * e);
+            }
+            // Contiguous fp32 gradient buffer in buckets; distributed optimizer: sharded state buffers.
+            for (double left = localParams; left > 0; left -= mOptions.gradBucketParams) {
+                const double bucket = std::min(left, mOptions.gradBucketParams);
+                tensors.push_back(4.0 * bucket);
+                if (plan.distributedOptimizer)
+                    for (int k = 0; k < 3; ++k)
+                        tensors.push_back(4.0 * bucket / st.dp());
+            }
+            // Activations of the micro-batches in flight.
+            const int recomputed = st.recompute.method == RecomputeMethod::Full
+                ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
+                : 0;
+            const auto keptNone = layerActivationTensors(
+                model, r.tp, r.microBatch,
+                st.recompute.method == RecomputeMethod::Selective ? RecomputeMethod::Selective : RecomputeMethod::None,
+                plan.sequenceParallel);
+            const auto keptFull
+                = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::Full, plan.sequenceParallel);
+            const double T = static_cast<double>(r.microBatch) * ms.seqLength;
+            for (int k = 0; k < inFlight; ++k) {
+                for (int l = 0; l < st.layerCount; ++l)
+                    for (double b : (l < recomputed ? keptFull : keptNone))
+                        tensors.push_back(b);
+                if (first) {
+                    tensors.push_back(8.0 * T);
+                    tensors.push_back(1.0 * T * ms.hidden);
+                }
+            }
+            // Working set: one layer's full activations (recompute / backward) + its gradients.
+            const auto work
+                = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None, plan.sequenceParallel);
+            for (double b : work)
+                tensors.push_back(b);
+            tensors.push_back(*std::max_element(work.begin(), work.end()));
+            if (last) {
+                tensors.push_back(4.0 * T * ms.vocab / r.tp); // fp32 logits
+                tensors.push_back(4.0 * T * ms.vocab / r.tp); // their gradient
+            }
+            const int groups = (r.tp > 1) + (st.dp() > 1) + (p > 1);
+            const double context = dev.vendor == "AMD" ? mOptions.amdContextBytes : mOptions.nvidiaContextBytes;
+            const double used = reservedBytes(tensors) + context + groups * mOptions.communicatorBytes;
+            const double capacity = dev.memoryBytes();
+            for (int g = 0; g < r.tp; ++g)
+                out.peakBytesPerGpu.push_back(used);
+            peak = std::max(peak, used);
+            if (used > capacity && !oom) {
+                oom = true;
+                out.error = "out of memory on node " + r.node + " GPU " + std::to_string(r.gpus.front()) + " (" + dev.id
+                    + "): " + fmtGiB(used) + " needed, " + fmtGiB(capacity) + " available";
+            }
+        }
+    }
+    run.peakMemoryBytes = peak;
+    if (oom) {
+        out.ok = false;
+        run.iterationTimeMs = 0;
+        return out;
+    }
+
+    // ---- iterations ----
+    double dpMax = 0, optMax = 0;
+    for (const StageSim &s : stages) {
+        dpMax = std::max(dpMax, s.dpSyncMs);
+        optMax = std::max(optMax, s.optimizerMs);
+    }
+    const int iters = std::max(1, mOptions.timedIterations);
+    double sum = 0;
+    for (int it = 0; it < iters; ++it) {
+        // Small per-operation noise (kernel timing variation) inside each iteration.
+        Rng itRng = rngFor(mSeed, "iter|" + planHash + "|" + std::to_string(it));
+        std::vector<double> opNoise(64);
+        for (double &x : opNoise)
+            x = itRng.lognormalFactor(mOptions.jitterCv > 0 ? 0.005 : 0.0);
+        const double pipe = simulateOneFOneB(stages, m, opNoise);
+        const double t = (pipe + dpMax + optMax + mOptions.iterationOverheadMs) * runFactor;
+        out.iterationTimesMs.push_back(t);
+        sum += t;
+    }
+    run.iterationTimeMs = sum / iters;
+    out.ok = true;
+    return out;
+}
+
+} // namespace memx
