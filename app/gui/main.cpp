@@ -1,6 +1,6 @@
+#include "memx/io/formats.h"
 #include "memx/ui/clustercanvas.h"
 #include "memx/ui/clusterdocument.h"
-#include "memx/io/formats.h"
 #include "memx/ui/mainwindow.h"
 
 #include <QApplication>

@@ -100,7 +100,8 @@ DocumentContent ProjectStorage::load(const QString &path) const
     for (const std::string &id : store.modelIds())
         if (id != modelId)
             data.putModel(*store.model(id));
-    for (const memx::LayerProfile &p : store.profiles().profiles())
+    const memx::ProfileSet profiles = store.profiles(); // keep the set alive over the loop
+    for (const memx::LayerProfile &p : profiles.profiles())
         data.putProfile(p);
     for (const memx::MeasuredRun &r : store.runs())
         data.putRun(r);
@@ -123,8 +124,8 @@ void ProjectStorage::save(const DocumentContent &content, const QString &path) c
 
     const QFileInfo target(path);
     const std::string tmp
-        = (target.absolutePath() + QStringLiteral("/.%1.%2.tmp")
-                                       .arg(target.fileName(), QUuid::createUuid().toString(QUuid::WithoutBraces)))
+        = (target.absolutePath()
+           + QStringLiteral("/.%1.%2.tmp").arg(target.fileName(), QUuid::createUuid().toString(QUuid::WithoutBraces)))
               .toStdString();
     auto removeTemp = [&tmp] {
         for (const char *suffix : {"", "-wal", "-shm", "-journal"})
@@ -140,7 +141,8 @@ void ProjectStorage::save(const DocumentContent &content, const QString &path) c
                     store.putCluster(*d.cluster(name));
                 for (const std::string &id : d.modelIds())
                     store.putModel(*d.model(id));
-                for (const memx::LayerProfile &p : d.profiles().profiles())
+                const memx::ProfileSet profiles = d.profiles(); // keep the set alive over the loop
+                for (const memx::LayerProfile &p : profiles.profiles())
                     store.putProfile(p);
                 for (const memx::MeasuredRun &r : d.runs())
                     store.putRun(r);

@@ -191,7 +191,8 @@ void ExportDialog::regenerate()
         return;
     }
     for (const memx::ExportFile &f : mFiles)
-        mFileList->addItem(QString::fromStdString(f.path) + (f.executable ? QStringLiteral("  (executable)") : QString()));
+        mFileList->addItem(QString::fromStdString(f.path)
+                           + (f.executable ? QStringLiteral("  (executable)") : QString()));
     mFileList->setCurrentRow(0);
     mStatus->setText(tr("%n file(s) will be written to %1.", nullptr, int(mFiles.size()))
                          .arg(QDir::toNativeSeparators(QDir(mDir->text()).absolutePath()).toHtmlEscaped()));
@@ -215,12 +216,13 @@ bool ExportDialog::writeFiles()
             mWritten << QString::fromStdString(p);
     } catch (const memx::LoadError &e) {
         mStatus->setText(tr("<span style='color:#b00'>Nothing written: %1</span>")
-                             .arg(diagnosticsText(e.diagnostics()).toHtmlEscaped().replace(QLatin1Char('\n'),
-                                                                                             QStringLiteral("<br>"))));
+                             .arg(diagnosticsText(e.diagnostics())
+                                      .toHtmlEscaped()
+                                      .replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
         return false;
     } catch (const std::exception &e) {
-        mStatus->setText(tr("<span style='color:#b00'>Nothing written: %1</span>")
-                             .arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
+        mStatus->setText(
+            tr("<span style='color:#b00'>Nothing written: %1</span>").arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
         return false;
     }
     mStatus->setText(tr("Wrote %n file(s).", nullptr, int(mWritten.size())));

@@ -10,8 +10,8 @@
 #include "memx/ui/modelpanel.h"
 #include "memx/ui/nodegroupitem.h"
 #include "memx/ui/nodepropertypanel.h"
-#include "memx/ui/plantablemodel.h"
 #include "memx/ui/planselection.h"
+#include "memx/ui/plantablemodel.h"
 #include "memx/ui/profilespanel.h"
 #include "memx/ui/resultspanel.h"
 #include "memx/ui/searchjob.h"
@@ -117,8 +117,6 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     tabifyDockWidget(propertiesDock, modelDock);
     tabifyDockWidget(modelDock, historyDock);
     propertiesDock->raise();
-    resizeDocks({paletteDock, propertiesDock}, {270, 300}, Qt::Horizontal);
-    resizeDocks({weightsDock, propertiesDock}, {140, 600}, Qt::Vertical);
 
     createMenus();
     for (QDockWidget *d : {paletteDock, profilesDock, weightsDock, propertiesDock, modelDock, historyDock})
@@ -151,8 +149,9 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
 
     // Results: weights re-rank the cached metrics; the selection feeds the profiles panel (a
     // Megatron log is imported as a run of the selected plan).
-    connect(mWeights, &WeightSliders::weightsChanged, this,
-            [this](double t, double m, double b) { mResults->setWeights({t, m, b}); });
+    connect(mWeights, &WeightSliders::weightsChanged, this, [this](double t, double m, double b) {
+        mResults->setWeights({t, m, b});
+    });
     connect(mWeights, &WeightSliders::weightsEditFinished, this, [this](double t, double m, double b) {
         if (mRememberLayout)
             mSettings.setLastWeights({t, m, b});
@@ -161,7 +160,8 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
         mProfiles->setCurrentPlan(id ? std::optional<memx::Plan>(mResults->selectedDetail().plan) : std::nullopt);
     });
     connect(mResults, &ResultsPanel::exportRequested, this, &MainWindow::exportSelectedPlan);
-    connect(mResults, &ResultsPanel::statusMessage, this, [this](const QString &m) { statusBar()->showMessage(m, 8000); });
+    connect(mResults, &ResultsPanel::statusMessage, this,
+            [this](const QString &m) { statusBar()->showMessage(m, 8000); });
     connect(mResults->job(), &SearchJob::started, this,
             [this] { statusBar()->showMessage(tr("Searching plans in the background..."), 4000); });
     connect(mResults, &ResultsPanel::resultsShown, this, [this] {
@@ -198,6 +198,8 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     mDocument->reset(untitled, model);
 
     resize(1480, 900);
+    resizeDocks({paletteDock, propertiesDock}, {235, 290}, Qt::Horizontal);
+    resizeDocks({weightsDock, propertiesDock}, {140, 600}, Qt::Vertical);
     if (mRememberLayout) {
         restoreGeometry(mSettings.windowGeometry());
         restoreState(mSettings.windowState());
@@ -540,10 +542,9 @@ bool MainWindow::maybeSave()
 {
     if (!mDocument->isModified() || !mInteractive)
         return true;
-    const auto answer
-        = QMessageBox::warning(this, tr("Unsaved changes"),
-                               tr("\"%1\" has unsaved changes. Save them?").arg(mDocument->displayName()),
-                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    const auto answer = QMessageBox::warning(
+        this, tr("Unsaved changes"), tr("\"%1\" has unsaved changes. Save them?").arg(mDocument->displayName()),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
     if (answer == QMessageBox::Save)
         return save();
     return answer == QMessageBox::Discard;
@@ -609,7 +610,8 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, int 
 {
     Q_UNUSED(tab);
     auto grabAndQuit = [this, path] {
-        if (!grab().save(path))
+        // Maximum PNG compression keeps documentation images small.
+        if (!grab().toImage().save(path, nullptr, 0))
             qWarning("could not write %s", qPrintable(path));
         QApplication::quit();
     };
@@ -624,8 +626,9 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, int 
     };
     connect(mResults, &ResultsPanel::resultsShown, this, onResults, Qt::SingleShotConnection);
     // No search (empty cluster) or a failed one: grab after a while anyway.
-    connect(mResults->job(), &SearchJob::failed, this, [this, grabAndQuit] { QTimer::singleShot(600, this, grabAndQuit); },
-            Qt::SingleShotConnection);
+    connect(
+        mResults->job(), &SearchJob::failed, this, [this, grabAndQuit] { QTimer::singleShot(600, this, grabAndQuit); },
+        Qt::SingleShotConnection);
     QTimer::singleShot(mDocument->cluster().groups.empty() ? 1500 : 120000, this, grabAndQuit);
 }
 

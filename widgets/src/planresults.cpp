@@ -254,8 +254,9 @@ PlanDetail PlanResults::detail(quint32 id) const
                     .arg(s.optimizerMs, 0, 'f', 1)
                     .arg(s.bubbleMs, 0, 'f', 1);
     }
-    html += QStringLiteral("</table><p style='color:#666'>Fwd, Bwd, Recomp., TP comm, Step and P2P are per "
-                           "micro-batch (slowest replica); DP sync, optimizer and bubble per iteration; all in ms.</p>");
+    html
+        += QStringLiteral("</table><p style='color:#666'>Fwd, Bwd, Recomp., TP comm, Step and P2P are per "
+                          "micro-batch (slowest replica); DP sync, optimizer and bubble per iteration; all in ms.</p>");
     d.html = html;
     return d;
 }
@@ -267,8 +268,9 @@ QString PlanResults::countsText() const
     const memx::SearchResult &r = mOutcome->result;
     const QLocale c(QLocale::English);
     const double total = double(r.enumerated);
-    const QString of = total >= 1e6 ? QStringLiteral("%1 M").arg(total / 1e6, 0, 'f', 1) : c.toString(qulonglong(r.enumerated));
-    return QObject::tr("%1 valid of %2 in %3 s · %4 on the Pareto front · %5 shown")
+    const QString of
+        = total >= 1e6 ? QStringLiteral("%1 M").arg(total / 1e6, 0, 'f', 1) : c.toString(qulonglong(r.enumerated));
+    return QObject::tr("%1 valid of %2 in %3 s · %4 on the front · %5 shown")
         .arg(c.toString(qulonglong(r.evaluated)), of)
         .arg(mOutcome->wallMs / 1000.0, 0, 'f', 2)
         .arg(c.toString(qulonglong(mOutcome->front.size())))

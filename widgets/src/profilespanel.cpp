@@ -98,12 +98,13 @@ QVariant MeasurementTableModel::data(const QModelIndex &index, int role) const
     case ModelColumn:
         return QString::fromStdString(r.modelId);
     case TpColumn:
-        return r.plan.stages.empty() || r.plan.stages.front().replicas.empty() ? QVariant()
-                                                                                 : r.plan.stages.front().replicas.front().tp;
+        return r.plan.stages.empty() || r.plan.stages.front().replicas.empty()
+            ? QVariant()
+            : r.plan.stages.front().replicas.front().tp;
     case MicroBatchColumn:
         return r.plan.stages.empty() || r.plan.stages.front().replicas.empty()
-                   ? QVariant()
-                   : r.plan.stages.front().replicas.front().microBatch;
+            ? QVariant()
+            : r.plan.stages.front().replicas.front().microBatch;
     case DetailColumn:
         return r.peakMemoryBytes ? tr("%1 ms, peak %2 GiB (%3)")
                                        .arg(r.iterationTimeMs, 0, 'f', 1)
@@ -378,27 +379,34 @@ template<typename Work> void ProfilesPanel::runImport(const QString &what, Work 
         try {
             state->batch = work([state](size_t done, size_t total) {
                 state->done = done;
-                state->total = total;
-                return !state->cancel.load();
-            });
-        } catch (const memx::LoadError &e) {
-            QStringList lines;
-            for (const memx::Diagnostic &d : e.diagnostics())
-                lines << QString::fromStdString(d.toString());
-            state->error = lines.mid(0, 20).join(QLatin1Char('\n'));
-        } catch (const memx::ImportCancelled &) {
-            state->error = QObject::tr("cancelled");
-        } catch (const std::exception &e) {
-            state->error = QString::fromUtf8(e.what());
-        }
-    }));
+    state->total = total;
+    return !state->cancel.load();
+});
+} // namespace memx::ui
+catch (const memx::LoadError &e)
+{
+    QStringList lines;
+    for (const memx::Diagnostic &d : e.diagnostics())
+        lines << QString::fromStdString(d.toString());
+    state->error = lines.mid(0, 20).join(QLatin1Char('\n'));
+}
+catch (const memx::ImportCancelled &)
+{
+    state->error = QObject::tr("cancelled");
+}
+catch (const std::exception &e)
+{
+    state->error = QString::fromUtf8(e.what());
+}
+}));
 }
 
 void ProfilesPanel::importPublicDataset(const QString &dir)
 {
     const std::string path = dir.toStdString();
-    runImport(tr("Importing %1").arg(QFileInfo(dir).fileName()),
-              [path](const std::function<bool(size_t, size_t)> &progress) { return memx::importSailor(path, progress); });
+    runImport(
+        tr("Importing %1").arg(QFileInfo(dir).fileName()),
+        [path](const std::function<bool(size_t, size_t)> &progress) { return memx::importSailor(path, progress); });
 }
 
 void ProfilesPanel::importProfileFiles(const QStringList &files)
@@ -427,8 +435,8 @@ bool ProfilesPanel::importMegatronLog(const QString &file)
     }
     try {
         memx::ImportBatch batch;
-        batch.runs.push_back(memx::importMegatronLog(file.toStdString(), *mPlan, mDocument->cluster(),
-                                                     mDocument->model()));
+        batch.runs.push_back(
+            memx::importMegatronLog(file.toStdString(), *mPlan, mDocument->cluster(), mDocument->model()));
         mDocument->importData(batch);
     } catch (const memx::LoadError &e) {
         QStringList lines;

@@ -18,6 +18,7 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTimer>
@@ -119,6 +120,8 @@ ResultsPanel::ResultsPanel(QWidget *parent)
 
     // Plan detail: stage diagram + breakdown text.
     mDetailTitle = new QLabel(tr("<b>Plan detail</b>"));
+    mDetailTitle->setWordWrap(true);
+    mDetailTitle->setTextInteractionFlags(Qt::TextSelectableByMouse);
     mStages = new StageDiagram;
     auto *stageScroll = new QScrollArea;
     stageScroll->setWidget(mStages);
@@ -126,25 +129,23 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     stageScroll->setFrameShape(QFrame::NoFrame);
     mDetailText = new QTextBrowser;
     mDetailText->setOpenLinks(false);
-    auto *detailSplit = new QSplitter(Qt::Vertical);
-    detailSplit->addWidget(stageScroll);
-    detailSplit->addWidget(mDetailText);
-    detailSplit->setStretchFactor(0, 3);
-    detailSplit->setStretchFactor(1, 2);
-    detailSplit->setChildrenCollapsible(false);
+    mDetailTabs = new QTabWidget;
+    mDetailTabs->setDocumentMode(true);
+    mDetailTabs->addTab(stageScroll, tr("Pipeline"));
+    mDetailTabs->addTab(mDetailText, tr("Time breakdown"));
     auto *detailBox = new QWidget;
     auto *detailLayout = new QVBoxLayout(detailBox);
     detailLayout->setContentsMargins(0, 0, 0, 0);
     detailLayout->setSpacing(2);
     detailLayout->addWidget(mDetailTitle);
-    detailLayout->addWidget(detailSplit, 1);
+    detailLayout->addWidget(mDetailTabs, 1);
 
     auto *lower = new QSplitter(Qt::Horizontal);
     lower->setObjectName(QStringLiteral("resultsLowerSplitter"));
     lower->addWidget(tableBox);
     lower->addWidget(detailBox);
-    lower->setStretchFactor(0, 1);
-    lower->setStretchFactor(1, 1);
+    lower->setStretchFactor(0, 5);
+    lower->setStretchFactor(1, 4);
     lower->setChildrenCollapsible(false);
 
     auto *vertical = new QSplitter(Qt::Vertical);
@@ -257,7 +258,14 @@ void ResultsPanel::onFinished()
     mCounts->setToolTip(mResults.countsText());
     mSelection->select(0);
     mModel->setPlans(mResults.points());
-    mTable->resizeColumnsToContents();
+    // Compact numeric columns so the plan summary (last, stretched) stays visible.
+    const int digit = mTable->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    const QFontMetrics header = mTable->horizontalHeader()->fontMetrics();
+    const int digits[] = {5, 9, 6, 6, 7, 3};
+    for (int c = 0; c < PlanTableModel::PlanColumn; ++c) {
+        const QString title = mModel->headerData(c, Qt::Horizontal).toString();
+        mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
+    }
     mPareto->setPoints(mResults.points());
     mSelection->select(mResults.topPlanId());
     if (mResults.isEmpty())
@@ -303,8 +311,8 @@ void ResultsPanel::showSelection(quint32 id)
         const QModelIndex proxyIndex = mProxy->mapFromSource(mModel->index(row, 0));
         if (proxyIndex.isValid() && mTable->currentIndex().row() != proxyIndex.row()) {
             QSignalBlocker block(mTable->selectionModel());
-            mTable->selectionModel()->setCurrentIndex(
-                proxyIndex, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+            mTable->selectionModel()->setCurrentIndex(proxyIndex,
+                                                      QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
             mTable->viewport()->update();
         }
         if (proxyIndex.isValid())
@@ -326,7 +334,11 @@ void ResultsPanel::showSelection(quint32 id)
     mExport->setEnabled(mDetail.id != 0);
     if (mDetail.id != 0) {
         const int rank = row >= 0 ? mModel->rankOfRow(row) : 0;
-        mDetailTitle->setText(tr("<b>Plan detail</b> &nbsp;(rank %1, plan #%2)").arg(rank).arg(id));
+        mDetailTitle->setText(
+            tr("<b>Rank %1</b> (plan #%2) &nbsp;%3")
+                .arg(rank)
+                .arg(id)
+                .arg(QString::fromStdString(mDetail.plan.summary(mResults.outcome()->result.cluster)).toHtmlEscaped()));
     } else {
         mDetailTitle->setText(tr("<b>Plan detail</b>"));
     }

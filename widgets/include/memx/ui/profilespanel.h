@@ -31,7 +31,16 @@ class ClusterDocument;
 class MeasurementTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { KindColumn, GpuColumn, ModelColumn, TpColumn, MicroBatchColumn, DetailColumn, SourceColumn, ColumnCount };
+    enum Column {
+        KindColumn,
+        GpuColumn,
+        ModelColumn,
+        TpColumn,
+        MicroBatchColumn,
+        DetailColumn,
+        SourceColumn,
+        ColumnCount
+    };
     using QAbstractTableModel::QAbstractTableModel;
 
     /// Replaces the rows with `store`'s profiles and runs (one model reset).

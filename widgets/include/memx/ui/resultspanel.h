@@ -15,6 +15,7 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QSplitter;
+class QTabWidget;
 class QTableView;
 class QTextBrowser;
 class QTimer;
@@ -76,6 +77,8 @@ public:
     PlanFilterProxy *tableProxy() const { return mProxy; }
     QTableView *tableView() const { return mTable; }
     QTextBrowser *detailText() const { return mDetailText; }
+    /// "Pipeline" (stage diagram) and "Time breakdown" (text) tabs of the plan detail.
+    QTabWidget *detailTabs() const { return mDetailTabs; }
     QPushButton *exportButton() const { return mExport; }
     QSpinBox *globalBatchField() const { return mGlobalBatch; }
     QLabel *countsLabel() const { return mCounts; }
@@ -118,6 +121,7 @@ private:
     QCheckBox *mHideOom = nullptr;
     QTextBrowser *mDetailText = nullptr;
     QLabel *mDetailTitle = nullptr;
+    QTabWidget *mDetailTabs = nullptr;
 };
 
 } // namespace memx::ui
