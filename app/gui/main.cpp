@@ -1,7 +1,7 @@
-#include "mainwindow.h"
-
+#include "memx/io/formats.h"
 #include "memx/ui/clustercanvas.h"
 #include "memx/ui/clusterdocument.h"
+#include "memx/ui/mainwindow.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -19,30 +19,47 @@ int main(int argc, char **argv)
     parser.setApplicationDescription(QStringLiteral("Memory-aware parallel planning for heterogeneous GPU clusters"));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("cluster"),
-                                 QStringLiteral("Cluster file to open (default: a shipped sample)"));
+    parser.addPositionalArgument(QStringLiteral("file"),
+                                 QStringLiteral("Cluster JSON or .memx project to open (default: a shipped sample)"));
     QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                  QStringLiteral("Save a PNG of the window after start-up and quit."),
+                                  QStringLiteral("Save a PNG of the window once the first search's results are "
+                                                 "drawn, then quit."),
                                   QStringLiteral("file"));
     QCommandLineOption select(QStringLiteral("select-node"),
                               QStringLiteral("Select the node group with this name after start-up (screenshots)."),
                               QStringLiteral("name"));
+    QCommandLineOption selectPlan(QStringLiteral("select-plan"),
+                                  QStringLiteral("Select the plan of this rank once the results are shown."),
+                                  QStringLiteral("rank"));
+    QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset id or model file to use."),
+                             QStringLiteral("id"));
     parser.addOption(screenshot);
     parser.addOption(select);
+    parser.addOption(selectPlan);
+    parser.addOption(model);
     parser.process(app);
 
+    memx::ui::MainWindow::setSampleClusterDirs(
+        {QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters"), QStringLiteral(MEMX_DATA_DIR "/sample_clusters")});
     // Screenshots must not depend on (or change) the user's saved layout.
-    MainWindow window(!parser.isSet(screenshot));
+    memx::ui::MainWindow window(!parser.isSet(screenshot));
+    if (parser.isSet(model)) {
+        try {
+            window.document()->setModel(memx::resolveModel(parser.value(model).toStdString()));
+        } catch (const std::exception &e) {
+            qWarning("--model: %s", e.what());
+        }
+    }
     const QStringList files = parser.positionalArguments();
-    window.openClusterFile(files.isEmpty() ? MainWindow::defaultSampleCluster() : files.front());
+    window.openFile(files.isEmpty() ? memx::ui::MainWindow::defaultSampleCluster() : files.front());
     window.show();
     if (parser.isSet(select)) {
-        auto *canvas = window.findChild<memx::ui::ClusterCanvas *>();
+        auto *canvas = window.canvas();
         const int index = window.document()->groupIndexOf(parser.value(select).toStdString());
-        if (canvas && index >= 0)
+        if (index >= 0)
             canvas->selectGroup(index);
     }
     if (parser.isSet(screenshot))
-        window.saveScreenshotAndQuit(parser.value(screenshot));
+        window.saveScreenshotAndQuit(parser.value(screenshot), parser.value(selectPlan).toInt());
     return app.exec();
 }

@@ -146,26 +146,28 @@ private slots:
         QCOMPARE(proxy.rowCount(), 5);
     }
 
-    void scorePlansNormalises()
+    void scorePlansUsesCoreObjective()
     {
+        // Core objective: score = T'^wT * M'^wM * B'^wB, X' = max(X, 1e-6 max X) / max X.
+        // maxT = 200, maxM = 0.9, maxB = 0.4.
         QVector<PlanPoint> plans
             = {plan(1, 100.0, 0.9, 0.0, 0, true, false, "a"), plan(2, 200.0, 0.5, 0.2, 0, true, false, "b"),
                plan(3, 150.0, 0.7, 0.4, 0, true, false, "c")};
         scorePlans(plans, {1.0, 0.0, 0.0});
-        // T' = (100-100)/100 = 0, (200-100)/100 = 1, 0.5
-        QCOMPARE(plans[0].score, 0.0);
-        QCOMPARE(plans[1].score, 1.0);
-        QCOMPARE(plans[2].score, 0.5);
+        // T' = 0.5, 1, 0.75
+        QVERIFY(qAbs(plans[0].score - 0.5) < 1e-12);
+        QVERIFY(qAbs(plans[1].score - 1.0) < 1e-12);
+        QVERIFY(qAbs(plans[2].score - 0.75) < 1e-12);
         scorePlans(plans, {1.0, 1.0, 0.0});
-        // M' = 1, 0, 0.5 -> (T'+M')/2 = 0.5, 0.5, 0.5
-        QCOMPARE(plans[0].score, 0.5);
-        QCOMPARE(plans[1].score, 0.5);
-        QCOMPARE(plans[2].score, 0.5);
+        // M' = 1, 0.5/0.9, 0.7/0.9 -> 0.5, 0.555556, 0.583333
+        QVERIFY(qAbs(plans[0].score - 0.5) < 1e-12);
+        QVERIFY(qAbs(plans[1].score - 0.5 / 0.9) < 1e-12);
+        QVERIFY(qAbs(plans[2].score - 0.75 * 0.7 / 0.9) < 1e-12);
         scorePlans(plans, {1.0, 1.0, 2.0});
-        // B' = 0, 0.5, 1 -> (T' + M' + 2B')/4 = 0.25, 0.5, 0.75
-        QCOMPARE(plans[0].score, 0.25);
-        QCOMPARE(plans[1].score, 0.5);
-        QCOMPARE(plans[2].score, 0.75);
+        // B' = 1e-6 (floor: B = 0), 0.5, 1 -> 0.5e-12, 0.555556 * 0.25 = 0.138889, 0.583333
+        QVERIFY(qAbs(plans[0].score - 0.5e-12) < 1e-18);
+        QVERIFY(qAbs(plans[1].score - 0.5 / 0.9 * 0.25) < 1e-12);
+        QVERIFY(qAbs(plans[2].score - 0.75 * 0.7 / 0.9) < 1e-12);
     }
 
     void screenshot()

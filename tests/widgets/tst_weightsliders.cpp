@@ -139,13 +139,13 @@ private slots:
 
     void sliderChangesTopPlanWhenItShould()
     {
-        // Hand-worked: T in [100, 120], M in [0.5, 0.9], B equal (contributes 0).
-        //   A: T=100 M=0.9 -> T'=0,   M'=1
-        //   B: T=120 M=0.5 -> T'=1,   M'=0
-        //   C: T=110 M=0.5 -> T'=0.5, M'=0
-        // score = (wT*T' + wM*M') / (wT + wM + wB) with wT = 1, wB = 0:
-        //   wM = 0.4: A = 0.4/1.4 = 0.286, C = 0.5/1.4 = 0.357, B = 0.714 -> A on top
-        //   wM = 0.6: A = 0.6/1.6 = 0.375, C = 0.5/1.6 = 0.3125          -> C on top
+        // Hand-worked with the core objective score = T'^wT * M'^wM (wB = 0), X' = X / max X:
+        //   A: T=100 M=0.9 -> T'=0.8333, M'=1
+        //   B: T=120 M=0.5 -> T'=1,      M'=0.5556
+        //   C: T=110 M=0.5 -> T'=0.9167, M'=0.5556
+        //   wM = 0.1: A = 0.8333, C = 0.9167 * 0.5556^0.1 = 0.8643, B = 0.9429 -> A on top
+        //   wM = 0.3: A = 0.8333, C = 0.9167 * 0.8385 = 0.7687, B = 0.8384   -> C on top, B third
+        //   (C beats A once wM > ln(0.9167/0.8333) / ln(1/0.5556) = 0.162)
         QVector<PlanPoint> plans = {plan(1, 100.0, 0.9, 0.1), plan(2, 120.0, 0.5, 0.1), plan(3, 110.0, 0.5, 0.1)};
         PlanTableModel model;
         WeightSliders w;
@@ -164,9 +164,9 @@ private slots:
 
         QSlider *memory = w.slider(Metric::Memory);
         memory->setSliderDown(true);
-        memory->setValue(400);
+        memory->setValue(100);
         QCOMPARE(model.topPlanId(), 1u); // not yet
-        memory->setValue(600);
+        memory->setValue(300);
         QCOMPARE(model.topPlanId(), 3u); // re-ranked live, during the drag
         memory->setSliderDown(false);
         QCOMPARE(model.index(1, PlanTableModel::RankColumn).data().toInt(), 3);

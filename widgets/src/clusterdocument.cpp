@@ -36,14 +36,15 @@ ClusterDocument::ClusterDocument(QObject *parent)
     : QObject(parent)
     , mUndoStack(new QUndoStack(this))
 {
-    connect(mUndoStack, &QUndoStack::cleanChanged, this, [this](bool clean) { emit modifiedChanged(!clean); });
+    connect(mUndoStack, &QUndoStack::cleanChanged, this,
+            [this](bool clean) { emit modifiedChanged(!clean || mDataModified); });
 }
 
 ClusterDocument::~ClusterDocument() = default;
 
 bool ClusterDocument::isModified() const
 {
-    return !mUndoStack->isClean();
+    return !mUndoStack->isClean() || mDataModified;
 }
 
 QString ClusterDocument::displayName() const
@@ -55,10 +56,14 @@ QString ClusterDocument::displayName() const
     return tr("Untitled cluster");
 }
 
-void ClusterDocument::reset(const memx::Cluster &cluster, const memx::Model &model)
+void ClusterDocument::reset(const memx::Cluster &cluster, const memx::Model &model,
+                            std::optional<memx::MemoryStore> projectData)
 {
     mCluster = cluster;
     mModel = model;
+    mProjectData = projectData ? std::move(*projectData) : memx::MemoryStore();
+    const bool wasModified = isModified();
+    mDataModified = false;
     normalizeDevices();
     mUndoStack->clear();
     mUndoStack->setClean();
@@ -67,20 +72,39 @@ void ClusterDocument::reset(const memx::Cluster &cluster, const memx::Model &mod
     emit clusterReset();
     emit networkChanged();
     emit modelChanged();
+    emit projectDataChanged();
+    if (wasModified)
+        emit modifiedChanged(false);
+}
+
+bool ClusterDocument::importData(const memx::ImportBatch &batch, const std::function<bool(size_t, size_t)> &progress)
+{
+    if (!memx::writeImport(mProjectData, batch, progress))
+        return false;
+    const bool was = isModified();
+    mDataModified = true;
+    emit projectDataChanged();
+    if (!was)
+        emit modifiedChanged(true);
+    return true;
 }
 
 void ClusterDocument::load(const QString &path, const DocumentStorage &storage)
 {
     DocumentContent content = storage.load(path); // throws; nothing changed yet
-    reset(content.cluster, content.model.value_or(mModel));
+    reset(content.cluster, content.model.value_or(mModel), std::move(content.projectData));
     mFilePath = path;
     emit filePathChanged(mFilePath);
 }
 
 void ClusterDocument::save(const QString &path, const DocumentStorage &storage)
 {
-    storage.save({mCluster, mModel}, path);
+    storage.save({mCluster, mModel, mProjectData}, path);
     mFilePath = path;
+    const bool dataWasModified = mDataModified;
+    mDataModified = false;
+    if (mUndoStack->isClean() && dataWasModified)
+        emit modifiedChanged(false);
     mUndoStack->setClean();
     emit filePathChanged(mFilePath);
 }

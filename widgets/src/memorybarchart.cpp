@@ -360,9 +360,11 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
         const double stripY = g.labels.top() + fm.height() + 4;
         p.fillRect(QRectF(left, stripY, right - left, 4), vendorColor(mBars[first].vendor));
         QString label = mBars[first].node;
-        if (!mBars[first].device.isEmpty())
-            label += QStringLiteral(" \u00b7 ") + mBars[first].device;
         const int w = int(right - left + g.slot * GroupGap * 0.8);
+        // The device only when it fits: an elided node name is worse than no device (tooltips have it).
+        if (!mBars[first].device.isEmpty()
+            && fm.horizontalAdvance(label + QStringLiteral(" \u00b7 ") + mBars[first].device) <= w)
+            label += QStringLiteral(" \u00b7 ") + mBars[first].device;
         p.setPen(text);
         p.drawText(QRectF((left + right) / 2 - w / 2.0, stripY + 6, w, fm.height()), Qt::AlignCenter,
                    fm.elidedText(label, Qt::ElideMiddle, w));

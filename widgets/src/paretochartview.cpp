@@ -247,6 +247,9 @@ ParetoChartView::ParetoChartView(QWidget *parent)
     mXCombo->setToolTip(tr("Metric on the horizontal axis"));
     mYCombo->setToolTip(tr("Metric on the vertical axis"));
     mCountLabel = new QLabel(this);
+    // Takes only the room left after the axis pickers and the legend (narrow windows).
+    mCountLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    mCountLabel->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     mLegend = new ParetoColourLegend(this);
 
     auto *bar = new QHBoxLayout;
@@ -263,8 +266,7 @@ ParetoChartView::ParetoChartView(QWidget *parent)
     bar->addWidget(mYCombo);
     bar->addSpacing(12);
     bar->addWidget(mLegend);
-    bar->addStretch(1);
-    bar->addWidget(mCountLabel);
+    bar->addWidget(mCountLabel, 1);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(2);

@@ -1,5 +1,7 @@
 #include "memx/ui/resultsviewtypes.h"
 
+#include "memx/search/objective.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -67,29 +69,22 @@ namespace memx::ui {
 
 void scorePlans(QVector<PlanPoint> &plans, const ObjectiveWeights &weights)
 {
-    if (plans.isEmpty())
-        return;
-    const Metric metrics[3] = {Metric::Time, Metric::Memory, Metric::Balance};
-    const double w[3] = {std::max(0.0, weights.time), std::max(0.0, weights.memory), std::max(0.0, weights.balance)};
-    const double wSum = w[0] + w[1] + w[2];
-    double lo[3], span[3];
-    for (int k = 0; k < 3; ++k) {
-        double mn = plans.front().metric(metrics[k]), mx = mn;
-        for (const auto &p : plans) {
-            mn = std::min(mn, p.metric(metrics[k]));
-            mx = std::max(mx, p.metric(metrics[k]));
-        }
-        lo[k] = mn;
-        span[k] = mx - mn;
+    // The core objective (memx/search/objective.h), so views rank exactly like `memx search`.
+    std::vector<double> t, m, b;
+    t.reserve(size_t(plans.size()));
+    m.reserve(size_t(plans.size()));
+    b.reserve(size_t(plans.size()));
+    for (const auto &p : plans) {
+        t.push_back(p.timeMs);
+        m.push_back(p.peakMemoryFraction);
+        b.push_back(p.imbalance);
     }
-    for (auto &p : plans) {
-        double s = 0.0;
-        for (int k = 0; k < 3; ++k) {
-            if (span[k] > 0.0)
-                s += w[k] * (p.metric(metrics[k]) - lo[k]) / span[k];
-        }
-        p.score = wSum > 0.0 ? s / wSum : 0.0;
-    }
+    const memx::MetricView view {t.data(), m.data(), b.data(), t.size()};
+    const memx::Objective objective {std::max(0.0, weights.time), std::max(0.0, weights.memory),
+                                     std::max(0.0, weights.balance)};
+    const std::vector<double> logs = memx::logScores(view, objective);
+    for (qsizetype i = 0; i < plans.size(); ++i)
+        plans[i].score = std::exp(logs[size_t(i)]);
 }
 
 } // namespace memx::ui

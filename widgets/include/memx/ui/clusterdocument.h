@@ -2,12 +2,14 @@
 
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
+#include "memx/store/memorystore.h"
 
 #include <QObject>
 #include <QPointF>
 #include <QString>
 #include <QVector>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -47,7 +49,15 @@ public:
     // --- whole-document operations (not undoable; they clear the undo stack) ---
 
     /// Replaces cluster and model, clears the undo stack and the file path, emits clusterReset.
-    void reset(const memx::Cluster &cluster, const memx::Model &model);
+    /// The project data (profiles, runs) is replaced by `projectData` (empty when unset).
+    void reset(const memx::Cluster &cluster, const memx::Model &model,
+               std::optional<memx::MemoryStore> projectData = std::nullopt);
+
+    /// Profiles, measured runs and network measurements of the project (not undoable).
+    const memx::MemoryStore &projectData() const { return mProjectData; }
+    /// Adds an import to the project data in one transaction (all or nothing; throws what the
+    /// store throws) and marks the document modified. Returns false when `progress` cancelled.
+    bool importData(const memx::ImportBatch &batch, const std::function<bool(size_t, size_t)> &progress = {});
     /// Loads `path` with `storage` (keeps the current model when the format stores none).
     /// Throws memx::LoadError on bad input; the document is unchanged then.
     void load(const QString &path, const DocumentStorage &storage);
@@ -114,6 +124,8 @@ signals:
     /// Everything was replaced (new/open).
     void clusterReset();
     void modifiedChanged(bool modified);
+    /// Profiles / runs / network measurements changed (import, load, reset).
+    void projectDataChanged();
     void filePathChanged(const QString &path);
 
 private:
@@ -129,6 +141,8 @@ private:
     memx::Model mModel;
     QUndoStack *mUndoStack = nullptr;
     QString mFilePath;
+    memx::MemoryStore mProjectData;
+    bool mDataModified = false; // imports since the last load/save (not on the undo stack)
 };
 
 } // namespace memx::ui

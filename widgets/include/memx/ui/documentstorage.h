@@ -2,6 +2,7 @@
 
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
+#include "memx/store/memorystore.h"
 
 #include <QString>
 
@@ -13,6 +14,9 @@ namespace memx::ui {
 struct DocumentContent {
     memx::Cluster cluster;
     std::optional<memx::Model> model; ///< unset: the format does not store a model
+    /// Profiles, measured runs, network measurements (and other clusters/models) of a project;
+    /// unset: the format does not store them.
+    std::optional<memx::MemoryStore> projectData;
 };
 
 /// How a ClusterDocument is read from and written to disk. The cluster JSON implementation is
@@ -41,5 +45,26 @@ public:
     /// Checks the cluster would load back (same validation as loading) before writing.
     void save(const DocumentContent &content, const QString &path) const override;
 };
+
+} // namespace memx::ui
+
+namespace memx::ui {
+
+/// A .memx project file (memx::SqliteStore): the cluster and model of the window plus the
+/// project's profiles, measured runs, network measurements and blobs. Saving writes a complete
+/// new project into a temporary file next to the target (one transaction) and renames it over
+/// the target, so a crash never leaves a half-written project. The window's cluster and model are
+/// recorded in the blob ("workbench", "document") as {"cluster": name, "model": id}.
+class ProjectStorage : public DocumentStorage {
+public:
+    QString fileFilter() const override;
+    QString defaultSuffix() const override;
+    /// Throws memx::LoadError (not a project, newer schema, no cluster, corrupt row).
+    DocumentContent load(const QString &path) const override;
+    void save(const DocumentContent &content, const QString &path) const override;
+};
+
+/// The storage for `path` by suffix: ProjectStorage for ".memx", else ClusterJsonStorage.
+const DocumentStorage &storageFor(const QString &path);
 
 } // namespace memx::ui

@@ -98,10 +98,9 @@ struct ObjectiveWeights {
     bool operator==(const ObjectiveWeights &) const = default;
 };
 
-/// View-side re-ranking from cached metrics, so a slider drag re-ranks without a new search.
-/// Each metric is min-max normalised over `plans` to 0..1, then
-/// score = (wT*T' + wM*M' + wB*B') / (wT + wM + wB)   (lower is better; 0 if all weights are 0).
-/// The integrator may replace this with the search engine's own objective.
+/// Re-scores `plans` from their cached metrics with the core objective (memx::logScores over
+/// these plans: score = T'^wT x M'^wM x B'^wB, X' = X / max X over `plans`, lower is better), so a
+/// slider drag re-ranks without a new search and views rank exactly like `memx search`.
 void scorePlans(QVector<PlanPoint> &plans, const ObjectiveWeights &weights);
 
 /// Coefficient of variation (population stddev / mean) of bar utilisations; 0 for < 2 bars or mean 0.

@@ -1,13 +1,21 @@
-#include "mainwindow.h"
+#include "memx/ui/mainwindow.h"
 
+#include "memx/cost/costjson.h"
 #include "memx/io/formats.h"
 #include "memx/ui/clustercanvas.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/clustersummary.h"
+#include "memx/ui/exportdialog.h"
 #include "memx/ui/gpupalette.h"
 #include "memx/ui/modelpanel.h"
 #include "memx/ui/nodegroupitem.h"
 #include "memx/ui/nodepropertypanel.h"
+#include "memx/ui/planselection.h"
+#include "memx/ui/plantablemodel.h"
+#include "memx/ui/profilespanel.h"
+#include "memx/ui/resultspanel.h"
+#include "memx/ui/searchjob.h"
+#include "memx/ui/weightsliders.h"
 #include "memx/util/diagnostic.h"
 
 #include <QAction>
@@ -29,9 +37,10 @@
 #include <QUndoView>
 #include <QVBoxLayout>
 
-using namespace memx::ui;
+namespace memx::ui {
 
 namespace {
+QStringList gSampleDirs;
 QDockWidget *makeDock(const QString &title, const QString &objectName, QWidget *contents, QWidget *parent)
 {
     auto *dock = new QDockWidget(title, parent);
@@ -58,12 +67,12 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     setWindowIcon(QIcon(QStringLiteral(":/memx/icons/memx.svg")));
     mDocument = new ClusterDocument(this);
 
-    // Centre: summary header + canvas above the results area.
+    // Centre: summary header + canvas above the results.
     mCanvas = new ClusterCanvas(mDocument);
     mSummary = new QLabel;
     mSummary->setTextFormat(Qt::RichText);
     mSummary->setWordWrap(true);
-    mSummary->setContentsMargins(8, 6, 8, 6);
+    mSummary->setContentsMargins(8, 4, 8, 4);
     mSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto *top = new QWidget;
     auto *topLayout = new QVBoxLayout(top);
@@ -71,57 +80,65 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     topLayout->setSpacing(0);
     topLayout->addWidget(mSummary);
     topLayout->addWidget(mCanvas, 1);
+    top->setMinimumHeight(120);
 
-    // Results area: the integrator adds the Pareto chart, memory bars and plan table as tabs here.
-    mResults = new QTabWidget;
-    mResults->setDocumentMode(true);
-    auto *empty = new QLabel(tr("Search results appear here.\nEdit the cluster and the model, then run a search."));
-    empty->setAlignment(Qt::AlignCenter);
-    empty->setStyleSheet(QStringLiteral("color: palette(mid);"));
-    empty->setMinimumHeight(120);
-    mResults->addTab(empty, tr("Results"));
-
+    mResults = new ResultsPanel;
     auto *split = new QSplitter(Qt::Vertical);
     split->setObjectName(QStringLiteral("centralSplitter"));
     split->addWidget(top);
     split->addWidget(mResults);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 1);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 3);
     split->setChildrenCollapsible(false);
+    split->setSizes({170, 700});
     setCentralWidget(split);
 
     // Docks.
     mPalette = new GpuPalette;
     mProperties = new NodePropertyPanel(mDocument);
     mModelPanel = new ModelPanel(mDocument);
+    mProfiles = new ProfilesPanel(mDocument);
+    mWeights = new WeightSliders;
     auto *paletteDock = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
+    auto *profilesDock = makeDock(tr("Profiles"), QStringLiteral("profilesDock"), mProfiles, this);
+    auto *weightsDock = makeDock(tr("Objective"), QStringLiteral("weightsDock"), mWeights, this);
     auto *propertiesDock = makeDock(tr("Properties"), QStringLiteral("propertiesDock"), scrollable(mProperties), this);
     auto *modelDock = makeDock(tr("Model"), QStringLiteral("modelDock"), scrollable(mModelPanel), this);
     auto *historyDock
         = makeDock(tr("History"), QStringLiteral("historyDock"), new QUndoView(mDocument->undoStack()), this);
     addDockWidget(Qt::LeftDockWidgetArea, paletteDock);
+    addDockWidget(Qt::LeftDockWidgetArea, profilesDock);
+    tabifyDockWidget(paletteDock, profilesDock);
+    paletteDock->raise();
+    addDockWidget(Qt::RightDockWidgetArea, weightsDock);
     addDockWidget(Qt::RightDockWidgetArea, propertiesDock);
     addDockWidget(Qt::RightDockWidgetArea, modelDock);
     addDockWidget(Qt::RightDockWidgetArea, historyDock);
+    tabifyDockWidget(propertiesDock, modelDock);
     tabifyDockWidget(modelDock, historyDock);
-    modelDock->raise();
-    resizeDocks({paletteDock, propertiesDock}, {330, 350}, Qt::Horizontal);
-    resizeDocks({propertiesDock, modelDock}, {330, 470}, Qt::Vertical);
+    propertiesDock->raise();
 
     createMenus();
-    for (QDockWidget *d : {paletteDock, propertiesDock, modelDock, historyDock})
+    for (QDockWidget *d : {paletteDock, profilesDock, weightsDock, propertiesDock, modelDock, historyDock})
         mViewMenu->addAction(d->toggleViewAction());
 
-    connect(mCanvas, &ClusterCanvas::selectionChanged, this,
-            [this] { mProperties->setSelection(mCanvas->selectedGroups(), mCanvas->selectedLinks()); });
+    connect(mCanvas, &ClusterCanvas::selectionChanged, this, [this, propertiesDock] {
+        mProperties->setSelection(mCanvas->selectedGroups(), mCanvas->selectedLinks());
+        if (!mCanvas->selectedGroups().isEmpty() || !mCanvas->selectedLinks().isEmpty())
+            propertiesDock->raise();
+    });
     connect(mCanvas, &ClusterCanvas::message, this, [this](const QString &m) { statusBar()->showMessage(m, 6000); });
     connect(mPalette, &GpuPalette::gpuActivated, this, &MainWindow::addGpuAtFreeSpot);
-    for (auto signal :
-         {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged, &ClusterDocument::modelChanged})
+    for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged,
+                        &ClusterDocument::modelChanged, &ClusterDocument::projectDataChanged}) {
         connect(mDocument, signal, this, &MainWindow::updateSummary);
+        connect(mDocument, signal, this, &MainWindow::onDocumentChanged);
+    }
     for (auto signal :
-         {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
+         {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged}) {
         connect(mDocument, signal, this, &MainWindow::updateSummary);
+        connect(mDocument, signal, this, &MainWindow::onDocumentChanged);
+    }
     connect(mDocument, &ClusterDocument::modifiedChanged, this, &MainWindow::updateTitle);
     connect(mDocument, &ClusterDocument::filePathChanged, this, &MainWindow::updateTitle);
     connect(mDocument, &ClusterDocument::clusterReset, this, &MainWindow::updateTitle);
@@ -129,6 +146,42 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
         if (mRememberLayout)
             mSettings.setLastModelId(QString::fromStdString(mDocument->model().id));
     });
+
+    // Results: weights re-rank the cached metrics; the selection feeds the profiles panel (a
+    // Megatron log is imported as a run of the selected plan).
+    connect(mWeights, &WeightSliders::weightsChanged, this, [this](double t, double m, double b) {
+        mResults->setWeights({t, m, b});
+    });
+    connect(mWeights, &WeightSliders::weightsEditFinished, this, [this](double t, double m, double b) {
+        if (mRememberLayout)
+            mSettings.setLastWeights({t, m, b});
+    });
+    connect(mResults->selection(), &PlanSelection::changed, this, [this](quint32 id) {
+        mProfiles->setCurrentPlan(id ? std::optional<memx::Plan>(mResults->selectedDetail().plan) : std::nullopt);
+    });
+    connect(mResults, &ResultsPanel::exportRequested, this, &MainWindow::exportSelectedPlan);
+    connect(mResults, &ResultsPanel::statusMessage, this,
+            [this](const QString &m) { statusBar()->showMessage(m, 8000); });
+    connect(mResults->job(), &SearchJob::started, this,
+            [this] { statusBar()->showMessage(tr("Searching plans in the background..."), 4000); });
+    connect(mResults, &ResultsPanel::resultsShown, this, [this] {
+        const auto &r = mResults->results();
+        statusBar()->showMessage(r.isEmpty() ? tr("No valid plan for this cluster and model.")
+                                             : tr("Search finished: %1").arg(r.countsText()),
+                                 8000);
+    });
+    connect(mProfiles, &ProfilesPanel::importFinished, this, [this](bool ok, const QString &message) {
+        if (ok)
+            statusBar()->showMessage(message, 8000);
+    });
+
+    ObjectiveWeights weights; // 1, 0.5, 0.5
+    if (mRememberLayout) {
+        const Settings::Weights w = mSettings.lastWeights();
+        weights = {w.time, w.memory, w.balance};
+    }
+    mWeights->setWeights(weights);
+    mResults->setWeights(weights);
 
     // Start with an empty cluster and the last model; main() opens a file next.
     memx::Model model = memx::resolveModel("llama2-7b");
@@ -145,6 +198,8 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     mDocument->reset(untitled, model);
 
     resize(1480, 900);
+    resizeDocks({paletteDock, propertiesDock}, {235, 290}, Qt::Horizontal);
+    resizeDocks({weightsDock, propertiesDock}, {140, 600}, Qt::Vertical);
     if (mRememberLayout) {
         restoreGeometry(mSettings.windowGeometry());
         restoreState(mSettings.windowState());
@@ -157,8 +212,46 @@ MainWindow::~MainWindow()
 {
     // The views observe the document (a child created first): destroy them while it still exists.
     mCanvas->disconnect(this);
+    mResults->disconnect(this);
     delete takeCentralWidget();
     qDeleteAll(findChildren<QDockWidget *>(QString(), Qt::FindDirectChildrenOnly));
+}
+
+void MainWindow::onDocumentChanged()
+{
+    // Positions on the canvas do not change plans: only search when something that matters did.
+    memx::Cluster cluster = mDocument->cluster();
+    for (memx::NodeGroup &g : cluster.groups)
+        g.x = g.y = 0;
+    const size_t profiles = mDocument->projectData().profiles().size();
+    if (cluster == mSearchedCluster && mDocument->model() == mSearchedModel && profiles == mSearchedProfiles)
+        return;
+    mSearchedCluster = cluster;
+    mSearchedModel = mDocument->model();
+    mSearchedProfiles = profiles;
+    if (cluster.groups.empty()) {
+        mResults->cancelSearch();
+        return;
+    }
+    memx::SearchRequest request;
+    request.cluster = mDocument->cluster();
+    request.model = mDocument->model();
+    request.profiles = mDocument->projectData().profiles();
+    mResults->setRequest(request);
+    mResults->scheduleSearch();
+}
+
+void MainWindow::exportSelectedPlan()
+{
+    const PlanDetail &d = mResults->selectedDetail();
+    if (d.id == 0)
+        return;
+    const auto outcome = mResults->results().outcome();
+    ExportDialog dialog(d.plan, outcome->result.cluster, outcome->result.model, memx::toJson(d.estimate), this);
+    if (dialog.exec() == QDialog::Accepted)
+        statusBar()->showMessage(tr("Exported %n file(s) to %1", nullptr, int(dialog.writtenPaths().size()))
+                                     .arg(QDir::toNativeSeparators(dialog.outputDir())),
+                                 8000);
 }
 
 void MainWindow::createMenus()
@@ -197,6 +290,13 @@ void MainWindow::createMenus()
     all->setShortcutContext(Qt::WidgetShortcut);
     mCanvas->addAction(all);
 
+    QMenu *plan = menuBar()->addMenu(tr("&Plan"));
+    plan->addAction(tr("&Run Search"), QKeySequence(Qt::Key_F5), mResults, &ResultsPanel::runSearch);
+    plan->addAction(tr("&Cancel Search"), mResults, &ResultsPanel::cancelSearch);
+    plan->addSeparator();
+    plan->addAction(tr("&Export Selected Plan..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
+                    &MainWindow::exportSelectedPlan);
+
     mViewMenu = menuBar()->addMenu(tr("&View"));
     mViewMenu->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, mCanvas, &ClusterCanvas::zoomIn);
     mViewMenu->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, mCanvas, &ClusterCanvas::zoomOut);
@@ -213,14 +313,17 @@ void MainWindow::createMenus()
     });
 }
 
+void MainWindow::setSampleClusterDirs(const QStringList &dirs)
+{
+    gSampleDirs.clear();
+    for (const QString &dir : dirs)
+        if (QFileInfo(dir).isDir())
+            gSampleDirs << QDir(dir).absolutePath();
+}
+
 QStringList MainWindow::sampleClusterDirs()
 {
-    QStringList dirs;
-    for (const QString &dir :
-         {QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters"), QStringLiteral(MEMX_DATA_DIR "/sample_clusters")})
-        if (QFileInfo(dir).isDir())
-            dirs << QDir(dir).absolutePath();
-    return dirs;
+    return gSampleDirs;
 }
 
 QString MainWindow::defaultSampleCluster()
@@ -276,37 +379,47 @@ void MainWindow::rebuildRecentMenu()
 
 void MainWindow::showLoadErrors(const QString &title, const memx::LoadError &error)
 {
-    QStringList lines;
+    QStringList plain;
     for (const memx::Diagnostic &d : error.diagnostics())
-        lines << QString::fromStdString(d.toString()).toHtmlEscaped();
+        plain << QString::fromStdString(d.toString());
+    mLastError = plain.join(QLatin1Char('\n'));
+    if (!mInteractive)
+        return;
+    QStringList lines;
+    for (const QString &l : plain)
+        lines << l.toHtmlEscaped();
     QMessageBox box(QMessageBox::Warning, title, tr("%n problem(s) found:", nullptr, int(lines.size())),
                     QMessageBox::Ok, this);
     box.setInformativeText(
         QStringLiteral("<ul><li>%1</li></ul>").arg(lines.mid(0, 12).join(QStringLiteral("</li><li>"))));
-    QStringList plain;
-    for (const memx::Diagnostic &d : error.diagnostics())
-        plain << QString::fromStdString(d.toString());
-    box.setDetailedText(plain.join(QLatin1Char('\n')));
+    box.setDetailedText(mLastError);
     box.exec();
 }
 
-bool MainWindow::openClusterFile(const QString &path, bool ask)
+void MainWindow::showError(const QString &title, const QString &text)
+{
+    mLastError = text;
+    if (mInteractive)
+        QMessageBox::warning(this, title, text);
+}
+
+bool MainWindow::openFile(const QString &path, bool ask)
 {
     if (path.isEmpty())
         return false;
     if (ask && !maybeSave())
         return false;
     try {
-        mDocument->load(path, mStorage);
+        mDocument->load(path, storageFor(path));
     } catch (const memx::LoadError &e) {
-        showLoadErrors(tr("Cannot open cluster"), e);
+        showLoadErrors(tr("Cannot open %1").arg(QFileInfo(path).fileName()), e);
         if (mRememberLayout && !QFileInfo::exists(path)) {
             mSettings.removeRecentFile(path);
             rebuildRecentMenu();
         }
         return false;
     } catch (const std::exception &e) {
-        QMessageBox::warning(this, tr("Cannot open cluster"), QString::fromStdString(e.what()));
+        showError(tr("Cannot open %1").arg(QFileInfo(path).fileName()), QString::fromStdString(e.what()));
         return false;
     }
     if (mRememberLayout && !isSampleFile(path)) {
@@ -327,54 +440,34 @@ void MainWindow::newDocument()
     mDocument->reset(c, mDocument->model());
 }
 
+namespace {
+QString openFilter()
+{
+    return QObject::tr("MemX projects and clusters (*.memx *.json);;%1;;%2")
+        .arg(ProjectStorage().fileFilter(), ClusterJsonStorage().fileFilter());
+}
+} // namespace
+
 void MainWindow::openDialog()
 {
     if (!maybeSave())
         return;
     const QString dir
         = mDocument->filePath().isEmpty() ? QDir::homePath() : QFileInfo(mDocument->filePath()).absolutePath();
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open Cluster"), dir, mStorage.fileFilter());
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Project or Cluster"), dir, openFilter());
     if (!path.isEmpty())
-        openClusterFile(path);
+        openFile(path);
 }
 
-bool MainWindow::save()
+bool MainWindow::saveTo(const QString &path)
 {
-    // Samples are read-only references: saving an edited sample asks for a new file.
-    if (mDocument->filePath().isEmpty() || isSampleFile(mDocument->filePath()))
-        return saveAs();
     try {
-        mDocument->save(mDocument->filePath(), mStorage);
+        mDocument->save(path, storageFor(path));
     } catch (const memx::LoadError &e) {
-        showLoadErrors(tr("Cannot save cluster"), e);
+        showLoadErrors(tr("Cannot save %1").arg(QFileInfo(path).fileName()), e);
         return false;
     } catch (const std::exception &e) {
-        QMessageBox::warning(this, tr("Cannot save cluster"), QString::fromStdString(e.what()));
-        return false;
-    }
-    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(mDocument->filePath())), 6000);
-    return true;
-}
-
-bool MainWindow::saveAs()
-{
-    QFileDialog dialog(this, tr("Save Cluster As"));
-    dialog.setAcceptMode(QFileDialog::AcceptSave);
-    dialog.setNameFilter(mStorage.fileFilter());
-    dialog.setDefaultSuffix(mStorage.defaultSuffix());
-    dialog.setDirectory(isSampleFile(mDocument->filePath()) || mDocument->filePath().isEmpty()
-                            ? QDir::homePath()
-                            : QFileInfo(mDocument->filePath()).absolutePath());
-    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty())
-        return false;
-    const QString path = dialog.selectedFiles().front();
-    try {
-        mDocument->save(path, mStorage);
-    } catch (const memx::LoadError &e) {
-        showLoadErrors(tr("Cannot save cluster"), e);
-        return false;
-    } catch (const std::exception &e) {
-        QMessageBox::warning(this, tr("Cannot save cluster"), QString::fromStdString(e.what()));
+        showError(tr("Cannot save %1").arg(QFileInfo(path).fileName()), QString::fromStdString(e.what()));
         return false;
     }
     if (mRememberLayout) {
@@ -385,18 +478,44 @@ bool MainWindow::saveAs()
     return true;
 }
 
+bool MainWindow::save()
+{
+    // Samples are read-only references: saving an edited sample asks for a new file.
+    if (mDocument->filePath().isEmpty() || isSampleFile(mDocument->filePath()))
+        return saveAs();
+    return saveTo(mDocument->filePath());
+}
+
+bool MainWindow::saveAs()
+{
+    QFileDialog dialog(this, tr("Save Project As"));
+    dialog.setAcceptMode(QFileDialog::AcceptSave);
+    dialog.setNameFilters({ProjectStorage().fileFilter(), ClusterJsonStorage().fileFilter()});
+    dialog.setDefaultSuffix(ProjectStorage().defaultSuffix());
+    dialog.setDirectory(isSampleFile(mDocument->filePath()) || mDocument->filePath().isEmpty()
+                            ? QDir::homePath()
+                            : QFileInfo(mDocument->filePath()).absolutePath());
+    connect(&dialog, &QFileDialog::filterSelected, &dialog, [&dialog](const QString &filter) {
+        dialog.setDefaultSuffix(filter.contains(QStringLiteral("*.json")) ? QStringLiteral("json")
+                                                                          : QStringLiteral("memx"));
+    });
+    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty())
+        return false;
+    return saveTo(dialog.selectedFiles().front());
+}
+
 void MainWindow::importCluster()
 {
-    // Replaces the cluster of this window (the model stays); the result is a new, unsaved document.
+    // Replaces the cluster of this window (model and project data stay); the result is unsaved.
     if (!maybeSave())
         return;
-    const QString path
-        = QFileDialog::getOpenFileName(this, tr("Import Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import Cluster JSON"), QDir::homePath(),
+                                                      ClusterJsonStorage().fileFilter());
     if (path.isEmpty())
         return;
     try {
-        const DocumentContent content = mStorage.load(path);
-        mDocument->reset(content.cluster, mDocument->model());
+        const DocumentContent content = ClusterJsonStorage().load(path);
+        mDocument->reset(content.cluster, mDocument->model(), mDocument->projectData());
     } catch (const memx::LoadError &e) {
         showLoadErrors(tr("Cannot import cluster"), e);
     }
@@ -405,28 +524,27 @@ void MainWindow::importCluster()
 void MainWindow::exportCluster()
 {
     // Writes a copy; the document keeps its own file and modified state.
-    const QString path
-        = QFileDialog::getSaveFileName(this, tr("Export Cluster JSON"), QDir::homePath(), mStorage.fileFilter());
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Cluster JSON"), QDir::homePath(),
+                                                      ClusterJsonStorage().fileFilter());
     if (path.isEmpty())
         return;
     try {
-        mStorage.save({mDocument->cluster(), mDocument->model()}, path);
+        ClusterJsonStorage().save({mDocument->cluster(), mDocument->model(), std::nullopt}, path);
         statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 6000);
     } catch (const memx::LoadError &e) {
         showLoadErrors(tr("Cannot export cluster"), e);
     } catch (const std::exception &e) {
-        QMessageBox::warning(this, tr("Cannot export cluster"), QString::fromStdString(e.what()));
+        showError(tr("Cannot export cluster"), QString::fromStdString(e.what()));
     }
 }
 
 bool MainWindow::maybeSave()
 {
-    if (!mDocument->isModified())
+    if (!mDocument->isModified() || !mInteractive)
         return true;
-    const auto answer
-        = QMessageBox::warning(this, tr("Unsaved changes"),
-                               tr("The cluster \"%1\" has unsaved changes. Save them?").arg(mDocument->displayName()),
-                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    const auto answer = QMessageBox::warning(
+        this, tr("Unsaved changes"), tr("\"%1\" has unsaved changes. Save them?").arg(mDocument->displayName()),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
     if (answer == QMessageBox::Save)
         return save();
     return answer == QMessageBox::Discard;
@@ -488,11 +606,30 @@ void MainWindow::addGpuAtFreeSpot(const QString &deviceId)
     mCanvas->selectGroup(index);
 }
 
-void MainWindow::saveScreenshotAndQuit(const QString &path)
+void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, int tab)
 {
-    QTimer::singleShot(600, this, [this, path] {
-        if (!grab().save(path))
+    Q_UNUSED(tab);
+    auto grabAndQuit = [this, path] {
+        // Maximum PNG compression keeps documentation images small.
+        if (!grab().toImage().save(path, nullptr, 0))
             qWarning("could not write %s", qPrintable(path));
         QApplication::quit();
-    });
+    };
+    auto onResults = [this, selectRank, grabAndQuit] {
+        if (selectRank > 0) {
+            const PlanTableModel *m = mResults->tableModel();
+            for (int row = 0; row < m->rowCount(); ++row)
+                if (m->rankOfRow(row) == selectRank)
+                    mResults->selection()->select(m->plans()[row].id);
+        }
+        QTimer::singleShot(800, this, grabAndQuit); // let the charts paint
+    };
+    connect(mResults, &ResultsPanel::resultsShown, this, onResults, Qt::SingleShotConnection);
+    // No search (empty cluster) or a failed one: grab after a while anyway.
+    connect(
+        mResults->job(), &SearchJob::failed, this, [this, grabAndQuit] { QTimer::singleShot(600, this, grabAndQuit); },
+        Qt::SingleShotConnection);
+    QTimer::singleShot(mDocument->cluster().groups.empty() ? 1500 : 120000, this, grabAndQuit);
 }
+
+} // namespace memx::ui

@@ -1,0 +1,335 @@
+// The whole workbench, offscreen: start-up search on the shipped sample, re-ranking with the core
+// objective, selection sync, edits + undo/redo, .memx save/reopen, export, profiles import.
+#include "memx/io/formats.h"
+#include "memx/search/objective.h"
+#include "memx/search/search.h"
+#include "memx/ui/clusterdocument.h"
+#include "memx/ui/exportdialog.h"
+#include "memx/ui/mainwindow.h"
+#include "memx/ui/memorybarchart.h"
+#include "memx/ui/paretochartview.h"
+#include "memx/ui/planselection.h"
+#include "memx/ui/plantablemodel.h"
+#include "memx/ui/profilespanel.h"
+#include "memx/ui/resultspanel.h"
+#include "memx/ui/searchjob.h"
+#include "memx/ui/stagediagram.h"
+#include "memx/ui/weightsliders.h"
+
+#include <QAbstractItemModelTester>
+#include <QChartView>
+#include <QDir>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QtTest>
+
+#include <set>
+
+using namespace memx::ui;
+
+namespace {
+constexpr int kSearchTimeoutMs = 240000; // a loaded 2-core machine; normally a few seconds
+
+QString sample(const char *name)
+{
+    return QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters/") + QLatin1String(name);
+}
+} // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<MainWindow> mWindow;
+
+    ResultsPanel *panel() const { return mWindow->results(); }
+
+    /// Waits until the results of a search started after `before` are shown.
+    bool waitForResults(QSignalSpy &shown) { return shown.count() > 0 || shown.wait(kSearchTimeoutMs); }
+
+private slots:
+    void initTestCase()
+    {
+        MainWindow::setSampleClusterDirs({QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters")});
+        QVERIFY(QFileInfo::exists(MainWindow::defaultSampleCluster()));
+        mWindow = std::make_unique<MainWindow>(false);
+        mWindow->setInteractive(false);
+        QSignalSpy shown(mWindow->results(), &ResultsPanel::resultsShown);
+        QVERIFY2(mWindow->openFile(MainWindow::defaultSampleCluster()), qPrintable(mWindow->lastError()));
+        mWindow->show();
+        QVERIFY(QTest::qWaitForWindowExposed(mWindow.get()));
+        QVERIFY2(waitForResults(shown), "the start-up search did not finish");
+    }
+
+    void cleanupTestCase() { mWindow.reset(); }
+
+    void startupShowsCoreRanking()
+    {
+        const auto outcome = panel()->results().outcome();
+        QVERIFY(outcome);
+        QCOMPARE(outcome->result.cluster.name,
+                 memx::loadCluster(MainWindow::defaultSampleCluster().toStdString()).name);
+        QCOMPARE(outcome->result.model.id, std::string("llama2-7b"));
+        QVERIFY(panel()->tableModel()->rowCount() > 0);
+        QVERIFY(panel()->paretoChart()->frontPointCount() > 0);
+        QAbstractItemModelTester t1(panel()->tableModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester t2(panel()->tableProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+
+        // Independent check: the same snapshot searched here, ranked with memx::rank.
+        const ObjectiveWeights w = panel()->weights();
+        QCOMPARE(w, (ObjectiveWeights {1.0, 0.5, 0.5}));
+        memx::SearchRequest request;
+        request.cluster = memx::loadCluster(MainWindow::defaultSampleCluster().toStdString());
+        request.model = memx::resolveModel("llama2-7b");
+        const memx::SearchResult reference = memx::runSearch(request);
+        QCOMPARE(outcome->result.evaluated, reference.evaluated);
+        const auto top = memx::rank(reference, memx::Objective {1.0, 0.5, 0.5}, 1);
+        QCOMPARE(top.size(), size_t(1));
+        const quint32 shownTop = panel()->tableModel()->topPlanId();
+        QVERIFY(outcome->result.materialize(shownTop - 1) == reference.materialize(top.front()));
+        // The best plan is selected everywhere.
+        QCOMPARE(panel()->selectedPlan(), shownTop);
+        QCOMPARE(panel()->paretoChart()->selectedPlan(), shownTop);
+        QCOMPARE(panel()->selectedDetail().id, shownTop);
+        QVERIFY(panel()->countsLabel()->text().contains(QStringLiteral("477,917 valid")));
+    }
+
+    void memorySliderChangesTopPlan()
+    {
+        const auto outcome = panel()->results().outcome();
+        // Find, with the core objective, a memory weight that changes the best plan of (1, 0, 0).
+        const auto timeOnly = memx::rank(outcome->result, memx::Objective {1.0, 0.0, 0.0}, 1).front();
+        int changeAt = -1;
+        for (int step = 1; step <= 10 && changeAt < 0; ++step)
+            if (memx::rank(outcome->result, memx::Objective {1.0, step / 10.0, 0.0}, 1).front() != timeOnly)
+                changeAt = step;
+        QVERIFY2(changeAt > 0, "no memory weight changes the time-only best plan: the test would be vacuous");
+        const auto expected = memx::rank(outcome->result, memx::Objective {1.0, changeAt / 10.0, 0.0}, 1).front();
+
+        WeightSliders *w = mWindow->weightSliders();
+        w->setWeights({1.0, 0.0, 0.0});
+        QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(timeOnly));
+        QCOMPARE(panel()->selectedPlan(), PlanResults::idOf(timeOnly));
+        QSlider *memory = w->slider(memx::ui::Metric::Memory);
+        memory->setSliderDown(true);
+        memory->setValue(changeAt * 100); // 0..1000
+        memory->setSliderDown(false);
+        QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(expected));
+        QCOMPARE(panel()->selectedPlan(), PlanResults::idOf(expected));
+        QCOMPARE(panel()->selectedDetail().id, PlanResults::idOf(expected));
+        QCOMPARE(panel()
+                     ->tableModel()
+                     ->index(panel()->tableModel()->rowOfPlan(PlanResults::idOf(expected)), PlanTableModel::RankColumn)
+                     .data()
+                     .toInt(),
+                 1);
+        w->setWeights({1.0, 0.5, 0.5});
+    }
+
+    void paretoClickSelectsEverywhere()
+    {
+        ParetoChartView *chart = panel()->paretoChart();
+        const quint32 before = panel()->selectedPlan();
+        // A front plan other than the selected one, clicked where it is drawn.
+        quint32 target = 0;
+        for (const PlanPoint &p : chart->points())
+            if (p.onFront && p.id != before) {
+                const auto pos = chart->viewportPosOf(p.id);
+                if (pos && chart->planAt(*pos) == p.id) {
+                    target = p.id;
+                    break;
+                }
+            }
+        QVERIFY2(target != 0, "no clickable front plan");
+        const QPoint pos = *chart->viewportPosOf(target);
+        QTest::mouseClick(chart->chartView()->viewport(), Qt::LeftButton, {}, pos);
+        QCOMPARE(panel()->selectedPlan(), target);
+        QCOMPARE(chart->selectedPlan(), target);
+
+        const PlanDetail &d = panel()->selectedDetail();
+        QCOMPARE(d.id, target);
+        // Memory bars: all 20 GPUs, those the plan uses carry their stage.
+        QCOMPARE(panel()->memoryBars()->barCount(), 20);
+        std::set<std::pair<std::string, int>> used;
+        for (const memx::Stage &s : d.plan.stages)
+            for (const memx::Replica &r : s.replicas)
+                for (int g : r.gpus)
+                    used.insert({r.node, g});
+        int busy = 0;
+        for (const GpuMemoryBar &b : panel()->memoryBars()->bars()) {
+            QCOMPARE(b.stage >= 0, used.count({b.node.toStdString(), b.gpuIndex}) == 1);
+            busy += b.stage >= 0;
+        }
+        QCOMPARE(busy, int(used.size()));
+        // Stage diagram and table follow.
+        QCOMPARE(panel()->stageDiagram()->stages().size(), qsizetype(d.plan.stages.size()));
+        QCOMPARE(panel()->tableView()->currentIndex().data(PlanTableModel::PlanIdRole).toUInt(), target);
+        QVERIFY(panel()->detailText()->toPlainText().contains(QStringLiteral("Iteration")));
+
+        // And a table row selects it back in the chart.
+        const QModelIndex first = panel()->tableProxy()->index(0, 0);
+        panel()->tableView()->setCurrentIndex(first);
+        QCOMPARE(panel()->selectedPlan(), first.data(PlanTableModel::PlanIdRole).toUInt());
+        QCOMPARE(chart->selectedPlan(), panel()->selectedPlan());
+    }
+
+    void exportDialogWritesFiles()
+    {
+        const PlanDetail &d = panel()->selectedDetail();
+        QVERIFY(d.id != 0);
+        const auto outcome = panel()->results().outcome();
+        QTemporaryDir dir;
+        ExportDialog dialog(d.plan, outcome->result.cluster, outcome->result.model, nlohmann::json {{"x", 1}});
+        // The sample mixes A100, MI250X and H100: upstream Megatron-LM refuses and points to FlagScale.
+        dialog.setFormat(memx::ExportFormat::Megatron);
+        QVERIFY(dialog.files().empty());
+        QVERIFY2(dialog.refusalText().contains(QStringLiteral("flagscale"), Qt::CaseInsensitive),
+                 qPrintable(dialog.refusalText()));
+        QVERIFY(!dialog.writeFiles());
+
+        dialog.setFormat(memx::ExportFormat::Json);
+        dialog.setOutputDir(dir.path() + QStringLiteral("/out"));
+        QVERIFY(dialog.refusalText().isEmpty());
+        QCOMPARE(dialog.files().size(), size_t(1));
+        QVERIFY2(dialog.writeFiles(), qPrintable(dialog.statusText()));
+        const QString planFile = dir.path() + QStringLiteral("/out/plan.json");
+        QVERIFY(QFileInfo::exists(planFile));
+        QVERIFY(memx::loadPlan(planFile.toStdString()) == d.plan);
+        // Written again without "overwrite": refused, nothing changes; with it: written.
+        QVERIFY(!dialog.writeFiles());
+        QVERIFY(dialog.statusText().contains(QStringLiteral("Nothing written")));
+        dialog.setForce(true);
+        QVERIFY(dialog.writeFiles());
+
+        // FlagScale: either files or reasons, never both.
+        dialog.setFormat(memx::ExportFormat::FlagScale);
+        QVERIFY(dialog.files().empty() != dialog.refusalText().isEmpty());
+    }
+
+    void editsUndoRedoAndResearch()
+    {
+        ClusterDocument *doc = mWindow->document();
+        const memx::Cluster original = doc->cluster();
+        QSignalSpy started(panel()->job(), &SearchJob::started);
+
+        const int index = doc->addNodeGroup("h100-sxm", QPointF(600, 300), 8);
+        QVERIFY(index >= 0);
+        const memx::Cluster added = doc->cluster();
+        QCOMPARE(added.groups.size(), original.groups.size() + 1);
+        doc->moveNodeGroups({index}, {QPointF(700, 320)}, 1);
+        const memx::Cluster moved = doc->cluster();
+        QCOMPARE(moved.groups[size_t(index)].x, 700.0);
+        doc->removeNodeGroups({index});
+        QVERIFY(doc->cluster() == original);
+
+        doc->undoStack()->undo();
+        QVERIFY(doc->cluster() == moved);
+        doc->undoStack()->undo();
+        QVERIFY(doc->cluster() == added);
+        doc->undoStack()->undo();
+        QVERIFY(doc->cluster() == original);
+        doc->undoStack()->redo();
+        doc->undoStack()->redo();
+        QVERIFY(doc->cluster() == moved);
+        doc->undoStack()->redo();
+        QVERIFY(doc->cluster() == original);
+
+        // The edits were debounced into one new search (of the final, unchanged-for-search cluster).
+        QTRY_VERIFY_WITH_TIMEOUT(started.count() >= 1, 5000);
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        QVERIFY(waitForResults(shown));
+        QCOMPARE(started.count(), 1);
+        QCOMPARE(panel()->results().outcome()->result.cluster.groups.size(), original.groups.size());
+
+        // Moving a box alone does not search again.
+        started.clear();
+        doc->moveNodeGroups({0}, {QPointF(original.groups[0].x + 40, original.groups[0].y)}, 2);
+        QTest::qWait(ResultsPanel::DebounceMs + 200);
+        QCOMPARE(started.count(), 0);
+        doc->undoStack()->undo();
+    }
+
+    void saveProjectAndReopen()
+    {
+        ClusterDocument *doc = mWindow->document();
+        memx::ImportBatch batch;
+        memx::LayerProfile p;
+        p.key = {"a100-40gb-sxm", "llama2-7b", 4, 1, 4096};
+        for (int i = 0; i < 34; ++i)
+            p.layers.push_back({1.0 + i, 2.0 + i, 0.1, std::nullopt, std::nullopt});
+        p.source = "tst_mainwindow";
+        batch.profiles.push_back(p);
+        QVERIFY(doc->importData(batch));
+        QVERIFY(doc->isModified());
+        QTemporaryDir dir;
+        const QString path = dir.path() + QStringLiteral("/project.memx");
+        QVERIFY2(mWindow->saveTo(path), qPrintable(mWindow->lastError()));
+        QVERIFY(!doc->isModified());
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden), QStringList {QStringLiteral("project.memx")});
+        // Saving again over the existing file (atomic replace) works too.
+        QVERIFY(mWindow->saveTo(path));
+
+        MainWindow other(false);
+        other.setInteractive(false);
+        QVERIFY2(other.openFile(path), qPrintable(other.lastError()));
+        QVERIFY(other.document()->cluster() == doc->cluster());
+        QVERIFY(other.document()->model() == doc->model());
+        QCOMPARE(other.document()->projectData().profiles().size(), size_t(1));
+        QVERIFY(other.document()->projectData().profiles().profiles().front() == p);
+        QCOMPARE(other.document()->filePath(), path);
+
+        // A file that is not a project is refused with its name.
+        const QString bad = dir.path() + QStringLiteral("/bad.memx");
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a database");
+        f.close();
+        QVERIFY(!other.openFile(bad));
+        QVERIFY2(other.lastError().contains(QStringLiteral("bad.memx")), qPrintable(other.lastError()));
+        QVERIFY(other.document()->cluster() == doc->cluster()); // untouched
+    }
+
+    void profilesPanelImportsPublicDataset()
+    {
+        const QString dir = QStringLiteral(MEMX_SHARED_DIR "/data/public/sailor");
+        if (!QFileInfo(dir).isDir())
+            QSKIP("public dataset not present");
+        MainWindow w(false);
+        w.setInteractive(false);
+        QVERIFY(w.openFile(sample("paper-20gpu-nvidia-amd.json")));
+        ProfilesPanel *panel = w.profiles();
+        QAbstractItemModelTester tester(panel->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy done(panel, &ProfilesPanel::importFinished);
+        panel->importPublicDataset(dir);
+        QVERIFY(panel->isImporting());
+        QVERIFY(done.wait(120000));
+        QVERIFY2(done.front().at(0).toBool(), qPrintable(done.front().at(1).toString()));
+        QCOMPARE(panel->model()->profileCount(), 213);
+        QCOMPARE(panel->model()->runCount(), 41);
+        QVERIFY(w.document()->isModified());
+        // The sample's GPUs have no profile of llama2-7b: everything is an analytic estimate.
+        for (const DeviceCoverage &c :
+             profileCoverage(w.document()->projectData().profiles(), w.document()->cluster(), w.document()->model()))
+            QCOMPARE(c.count('M'), 0);
+        // A Sailor model on an A100-40 cluster is covered by measurements.
+        memx::Cluster a100;
+        a100.name = "a100x8";
+        memx::NodeGroup g;
+        g.name = "a100";
+        g.gpu = "a100-40gb-sxm";
+        g.gpusPerNode = 8;
+        a100.groups.push_back(g);
+        a100.devices.push_back(*memx::Catalogue::builtin().find("a100-40gb-sxm"));
+        const auto model = w.document()->projectData().model("sailor-opt-350");
+        QVERIFY(model);
+        const auto coverage = profileCoverage(w.document()->projectData().profiles(), a100, *model);
+        QCOMPARE(coverage.size(), size_t(1));
+        QVERIFY2(coverage.front().count('M') > 0, "expected measured cells for sailor-opt-350 on A100-40");
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"

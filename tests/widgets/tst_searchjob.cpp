@@ -1,0 +1,132 @@
+// SearchJob: background search with progress, cancel, supersession; the UI thread stays free.
+#include "memx/io/formats.h"
+#include "memx/search/objective.h"
+#include "memx/ui/planresults.h"
+#include "memx/ui/searchjob.h"
+
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QTimer>
+#include <QtTest>
+
+using namespace memx::ui;
+
+namespace {
+constexpr int kTimeoutMs = 240000;
+
+memx::SearchRequest request(const char *cluster, const char *model = "llama2-7b")
+{
+    memx::SearchRequest r;
+    r.cluster = memx::loadCluster(std::string(MEMX_SOURCE_DIR "/sample_clusters/") + cluster);
+    r.model = memx::resolveModel(model);
+    return r;
+}
+} // namespace
+
+class TestSearchJob : public QObject {
+    Q_OBJECT
+private slots:
+    void uiThreadStaysResponsive()
+    {
+        // The 20-GPU sample search runs in the worker while a 5 ms timer ticks on this (UI) thread;
+        // the largest gap between ticks is what a user would feel as a freeze.
+        SearchJob job;
+        QSignalSpy finished(&job, &SearchJob::finished);
+        QSignalSpy progress(&job, &SearchJob::progress);
+        QElapsedTimer clock;
+        qint64 last = 0, maxGap = 0;
+        int ticks = 0;
+        QTimer timer;
+        timer.setInterval(5);
+        connect(&timer, &QTimer::timeout, this, [&] {
+            const qint64 now = clock.elapsed();
+            maxGap = std::max(maxGap, now - last);
+            last = now;
+            ++ticks;
+        });
+        clock.start();
+        timer.start();
+        job.start(request("paper-20gpu-nvidia-amd.json"));
+        QVERIFY(job.isRunning());
+        QVERIFY(finished.wait(kTimeoutMs));
+        timer.stop();
+        qInfo("20-GPU search: %lld ms wall, %d UI ticks, largest UI-thread gap %lld ms, %d progress signals",
+              qint64(clock.elapsed()), ticks, maxGap, int(progress.count()));
+        QVERIFY2(maxGap < 500, qPrintable(QStringLiteral("UI thread blocked for %1 ms").arg(maxGap)));
+        const auto outcome = finished.front().at(0).value<std::shared_ptr<const SearchOutcome>>();
+        QCOMPARE(outcome->result.evaluated, uint64_t(477917));
+        QVERIFY(!outcome->front.empty());
+        QCOMPARE(outcome->front, memx::paretoFront(outcome->result));
+        QVERIFY(!job.isRunning());
+
+        // Mapping to the views: the shown set ranks exactly like the whole result.
+        PlanResults results;
+        results.setOutcome(outcome, {1.0, 0.5, 0.5});
+        const auto top = memx::rank(outcome->result, memx::Objective {1.0, 0.5, 0.5}, 20);
+        QCOMPARE(results.topPlanId(), PlanResults::idOf(top.front()));
+        const QVector<PlanPoint> points = results.points();
+        QVERIFY(points.size() >= qsizetype(outcome->front.size()));
+        QVERIFY(size_t(points.size()) <= outcome->front.size() + PlanResults::TopShown + PlanResults::SampleShown + 3);
+        // Scores over the shown set equal exp(logScores over the whole result).
+        const auto all = memx::logScores(memx::metricsOf(outcome->result), memx::Objective {1.0, 0.5, 0.5});
+        for (const PlanPoint &p : points)
+            QVERIFY(qAbs(std::log(p.score) - all[PlanResults::indexOf(p.id)]) < 1e-9);
+        // The 20 best by score in the shown set are the core's top 20, in order.
+        QVector<PlanPoint> sorted = points;
+        std::sort(sorted.begin(), sorted.end(), [](const PlanPoint &a, const PlanPoint &b) {
+            return a.score != b.score ? a.score < b.score : a.timeMs < b.timeMs;
+        });
+        for (int i = 0; i < 20; ++i)
+            QCOMPARE(sorted[i].id, PlanResults::idOf(top[size_t(i)]));
+        // Detail of the top plan: the estimate agrees with the search's metrics.
+        const PlanDetail d = results.detail(results.topPlanId());
+        QVERIFY(qAbs(d.estimate.iterationTimeMs - outcome->result.timeMs[top.front()]) < 1e-6);
+        QCOMPARE(d.bars.size(), qsizetype(20));
+        QCOMPARE(d.stages.size(), qsizetype(d.plan.stages.size()));
+    }
+
+    void newerRequestSupersedesOlder()
+    {
+        SearchJob job;
+        QSignalSpy finished(&job, &SearchJob::finished);
+        QSignalSpy cancelled(&job, &SearchJob::cancelled);
+        const quint64 first = job.start(request("paper-20gpu-nvidia-amd.json"));
+        const quint64 second = job.start(request("h100-8x.json"));
+        QCOMPARE(second, first + 1);
+        QVERIFY(finished.wait(kTimeoutMs));
+        QTest::qWait(200); // a late result of the first job must not arrive either
+        QCOMPARE(finished.count(), 1);
+        QCOMPARE(cancelled.count(), 0); // superseded, not cancelled by the user
+        const auto outcome = finished.front().at(0).value<std::shared_ptr<const SearchOutcome>>();
+        QCOMPARE(outcome->jobId, second);
+        QCOMPARE(outcome->result.cluster.name, request("h100-8x.json").cluster.name);
+        QCOMPARE(job.lastOutcome(), outcome);
+    }
+
+    void cancelStopsTheSearch()
+    {
+        SearchJob job;
+        QSignalSpy finished(&job, &SearchJob::finished);
+        QSignalSpy cancelled(&job, &SearchJob::cancelled);
+        const quint64 id = job.start(request("paper-20gpu-nvidia-amd.json"));
+        job.cancel();
+        QVERIFY(cancelled.wait(kTimeoutMs));
+        QCOMPARE(cancelled.front().at(0).toULongLong(), id);
+        QCOMPARE(finished.count(), 0);
+        QVERIFY(!job.isRunning());
+    }
+
+    void unusableRequestFails()
+    {
+        SearchJob job;
+        QSignalSpy failed(&job, &SearchJob::failed);
+        memx::SearchRequest empty;
+        empty.model = memx::resolveModel("llama2-7b");
+        job.start(empty);
+        QVERIFY(failed.wait(kTimeoutMs));
+        QVERIFY(!failed.front().at(1).toString().isEmpty());
+    }
+};
+
+QTEST_MAIN(TestSearchJob)
+#include "tst_searchjob.moc"

@@ -1,0 +1,113 @@
+#pragma once
+
+#include "memx/ui/documentstorage.h"
+#include "memx/ui/resultsviewtypes.h"
+#include "memx/ui/settings.h"
+
+#include <QMainWindow>
+
+class QLabel;
+class QMenu;
+
+namespace memx {
+class LoadError;
+}
+
+namespace memx::ui {
+
+class ClusterCanvas;
+class ClusterDocument;
+class GpuPalette;
+class ModelPanel;
+class NodePropertyPanel;
+class ProfilesPanel;
+class ResultsPanel;
+class WeightSliders;
+
+/// The workbench main window: wiring only. One ClusterDocument per window; the cluster canvas
+/// (with its summary header) above the results (ResultsPanel: search toolbar, Pareto chart,
+/// memory bars, plan table, plan detail); docks: GPU catalogue and Profiles (left), Objective
+/// weights, Properties, Model and History (right).
+///
+/// Every change of the cluster, model or project profiles schedules a background search
+/// (debounced, newer supersedes older); weight changes re-rank the cached results instantly.
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+
+public:
+    /// `rememberLayout` false: ignore and do not write saved settings (screenshots, tests).
+    explicit MainWindow(bool rememberLayout = true, QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    /// Folders holding the shipped sample clusters, searched in order (set once by main()).
+    static void setSampleClusterDirs(const QStringList &dirs);
+    static QStringList sampleClusterDirs();
+    /// Path of the sample cluster the workbench opens by default (paper-20gpu-nvidia-amd.json).
+    static QString defaultSampleCluster();
+
+    /// Opens a cluster JSON or .memx project into this window (asks to save unsaved edits first
+    /// when `ask`). Shows every load problem in a dialog (unless `quiet`) and returns false on failure.
+    bool openFile(const QString &path, bool ask = false);
+    bool openClusterFile(const QString &path, bool ask = false) { return openFile(path, ask); }
+    /// Saves the document to `path` (format by suffix: .memx project or cluster JSON).
+    bool saveTo(const QString &path);
+    /// Grabs the window into a PNG once the first search's results are drawn, then quits.
+    /// `selectRank` > 0 selects the plan of that rank first.
+    void saveScreenshotAndQuit(const QString &path, int selectRank = 0, int tab = -1);
+    /// Opens the export dialog for the selected plan (modal); returns the dialog's result.
+    void exportSelectedPlan();
+
+    ClusterDocument *document() const { return mDocument; }
+    ClusterCanvas *canvas() const { return mCanvas; }
+    ResultsPanel *results() const { return mResults; }
+    WeightSliders *weightSliders() const { return mWeights; }
+    ProfilesPanel *profiles() const { return mProfiles; }
+
+    /// When false (tests), load/save problems are not shown in modal dialogs; lastError() has them.
+    void setInteractive(bool on) { mInteractive = on; }
+    QString lastError() const { return mLastError; }
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
+private:
+    void createMenus();
+    void newDocument();
+    void openDialog();
+    bool save();
+    bool saveAs();
+    void importCluster();
+    void exportCluster();
+    bool maybeSave();
+    void updateTitle();
+    void updateSummary();
+    void rebuildRecentMenu();
+    void rebuildSampleMenu();
+    void showLoadErrors(const QString &title, const memx::LoadError &error);
+    void showError(const QString &title, const QString &text);
+    void addGpuAtFreeSpot(const QString &deviceId);
+    bool isSampleFile(const QString &path) const;
+    void onDocumentChanged();
+
+    bool mRememberLayout;
+    bool mInteractive = true;
+    QString mLastError;
+    memx::ui::Settings mSettings;
+    ClusterDocument *mDocument = nullptr;
+    ClusterCanvas *mCanvas = nullptr;
+    GpuPalette *mPalette = nullptr;
+    NodePropertyPanel *mProperties = nullptr;
+    ModelPanel *mModelPanel = nullptr;
+    ProfilesPanel *mProfiles = nullptr;
+    ResultsPanel *mResults = nullptr;
+    WeightSliders *mWeights = nullptr;
+    QLabel *mSummary = nullptr;
+    QMenu *mRecentMenu = nullptr;
+    QMenu *mSampleMenu = nullptr;
+    QMenu *mViewMenu = nullptr;
+    memx::Cluster mSearchedCluster; // what the last scheduled search saw (positions ignored)
+    memx::Model mSearchedModel;
+    size_t mSearchedProfiles = size_t(-1);
+};
+
+} // namespace memx::ui

@@ -1,0 +1,91 @@
+#pragma once
+
+#include "memx/cost/costmodel.h"
+#include "memx/search/objective.h"
+#include "memx/ui/resultsviewtypes.h"
+#include "memx/ui/searchjob.h"
+
+#include <QHash>
+#include <QString>
+#include <QVector>
+
+#include <memory>
+#include <vector>
+
+namespace memx::ui {
+
+/// Everything the detail views show about one plan: the plan, the cost model's estimate and
+/// their view types.
+struct PlanDetail {
+    quint32 id = 0;
+    memx::Plan plan;
+    memx::PlanEstimate estimate;
+    QVector<GpuMemoryBar> bars; ///< every GPU of the cluster (idle ones with stage -1)
+    QVector<StageInfo> stages;
+    QString html; ///< per-stage time breakdown and totals
+};
+
+/// The core objective for view weights (same meaning, same order).
+memx::Objective toObjective(const ObjectiveWeights &weights);
+
+/// Maps a SearchOutcome to the results views, with the CORE objective (memx::logScores /
+/// memx::rank), so the GUI ranks exactly like `memx search`.
+///
+/// Plan ids are result indices + 1 (0 means "no plan"); they are stable for one outcome.
+/// The views do not get all of a large result (477,917 plans for the 20-GPU sample): the shown set
+/// is the whole Pareto front (strided down to MaxFrontShown if larger), the best TopShown plans
+/// for the current weights, a strided sample of SampleShown plans (the cloud's shape), and the
+/// plan with the largest T, M and B. The latter makes the per-metric maxima of the shown set equal
+/// to those of the whole result, so logScores over the shown set equal those over the result and
+/// ranks 1..TopShown are the global ranks. When weights change, plans that enter the global top
+/// are added (the set only grows). Not thread-safe; GUI thread.
+class PlanResults {
+public:
+    static constexpr size_t TopShown = 1000;
+    static constexpr size_t SampleShown = 6000;
+    static constexpr size_t MaxFrontShown = 20000;
+    /// A GPU whose device-used memory exceeds this fraction of its capacity is "at risk of OOM".
+    static constexpr double RiskOfOomFraction = 0.92;
+
+    /// Takes a finished outcome; builds the shown set for `weights`.
+    void setOutcome(std::shared_ptr<const SearchOutcome> outcome, const ObjectiveWeights &weights);
+    void clear();
+    bool isEmpty() const { return !mOutcome || mOutcome->result.size() == 0; }
+    const std::shared_ptr<const SearchOutcome> &outcome() const { return mOutcome; }
+
+    /// Re-ranks for new weights from the cached metrics (no search). Returns true when the shown
+    /// set grew (views need new points), false when only scores changed.
+    bool setWeights(const ObjectiveWeights &weights);
+    ObjectiveWeights weights() const { return mWeights; }
+
+    /// Shown plans as view points (score = exp(core log score), lower is better).
+    QVector<PlanPoint> points() const;
+    /// Scores of points(), same order.
+    QVector<double> scores() const;
+    /// Result indices of the shown plans.
+    const std::vector<uint32_t> &shownIndices() const { return mShown; }
+    /// Id of the best plan for the current weights (memx::rank(..., 1)); 0 when empty.
+    quint32 topPlanId() const { return mTopId; }
+
+    /// Materialises and estimates plan `id` (0 / unknown: std::nullopt... returns an empty detail).
+    PlanDetail detail(quint32 id) const;
+    /// "477,917 valid of 1,716,741 in 0.31 s" style counts of the outcome.
+    QString countsText() const;
+
+    static quint32 idOf(uint32_t index) { return index + 1; }
+    static uint32_t indexOf(quint32 id) { return id - 1; }
+
+private:
+    void rescore();
+    QString summaryOf(uint32_t index) const;
+
+    std::shared_ptr<const SearchOutcome> mOutcome;
+    ObjectiveWeights mWeights;
+    std::vector<uint32_t> mShown; // ascending result indices
+    std::vector<double> mLogScores; // parallel to mShown
+    std::vector<char> mOnFront; // parallel to mShown
+    quint32 mTopId = 0;
+    mutable QHash<uint32_t, QString> mSummaries;
+};
+
+} // namespace memx::ui

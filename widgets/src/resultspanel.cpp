@@ -1,0 +1,347 @@
+#include "memx/ui/resultspanel.h"
+
+#include "memx/ui/memorybarchart.h"
+#include "memx/ui/paretochartview.h"
+#include "memx/ui/planselection.h"
+#include "memx/ui/plantablemodel.h"
+#include "memx/ui/searchjob.h"
+#include "memx/ui/stagediagram.h"
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QVBoxLayout>
+
+namespace memx::ui {
+
+ResultsPanel::ResultsPanel(QWidget *parent)
+    : QWidget(parent)
+{
+    mSelection = new PlanSelection(this);
+    mJob = new SearchJob(this);
+    mDebounce = new QTimer(this);
+    mDebounce->setSingleShot(true);
+    mDebounce->setInterval(DebounceMs);
+    connect(mDebounce, &QTimer::timeout, this, &ResultsPanel::runSearch);
+    mChartRefresh = new QTimer(this);
+    mChartRefresh->setSingleShot(true);
+    mChartRefresh->setInterval(150);
+    connect(mChartRefresh, &QTimer::timeout, this, &ResultsPanel::refreshChart);
+
+    // Search toolbar.
+    mRun = new QPushButton(tr("Run search"));
+    mRun->setToolTip(tr("Search every parallel plan of this cluster and model (runs in the background)"));
+    mCancel = new QPushButton(tr("Cancel"));
+    mCancel->setEnabled(false);
+    mProgress = new QProgressBar;
+    mProgress->setRange(0, 1000);
+    mProgress->setValue(0);
+    mProgress->setTextVisible(true);
+    mProgress->setFormat(tr("idle"));
+    mProgress->setFixedWidth(160);
+    mCounts = new QLabel;
+    mCounts->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    mCounts->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // long counts never widen the window
+    mGlobalBatch = new QSpinBox;
+    mGlobalBatch->setRange(0, 1 << 20);
+    mGlobalBatch->setSpecialValueText(tr("model's"));
+    mGlobalBatch->setToolTip(tr("Global batch (sequences per iteration) to search for; \"model's\" uses the "
+                                "model's setting"));
+    mGlobalBatch->setKeyboardTracking(false);
+    mExport = new QPushButton(tr("Export plan..."));
+    mExport->setEnabled(false);
+    mExport->setToolTip(tr("Write launch files (Megatron-LM, FlagScale, Slurm, JSON) for the selected plan"));
+    auto *bar = new QHBoxLayout;
+    bar->setContentsMargins(6, 4, 6, 2);
+    bar->addWidget(mRun);
+    bar->addWidget(mCancel);
+    bar->addWidget(mProgress);
+    bar->addWidget(mCounts, 1);
+    bar->addWidget(new QLabel(tr("Global batch:")));
+    bar->addWidget(mGlobalBatch);
+    bar->addWidget(mExport);
+
+    // Charts.
+    mPareto = new ParetoChartView;
+    mPareto->setMinimumSize(360, 240);
+    mBars = new MemoryBarChart;
+    mBars->setMinimumSize(320, 220);
+    auto *charts = new QSplitter(Qt::Horizontal);
+    charts->setObjectName(QStringLiteral("resultsChartsSplitter"));
+    charts->addWidget(mPareto);
+    charts->addWidget(mBars);
+    charts->setStretchFactor(0, 1);
+    charts->setStretchFactor(1, 1);
+    charts->setChildrenCollapsible(false);
+
+    // Table with filters.
+    mModel = new PlanTableModel(this);
+    mProxy = new PlanFilterProxy(this);
+    mProxy->setSourceModel(mModel);
+    mTable = new QTableView;
+    mTable->setModel(mProxy);
+    mTable->setSortingEnabled(true);
+    mTable->sortByColumn(PlanTableModel::RankColumn, Qt::AscendingOrder);
+    mTable->setSelectionBehavior(QAbstractItemView::SelectRows);
+    mTable->setSelectionMode(QAbstractItemView::SingleSelection);
+    mTable->verticalHeader()->hide();
+    mTable->verticalHeader()->setDefaultSectionSize(mTable->fontMetrics().height() + 6);
+    mTable->horizontalHeader()->setStretchLastSection(true);
+    mTable->setAlternatingRowColors(true);
+    mTable->setWordWrap(false);
+    mFilter = new QLineEdit;
+    mFilter->setPlaceholderText(tr("Filter plans (e.g. mi250x, rc=full, PP4)"));
+    mFilter->setClearButtonEnabled(true);
+    mParetoOnly = new QCheckBox(tr("Pareto front only"));
+    mHideOom = new QCheckBox(tr("Hide OOM"));
+    auto *filters = new QHBoxLayout;
+    filters->setContentsMargins(0, 0, 0, 0);
+    filters->addWidget(mFilter, 1);
+    filters->addWidget(mParetoOnly);
+    filters->addWidget(mHideOom);
+    auto *tableBox = new QWidget;
+    auto *tableLayout = new QVBoxLayout(tableBox);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->setSpacing(2);
+    tableLayout->addLayout(filters);
+    tableLayout->addWidget(mTable, 1);
+
+    // Plan detail: stage diagram + breakdown text.
+    mDetailTitle = new QLabel(tr("<b>Plan detail</b>"));
+    mDetailTitle->setWordWrap(true);
+    mDetailTitle->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    mStages = new StageDiagram;
+    auto *stageScroll = new QScrollArea;
+    stageScroll->setWidget(mStages);
+    stageScroll->setWidgetResizable(true);
+    stageScroll->setFrameShape(QFrame::NoFrame);
+    mDetailText = new QTextBrowser;
+    mDetailText->setOpenLinks(false);
+    mDetailTabs = new QTabWidget;
+    mDetailTabs->setDocumentMode(true);
+    mDetailTabs->addTab(stageScroll, tr("Pipeline"));
+    mDetailTabs->addTab(mDetailText, tr("Time breakdown"));
+    auto *detailBox = new QWidget;
+    auto *detailLayout = new QVBoxLayout(detailBox);
+    detailLayout->setContentsMargins(0, 0, 0, 0);
+    detailLayout->setSpacing(2);
+    detailLayout->addWidget(mDetailTitle);
+    detailLayout->addWidget(mDetailTabs, 1);
+
+    auto *lower = new QSplitter(Qt::Horizontal);
+    lower->setObjectName(QStringLiteral("resultsLowerSplitter"));
+    lower->addWidget(tableBox);
+    lower->addWidget(detailBox);
+    lower->setStretchFactor(0, 5);
+    lower->setStretchFactor(1, 4);
+    lower->setChildrenCollapsible(false);
+
+    auto *vertical = new QSplitter(Qt::Vertical);
+    vertical->setObjectName(QStringLiteral("resultsSplitter"));
+    vertical->addWidget(charts);
+    vertical->addWidget(lower);
+    vertical->setStretchFactor(0, 1);
+    vertical->setStretchFactor(1, 1);
+    vertical->setChildrenCollapsible(false);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addLayout(bar);
+    layout->addWidget(vertical, 1);
+
+    // Wiring.
+    connect(mRun, &QPushButton::clicked, this, &ResultsPanel::runSearch);
+    connect(mCancel, &QPushButton::clicked, this, &ResultsPanel::cancelSearch);
+    connect(mExport, &QPushButton::clicked, this, &ResultsPanel::exportRequested);
+    connect(mGlobalBatch, &QSpinBox::valueChanged, this, &ResultsPanel::scheduleSearch);
+    connect(mJob, &SearchJob::progress, this, [this](quint64, qulonglong done, qulonglong total) {
+        if (total == 0) {
+            mProgress->setValue(0);
+            mProgress->setFormat(tr("starting..."));
+            return;
+        }
+        mProgress->setValue(int(1000.0 * double(done) / double(total)));
+        mProgress->setFormat(tr("%p% of %1 bases").arg(QLocale(QLocale::English).toString(total)));
+    });
+    connect(mJob, &SearchJob::finished, this, &ResultsPanel::onFinished);
+    connect(mJob, &SearchJob::cancelled, this, [this] {
+        setSearching(false);
+        mProgress->setFormat(tr("cancelled"));
+        emit statusMessage(tr("Search cancelled; the previous results are still shown."));
+    });
+    connect(mJob, &SearchJob::failed, this, [this](quint64, const QString &message) {
+        setSearching(false);
+        mProgress->setFormat(tr("no search"));
+        mCounts->setText(tr("<span style='color:#b00'>Cannot search: %1</span>").arg(message.toHtmlEscaped()));
+        emit statusMessage(tr("Cannot search: %1").arg(message));
+    });
+    connect(mFilter, &QLineEdit::textChanged, mProxy, &PlanFilterProxy::setTextFilter);
+    connect(mParetoOnly, &QCheckBox::toggled, mProxy, &PlanFilterProxy::setParetoOnly);
+    connect(mHideOom, &QCheckBox::toggled, mProxy, &PlanFilterProxy::setHideOom);
+
+    connect(mPareto, &ParetoChartView::planSelected, mSelection, &PlanSelection::select);
+    connect(mTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex &current) {
+                if (current.isValid())
+                    mSelection->select(current.data(PlanTableModel::PlanIdRole).toUInt());
+            });
+    connect(mSelection, &PlanSelection::changed, this, &ResultsPanel::showSelection);
+}
+
+ResultsPanel::~ResultsPanel() = default;
+
+void ResultsPanel::setRequest(const memx::SearchRequest &request)
+{
+    mRequest = request;
+}
+
+void ResultsPanel::scheduleSearch()
+{
+    mDebounce->start();
+}
+
+void ResultsPanel::runSearch()
+{
+    mDebounce->stop();
+    memx::SearchRequest request = mRequest;
+    if (mGlobalBatch->value() > 0)
+        request.globalBatch = mGlobalBatch->value();
+    setSearching(true);
+    mJob->start(std::move(request));
+}
+
+void ResultsPanel::cancelSearch()
+{
+    mDebounce->stop();
+    mJob->cancel();
+}
+
+bool ResultsPanel::isSearching() const
+{
+    return mJob->isRunning() || mDebounce->isActive();
+}
+
+void ResultsPanel::setSearching(bool on)
+{
+    mCancel->setEnabled(on);
+    if (on) {
+        mProgress->setValue(0);
+        mProgress->setFormat(tr("starting..."));
+    }
+}
+
+quint32 ResultsPanel::selectedPlan() const
+{
+    return mSelection->current();
+}
+
+void ResultsPanel::onFinished()
+{
+    setSearching(false);
+    mProgress->setValue(mProgress->maximum());
+    mProgress->setFormat(tr("done"));
+    mResults.setOutcome(mJob->lastOutcome(), mResults.weights());
+    mCounts->setText(mResults.countsText());
+    mCounts->setToolTip(mResults.countsText());
+    mSelection->select(0);
+    mModel->setPlans(mResults.points());
+    // Compact numeric columns so the plan summary (last, stretched) stays visible.
+    const int digit = mTable->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    const QFontMetrics header = mTable->horizontalHeader()->fontMetrics();
+    const int digits[] = {5, 9, 6, 6, 7, 3};
+    for (int c = 0; c < PlanTableModel::PlanColumn; ++c) {
+        const QString title = mModel->headerData(c, Qt::Horizontal).toString();
+        mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
+    }
+    mPareto->setPoints(mResults.points());
+    mSelection->select(mResults.topPlanId());
+    if (mResults.isEmpty())
+        mCounts->setText(tr("<span style='color:#b00'>No valid plan: every configuration is out of memory or does "
+                            "not divide the batch.</span> %1")
+                             .arg(mResults.countsText()));
+    emit resultsShown();
+}
+
+void ResultsPanel::setWeights(const ObjectiveWeights &weights)
+{
+    const quint32 oldTop = mResults.topPlanId();
+    if (mResults.isEmpty()) {
+        mResults.setWeights(weights);
+        return;
+    }
+    if (mResults.setWeights(weights)) {
+        const quint32 keep = mSelection->current();
+        mModel->setPlans(mResults.points());
+        mPareto->setPoints(mResults.points());
+        mSelection->select(0);
+        mSelection->select(keep);
+    } else {
+        mModel->updateScores(mResults.scores());
+        mChartRefresh->start(); // tooltips show scores: refresh the chart once the drag settles
+    }
+    if (mResults.topPlanId() != oldTop)
+        mSelection->select(mResults.topPlanId());
+}
+
+void ResultsPanel::refreshChart()
+{
+    if (!mResults.isEmpty())
+        mPareto->setPoints(mResults.points());
+}
+
+void ResultsPanel::showSelection(quint32 id)
+{
+    mPareto->setSelectedPlan(id);
+    // Table: select the row without echoing back through currentRowChanged.
+    const int row = mModel->rowOfPlan(id);
+    if (row >= 0) {
+        const QModelIndex proxyIndex = mProxy->mapFromSource(mModel->index(row, 0));
+        if (proxyIndex.isValid() && mTable->currentIndex().row() != proxyIndex.row()) {
+            QSignalBlocker block(mTable->selectionModel());
+            mTable->selectionModel()->setCurrentIndex(proxyIndex,
+                                                      QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+            mTable->viewport()->update();
+        }
+        if (proxyIndex.isValid())
+            mTable->scrollTo(proxyIndex);
+    } else {
+        QSignalBlocker block(mTable->selectionModel());
+        mTable->clearSelection();
+    }
+    try {
+        mDetail = mResults.detail(id);
+    } catch (const std::exception &e) {
+        mDetail = PlanDetail();
+        emit statusMessage(tr("Cannot estimate plan: %1").arg(QString::fromUtf8(e.what())));
+    }
+    mBars->setBars(mDetail.bars);
+    mStages->setStages(mDetail.stages);
+    mStages->setMinimumSize(mStages->sizeHint());
+    mDetailText->setHtml(mDetail.html);
+    mExport->setEnabled(mDetail.id != 0);
+    if (mDetail.id != 0) {
+        const int rank = row >= 0 ? mModel->rankOfRow(row) : 0;
+        mDetailTitle->setText(
+            tr("<b>Rank %1</b> (plan #%2) &nbsp;%3")
+                .arg(rank)
+                .arg(id)
+                .arg(QString::fromStdString(mDetail.plan.summary(mResults.outcome()->result.cluster)).toHtmlEscaped()));
+    } else {
+        mDetailTitle->setText(tr("<b>Plan detail</b>"));
+    }
+}
+
+} // namespace memx::ui
