@@ -97,12 +97,13 @@ Objective weightsOption(const Args &args, Objective dflt)
         }
     }
     if (!ok)
-        throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w + "\""};
+        throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w
+                          + "\""};
     return Objective {v[0], v[1], v[2]};
 }
 
-const std::set<std::string> kSpaceValueOptions {"stages", "tp", "mbs", "max-mbs", "recompute", "dist-opt", "radius",
-                                                 "max-stages"};
+const std::set<std::string> kSpaceValueOptions {"stages",    "tp",       "mbs",    "max-mbs",
+                                                "recompute", "dist-opt", "radius", "max-stages"};
 
 void spaceOptions(const Args &args, SearchSpaceOptions &sp)
 {
@@ -160,8 +161,8 @@ std::string duration(double ms)
 
 int run(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model", "gbs", "weights", "project", "candidates", "seed",
-                                  "seconds-per-run", "threads", "out", "max-bases"};
+    std::set<std::string> values {"cluster", "model",           "gbs",     "weights", "project",  "candidates",
+                                  "seed",    "seconds-per-run", "threads", "out",     "max-bases"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     Args args(argv, values, {"json", "no-permute"});
     if (!args.positional().empty())
@@ -187,8 +188,7 @@ int run(const std::vector<std::string> &argv)
     req.memxWeights = weightsOption(args, Objective {1, 0.5, 0.5});
     req.candidatesPerMethod = static_cast<size_t>(args.intValue("candidates", 1, 100000).value_or(100));
     req.testbedSeed = static_cast<uint64_t>(args.intValue("seed", 0, 1LL << 62).value_or(1));
-    req.secondsPerProfiledRun
-        = static_cast<double>(args.intValue("seconds-per-run", 1, 1000000).value_or(47));
+    req.secondsPerProfiledRun = static_cast<double>(args.intValue("seconds-per-run", 1, 1000000).value_or(47));
     if (learned) {
         learned->setThreads(req.search.threads);
         req.learned = &*learned;
@@ -222,26 +222,29 @@ int run(const std::vector<std::string> &argv)
     size_t ok = 0;
     for (const TruthCandidate &c : report.truth.candidates)
         ok += c.ok ? 1 : 0;
-    std::cout << "  ground truth: " << report.truth.candidates.size() << " candidate plans run on the virtual testbed (seed "
-              << req.testbedSeed << "), " << ok << " ran, " << report.truth.candidates.size() - ok
-              << " out of memory, " << fixed(report.truth.testbedMs, 0) << " ms\n";
+    std::cout << "  ground truth: " << report.truth.candidates.size()
+              << " candidate plans run on the virtual testbed (seed " << req.testbedSeed << "), " << ok << " ran, "
+              << report.truth.candidates.size() - ok << " out of memory, " << fixed(report.truth.testbedMs, 0)
+              << " ms\n";
     for (const std::string &n : report.notes)
         std::cout << "  note: " << n << "\n";
     std::cout << "\n";
-    std::cout << std::left << std::setw(22) << "method" << std::right << std::setw(11) << "pred T ms"
-              << std::setw(11) << "meas T ms" << std::setw(8) << "meas M" << std::setw(8) << "meas B"
-              << std::setw(14) << "search" << std::setw(10) << "configs" << std::setw(8) << "T top1"
-              << std::setw(9) << "MB top1" << "\n";
+    std::cout << std::left << std::setw(22) << "method" << std::right << std::setw(11) << "pred T ms" << std::setw(11)
+              << "meas T ms" << std::setw(8) << "meas M" << std::setw(8) << "meas B" << std::setw(14) << "search"
+              << std::setw(10) << "configs" << std::setw(8) << "T top1" << std::setw(9) << "MB top1"
+              << "\n";
     for (const MethodOutcome &o : report.methods) {
         std::cout << std::left << std::setw(22) << o.id << std::right << std::setw(11)
                   << (o.hasPlan ? fixed(o.predictedTimeMs, 1) : std::string("-")) << std::setw(11)
-                  << (o.measuredOk ? fixed(o.measuredTimeMs, 1) : std::string(o.hasPlan ? "OOM" : "-"))
-                  << std::setw(8) << (o.measuredOk ? fixed(o.measuredPeak, 3) : std::string("-")) << std::setw(8)
+                  << (o.measuredOk ? fixed(o.measuredTimeMs, 1) : std::string(o.hasPlan ? "OOM" : "-")) << std::setw(8)
+                  << (o.measuredOk ? fixed(o.measuredPeak, 3) : std::string("-")) << std::setw(8)
                   << (o.measuredOk ? fixed(o.measuredImbalance, 3) : std::string("-")) << std::setw(14)
                   << duration(o.searchMs) << std::setw(10) << o.validConfigs << std::setw(8)
-                  << (o.top1Time ? "yes" : o.timeRank ? "#" + std::to_string(o.timeRank) : std::string("-"))
+                  << (o.top1Time       ? "yes"
+                          : o.timeRank ? "#" + std::to_string(o.timeRank)
+                                       : std::string("-"))
                   << std::setw(9)
-                  << (o.top1MemoryBalance ? "yes"
+                  << (o.top1MemoryBalance       ? "yes"
                           : o.memoryBalanceRank ? "#" + std::to_string(o.memoryBalanceRank)
                                                 : std::string("-"))
                   << "\n";
@@ -253,8 +256,8 @@ int run(const std::vector<std::string> &argv)
                       << (o.measuredOk ? "" : "  [testbed: " + o.measuredError + "]") << "\n";
         else if (o.method == CompareMethod::Exhaustive)
             std::cout << "  " << std::left << std::setw(22) << o.id << std::right << "same as ground truth (profiles "
-                      << o.validConfigs << " configurations x " << fixed(req.secondsPerProfiledRun, 0) << " s = "
-                      << duration(o.profilingSeconds * 1000) << ")\n";
+                      << o.validConfigs << " configurations x " << fixed(req.secondsPerProfiledRun, 0)
+                      << " s = " << duration(o.profilingSeconds * 1000) << ")\n";
         else
             std::cout << "  " << std::left << std::setw(22) << o.id << std::right << "no valid plan\n";
     }

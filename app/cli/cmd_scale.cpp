@@ -87,12 +87,13 @@ Objective weightsOption(const Args &args, Objective dflt)
         }
     }
     if (!ok)
-        throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w + "\""};
+        throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w
+                          + "\""};
     return Objective {v[0], v[1], v[2]};
 }
 
-const std::set<std::string> kSpaceValueOptions {"stages", "tp", "mbs", "max-mbs", "recompute", "dist-opt", "radius",
-                                                 "max-stages"};
+const std::set<std::string> kSpaceValueOptions {"stages",    "tp",       "mbs",    "max-mbs",
+                                                "recompute", "dist-opt", "radius", "max-stages"};
 
 void spaceOptions(const Args &args, SearchSpaceOptions &sp)
 {
@@ -197,12 +198,13 @@ int run(const std::vector<std::string> &argv)
         std::cout << j.dump(2) << "\n";
         return Ok;
     }
-    std::cout << "Scale: " << req.search.model.id << " on \"" << req.search.cluster.name << "\", weights T,M,B = "
-              << fixed(req.objective.wt, 2) << ',' << fixed(req.objective.wm, 2) << ',' << fixed(req.objective.wb, 2)
-              << "\n\n";
+    std::cout << "Scale: " << req.search.model.id << " on \"" << req.search.cluster.name
+              << "\", weights T,M,B = " << fixed(req.objective.wt, 2) << ',' << fixed(req.objective.wm, 2) << ','
+              << fixed(req.objective.wb, 2) << "\n\n";
     std::cout << std::setw(6) << "GPUs" << std::setw(12) << "enumerated" << std::setw(10) << "valid" << std::setw(12)
               << "search ms" << std::setw(11) << "T ms" << std::setw(8) << "M" << std::setw(8) << "B" << std::setw(11)
-              << "samples/s" << "  best plan\n";
+              << "samples/s"
+              << "  best plan\n";
     for (const ScalePoint &p : points) {
         std::cout << std::setw(6) << p.gpus << std::setw(12) << p.enumerated << std::setw(10) << p.valid
                   << std::setw(12) << fixed(p.searchMs, 0);
@@ -218,8 +220,7 @@ int run(const std::vector<std::string> &argv)
     return Ok;
 }
 
-CommandRegistration reg({"scale", "replicate the cluster's node mix to larger sizes and re-search each", kUsage,
-                         &run});
+CommandRegistration reg({"scale", "replicate the cluster's node mix to larger sizes and re-search each", kUsage, &run});
 
 } // namespace
 } // namespace memx::cli

@@ -11,8 +11,7 @@
 
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
 
-struct Run
-{
+struct Run {
     int exitCode = -1;
     QString out;
     QString err;
@@ -29,8 +28,7 @@ static Run memx(const QStringList &args)
 
 static const QStringList kNarrow {"--threads", "1", "--tp", "1,2,4", "--mbs", "1,2", "--stages", "1,2"};
 
-class TestCompareCli : public QObject
-{
+class TestCompareCli : public QObject {
     Q_OBJECT
 
 private slots:
@@ -105,10 +103,11 @@ private slots:
 
     void scaleRejectsUnreachableSize()
     {
-        Run r = memx({"scale", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b", "--to",
-                      "40,50"});
+        Run r = memx(
+            {"scale", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b", "--to", "40,50"});
         QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains(QStringLiteral("50 GPUs cannot be reached")) && r.err.contains(QStringLiteral("20, 40, 60")),
+        QVERIFY2(r.err.contains(QStringLiteral("50 GPUs cannot be reached"))
+                     && r.err.contains(QStringLiteral("20, 40, 60")),
                  qPrintable(r.err));
         r = memx({"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b"});
         QCOMPARE(r.exitCode, 2);

@@ -26,8 +26,7 @@ static CompareRequest smallRequest(const std::string &clusterFile)
     return req;
 }
 
-class TestCompare : public QObject
-{
+class TestCompare : public QObject {
     Q_OBJECT
 
 private slots:
@@ -206,9 +205,9 @@ private slots:
 
     void svgIsWellFormed()
     {
-        const std::string svg = svgLineChart("a <b> & \"c\"", "GPUs", "s",
-                                             {ChartSeries {"one", {20, 40, 60}, {1.5, 2.5, NAN}},
-                                              ChartSeries {"two & more", {20, 40}, {3, 4}}});
+        const std::string svg = svgLineChart(
+            "a <b> & \"c\"", "GPUs", "s",
+            {ChartSeries {"one", {20, 40, 60}, {1.5, 2.5, NAN}}, ChartSeries {"two & more", {20, 40}, {3, 4}}});
         QXmlStreamReader xml(QByteArray::fromStdString(svg));
         int circles = 0, polylines = 0;
         QString title;

@@ -125,8 +125,7 @@ void measuredMemoryMetrics(const TestbedRun &run, const Plan &plan, const Cluste
     for (const Stage &stage : plan.stages)
         for (const Replica &replica : stage.replicas) {
             const std::optional<Node> node = cluster.findNode(replica.node);
-            const double capacity
-                = node ? cluster.devices[static_cast<size_t>(node->device)].memoryBytes() : 0.0;
+            const double capacity = node ? cluster.devices[static_cast<size_t>(node->device)].memoryBytes() : 0.0;
             for (size_t g = 0; g < replica.gpus.size(); ++g, ++k)
                 if (k < run.peakBytesPerGpu.size() && capacity > 0)
                     util.push_back(run.peakBytesPerGpu[k] / capacity);
@@ -235,8 +234,8 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
         const std::vector<uint32_t> byTime
             = rankSubset(prop, homogeneous, timeW, std::min(homogeneous.size(), request.uniformSplitLimit));
         if (byTime.size() < homogeneous.size())
-            report.notes.push_back("baseline 2 re-estimated the " + std::to_string(byTime.size())
-                                   + " fastest of " + std::to_string(homogeneous.size())
+            report.notes.push_back("baseline 2 re-estimated the " + std::to_string(byTime.size()) + " fastest of "
+                                   + std::to_string(homogeneous.size())
                                    + " homogeneous-recompute configurations with a uniform split");
         for (uint32_t i : byTime) {
             Plan p = prop.materialize(i);
@@ -395,8 +394,8 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     b1.searchMs = propMs;
     b1.validConfigs = homogeneous.size();
     if (!timeOnlyTop.empty())
-        fillPredicted(b1, prop.timeMs[timeOnlyTop[0]], prop.peakMemory[timeOnlyTop[0]],
-                      prop.imbalance[timeOnlyTop[0]], mx, memxW);
+        fillPredicted(b1, prop.timeMs[timeOnlyTop[0]], prop.peakMemory[timeOnlyTop[0]], prop.imbalance[timeOnlyTop[0]],
+                      mx, memxW);
     finish(b1, pickOf[1]);
 
     MethodOutcome b2 = makeOutcome(CompareMethod::UniformSplit, "Uniform split",

@@ -30,8 +30,8 @@ std::vector<int> scaleFactors(const Cluster &cluster, const std::vector<int> &ta
         if (t <= 0 || t % base != 0) {
             std::ostringstream msg;
             msg << t << " GPUs cannot be reached by replicating the " << base
-                << "-GPU node mix; possible sizes are multiples of " << base << ": " << base << ", " << 2 * base
-                << ", " << 3 * base << ", " << 4 * base << ", ...";
+                << "-GPU node mix; possible sizes are multiples of " << base << ": " << base << ", " << 2 * base << ", "
+                << 3 * base << ", " << 4 * base << ", ...";
             throw std::invalid_argument(msg.str());
         }
         out.push_back(t / base);
@@ -82,14 +82,10 @@ nlohmann::json toJson(const std::vector<ScalePoint> &points)
 {
     nlohmann::json arr = nlohmann::json::array();
     for (const ScalePoint &p : points) {
-        nlohmann::json j {{"gpus", p.gpus},
-                          {"factor", p.factor},
-                          {"cluster", p.clusterName},
-                          {"enumerated", p.enumerated},
-                          {"validConfigs", p.valid},
-                          {"searchMs", p.searchMs},
-                          {"narrowed", p.narrowed},
-                          {"hasPlan", p.hasPlan}};
+        nlohmann::json j {{"gpus", p.gpus},           {"factor", p.factor},
+                          {"cluster", p.clusterName}, {"enumerated", p.enumerated},
+                          {"validConfigs", p.valid},  {"searchMs", p.searchMs},
+                          {"narrowed", p.narrowed},   {"hasPlan", p.hasPlan}};
         if (p.hasPlan) {
             j["best"] = p.summary;
             j["timeMs"] = p.timeMs;
@@ -201,8 +197,8 @@ std::string svgLineChart(const std::string &title, const std::string &xLabel, co
           << num(y) << "</text>\n";
     for (double x = std::ceil(xmin / xstep) * xstep; x <= xmax + xstep * 1e-9; x += xstep)
         o << "<line x1=\"" << sx(x) << "\" y1=\"" << T + ph << "\" x2=\"" << sx(x) << "\" y2=\"" << T + ph + 4
-          << "\" stroke=\"black\"/>\n<text x=\"" << sx(x) << "\" y=\"" << T + ph + 18
-          << "\" text-anchor=\"middle\">" << num(x) << "</text>\n";
+          << "\" stroke=\"black\"/>\n<text x=\"" << sx(x) << "\" y=\"" << T + ph + 18 << "\" text-anchor=\"middle\">"
+          << num(x) << "</text>\n";
     o << "<text x=\"" << L + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">" << xmlEscape(xLabel)
       << "</text>\n"
       << "<text x=\"18\" y=\"" << T + ph / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << T + ph / 2
@@ -221,8 +217,8 @@ std::string svgLineChart(const std::string &title, const std::string &xLabel, co
                   << "\"/>\n";
         const double ly = T + 10 + 18 * static_cast<double>(k);
         o << "<line x1=\"" << L + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << L + pw + 32 << "\" y2=\"" << ly
-          << "\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n<text x=\"" << L + pw + 38 << "\" y=\"" << ly + 4
-          << "\">" << xmlEscape(s.label) << "</text>\n";
+          << "\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n<text x=\"" << L + pw + 38 << "\" y=\"" << ly + 4 << "\">"
+          << xmlEscape(s.label) << "</text>\n";
     }
     o << "</svg>\n";
     return o.str();
