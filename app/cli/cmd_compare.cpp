@@ -1,0 +1,278 @@
+#include "command.h"
+
+#include "memx/evaluation/compare.h"
+#include "memx/io/formats.h"
+#include "memx/predict/projectpredictor.h"
+#include "memx/store/sqlitestore.h"
+#include "memx/util/diagnostic.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+namespace memx::cli {
+namespace {
+
+const char *kUsage = R"(Usage: memx compare --cluster CLUSTER --model MODEL [options]
+
+Compares MemX with four baselines built from the same engine (docs/evaluation.md):
+  memx           full space, weights T,M,B (default 1,0.5,0.5), learned predictor with --project
+  time-only      baseline 1 (Metis/AMP-style): compute-proportional split, homogeneous recompute,
+                 memory only as a hard limit, weights 1,0,0
+  uniform-split  baseline 2: uniform layer split, homogeneous recompute, weights 1,0,0
+  analytic       baseline 3: MemX's space and weights, analytic cost model (no learning)
+  exhaustive-profiling  baseline 4: profile every valid configuration (cost = count x 47 s)
+Ground truth: the union of every method's top-N plans is run on the virtual testbed (fixed seed)
+and ranked by measured time and by measured T^wt x M^wm x B^wb; a method "found the true Top-1"
+when its pick is the measured best of those candidates.
+
+Options:
+  --cluster FILE        cluster file (memx.cluster/1)
+  --model ID|FILE       model preset id or model file
+  --gbs N               global batch (default: the model's)
+  --weights T,M,B       MemX's weights (default 1,0.5,0.5)
+  --project FILE        per-layer profiles and learned predictor of a project (memx train)
+  --candidates N        top-N plans each method contributes to the ground truth (default 100)
+  --seed N              virtual testbed seed (default 1)
+  --seconds-per-run S   cost of one end-to-end profiling run for baseline 4 (default 47)
+  --threads N           search threads (default: all cores)
+  --json                JSON report (memx.compare/1) instead of the table
+  --out FILE            also write the JSON report to FILE (atomically)
+  Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --dist-opt --radius
+  --max-stages --no-permute --max-bases N (default 500000)
+)";
+
+std::vector<std::string> splitList(const std::string &text)
+{
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        out.push_back(item);
+    return out;
+}
+
+std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi)
+{
+    auto v = args.value(name);
+    if (!v)
+        return dflt;
+    std::vector<int> out;
+    for (const std::string &s : splitList(*v)) {
+        try {
+            size_t pos = 0;
+            const int x = std::stoi(s, &pos);
+            if (pos != s.size() || x < lo || x > hi)
+                throw std::invalid_argument(s);
+            out.push_back(x);
+        } catch (const std::exception &) {
+            throw UsageError {"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
+                              + std::to_string(hi) + ", found \"" + s + "\""};
+        }
+    }
+    if (out.empty())
+        throw UsageError {"--" + name + ": expected at least one value"};
+    return out;
+}
+
+Objective weightsOption(const Args &args, Objective dflt)
+{
+    auto w = args.value("weights");
+    if (!w)
+        return dflt;
+    const auto parts = splitList(*w);
+    double v[3] = {0, 0, 0};
+    bool ok = parts.size() == 3;
+    for (size_t i = 0; ok && i < 3; ++i) {
+        try {
+            size_t pos = 0;
+            v[i] = std::stod(parts[i], &pos);
+            ok = pos == parts[i].size() && v[i] >= 0 && std::isfinite(v[i]);
+        } catch (const std::exception &) {
+            ok = false;
+        }
+    }
+    if (!ok)
+        throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w
+                          + "\""};
+    return Objective {v[0], v[1], v[2]};
+}
+
+const std::set<std::string> kSpaceValueOptions {"stages",    "tp",       "mbs",    "max-mbs",
+                                                "recompute", "dist-opt", "radius", "max-stages"};
+
+void spaceOptions(const Args &args, SearchSpaceOptions &sp)
+{
+    sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
+    sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
+    sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
+    sp.maxReplicaMicroBatch = static_cast<int>(args.intValue("max-mbs", 1, 1024).value_or(sp.maxReplicaMicroBatch));
+    sp.neighbourRadius = static_cast<int>(args.intValue("radius", 0, 64).value_or(sp.neighbourRadius));
+    sp.maxStages = static_cast<int>(args.intValue("max-stages", 1, 64).value_or(0));
+    sp.permuteGroups = !args.has("no-permute");
+    if (auto v = args.value("recompute")) {
+        sp.recompute.clear();
+        for (const std::string &s : splitList(*v)) {
+            if (s == "none")
+                sp.recompute.push_back(RecomputeMethod::None);
+            else if (s == "selective")
+                sp.recompute.push_back(RecomputeMethod::Selective);
+            else if (s == "full")
+                sp.recompute.push_back(RecomputeMethod::Full);
+            else
+                throw UsageError {"--recompute: expected none, selective or full, found \"" + s + "\""};
+        }
+    }
+    if (auto v = args.value("dist-opt")) {
+        sp.distributedOptimizer.clear();
+        for (const std::string &s : splitList(*v)) {
+            if (s == "off")
+                sp.distributedOptimizer.push_back(false);
+            else if (s == "on")
+                sp.distributedOptimizer.push_back(true);
+            else
+                throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
+        }
+    }
+}
+
+std::string fixed(double v, int digits)
+{
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(digits) << v;
+    return o.str();
+}
+
+std::string duration(double ms)
+{
+    const double s = ms / 1000.0;
+    if (s < 120)
+        return fixed(s < 10 ? ms : s, s < 10 ? 1 : 1) + (s < 10 ? " ms" : " s");
+    if (s < 7200)
+        return fixed(s / 60, 1) + " min";
+    if (s < 172800)
+        return fixed(s / 3600, 1) + " h";
+    return fixed(s / 86400, 1) + " days";
+}
+
+int run(const std::vector<std::string> &argv)
+{
+    std::set<std::string> values {"cluster", "model",           "gbs",     "weights", "project",  "candidates",
+                                  "seed",    "seconds-per-run", "threads", "out",     "max-bases"};
+    values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
+    Args args(argv, values, {"json", "no-permute"});
+    if (!args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    CompareRequest req;
+    req.search.cluster = loadCluster(args.require("cluster"));
+    std::unique_ptr<SqliteStore> store;
+    std::optional<LearnedPredictor> learned;
+    if (auto project = args.value("project")) {
+        if (!std::filesystem::exists(*project))
+            throw LoadError(*project, "", "no such project file");
+        store = std::make_unique<SqliteStore>(*project, false);
+        learned = loadPredictor(*store);
+        req.search.profiles = store->profiles();
+    }
+    if (auto m = store ? store->model(args.require("model")) : std::nullopt)
+        req.search.model = *m;
+    else
+        req.search.model = resolveModel(args.require("model"));
+    req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
+    req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
+    spaceOptions(args, req.search.space);
+    req.memxWeights = weightsOption(args, Objective {1, 0.5, 0.5});
+    req.candidatesPerMethod = static_cast<size_t>(args.intValue("candidates", 1, 100000).value_or(100));
+    req.testbedSeed = static_cast<uint64_t>(args.intValue("seed", 0, 1LL << 62).value_or(1));
+    req.secondsPerProfiledRun = static_cast<double>(args.intValue("seconds-per-run", 1, 1000000).value_or(47));
+    if (learned) {
+        learned->setThreads(req.search.threads);
+        req.learned = &*learned;
+    }
+    const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
+    const std::vector<std::string> narrowed = narrowToBudget(req.search, maxBases);
+    for (const std::string &n : narrowed)
+        std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
+
+    CompareReport report;
+    try {
+        report = runCompare(req);
+    } catch (const std::invalid_argument &e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return Failure;
+    }
+    for (const std::string &n : narrowed)
+        report.notes.push_back("space narrowed: " + n);
+    const nlohmann::json j = toJson(report, req.search.cluster);
+    if (auto out = args.value("out"))
+        saveJson(j, *out);
+    if (args.has("json")) {
+        std::cout << j.dump(2) << "\n";
+        return Ok;
+    }
+
+    const Objective w = report.memxWeights;
+    std::cout << "Compare: " << req.search.model.id << " on \"" << req.search.cluster.name << "\" ("
+              << req.search.cluster.totalGpus() << " GPUs), MemX weights T,M,B = " << fixed(w.wt, 2) << ','
+              << fixed(w.wm, 2) << ',' << fixed(w.wb, 2) << "\n";
+    size_t ok = 0;
+    for (const TruthCandidate &c : report.truth.candidates)
+        ok += c.ok ? 1 : 0;
+    std::cout << "  ground truth: " << report.truth.candidates.size()
+              << " candidate plans run on the virtual testbed (seed " << req.testbedSeed << "), " << ok << " ran, "
+              << report.truth.candidates.size() - ok << " out of memory, " << fixed(report.truth.testbedMs, 0)
+              << " ms\n";
+    for (const std::string &n : report.notes)
+        std::cout << "  note: " << n << "\n";
+    std::cout << "\n";
+    std::cout << std::left << std::setw(22) << "method" << std::right << std::setw(11) << "pred T ms" << std::setw(11)
+              << "meas T ms" << std::setw(8) << "meas M" << std::setw(8) << "meas B" << std::setw(14) << "search"
+              << std::setw(10) << "configs" << std::setw(8) << "T top1" << std::setw(9) << "MB top1"
+              << "\n";
+    for (const MethodOutcome &o : report.methods) {
+        std::cout << std::left << std::setw(22) << o.id << std::right << std::setw(11)
+                  << (o.hasPlan ? fixed(o.predictedTimeMs, 1) : std::string("-")) << std::setw(11)
+                  << (o.measuredOk ? fixed(o.measuredTimeMs, 1) : std::string(o.hasPlan ? "OOM" : "-")) << std::setw(8)
+                  << (o.measuredOk ? fixed(o.measuredPeak, 3) : std::string("-")) << std::setw(8)
+                  << (o.measuredOk ? fixed(o.measuredImbalance, 3) : std::string("-")) << std::setw(14)
+                  << duration(o.searchMs) << std::setw(10) << o.validConfigs << std::setw(8)
+                  << (o.top1Time       ? "yes"
+                          : o.timeRank ? "#" + std::to_string(o.timeRank)
+                                       : std::string("-"))
+                  << std::setw(9)
+                  << (o.top1MemoryBalance       ? "yes"
+                          : o.memoryBalanceRank ? "#" + std::to_string(o.memoryBalanceRank)
+                                                : std::string("-"))
+                  << "\n";
+    }
+    std::cout << "\nPlans:\n";
+    for (const MethodOutcome &o : report.methods) {
+        if (o.hasPlan)
+            std::cout << "  " << std::left << std::setw(22) << o.id << std::right << o.plan.summary(req.search.cluster)
+                      << (o.measuredOk ? "" : "  [testbed: " + o.measuredError + "]") << "\n";
+        else if (o.method == CompareMethod::Exhaustive)
+            std::cout << "  " << std::left << std::setw(22) << o.id << std::right << "same as ground truth (profiles "
+                      << o.validConfigs << " configurations x " << fixed(req.secondsPerProfiledRun, 0)
+                      << " s = " << duration(o.profilingSeconds * 1000) << ")\n";
+        else
+            std::cout << "  " << std::left << std::setw(22) << o.id << std::right << "no valid plan\n";
+    }
+    if (!report.truth.timeOrder.empty()) {
+        std::cout << "  true best by time:            "
+                  << report.truth.candidates[report.truth.timeOrder.front()].plan.summary(req.search.cluster) << "\n";
+        std::cout << "  true best by memory-balance:  "
+                  << report.truth.candidates[report.truth.memoryBalanceOrder.front()].plan.summary(req.search.cluster)
+                  << "\n";
+    }
+    return Ok;
+}
+
+CommandRegistration reg({"compare", "compare MemX with time-only, uniform-split, analytic and exhaustive baselines",
+                         kUsage, &run});
+
+} // namespace
+} // namespace memx::cli

@@ -1,0 +1,226 @@
+#include "command.h"
+
+#include "memx/evaluation/scale.h"
+#include "memx/io/formats.h"
+#include "memx/util/diagnostic.h"
+#include "memx/util/fileio.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace memx::cli {
+namespace {
+
+const char *kUsage = R"(Usage: memx scale --cluster CLUSTER --model MODEL --to N1,N2,... [options]
+
+Grows the cluster by replicating its node mix (every node group's count x k; each target must
+be a multiple of the cluster's GPU count), re-searches each size and reports how the best plan,
+its metrics and the search cost change with scale.
+
+Options:
+  --cluster FILE        cluster file (memx.cluster/1)
+  --model ID|FILE       model preset id or model file
+  --to LIST             target GPU counts, e.g. 40,60 (the cluster's own size is always included)
+  --gbs N               global batch (default: the model's)
+  --weights T,M,B       objective (default 1,0.5,0.5)
+  --threads N           search threads (default: all cores)
+  --max-bases N         per-size budget of base configurations (default 500000); larger spaces
+                        are narrowed step by step and the steps are reported
+  --out DIR             write scale.json, time-vs-gpus.svg, search-time-vs-gpus.svg and
+                        throughput-vs-gpus.svg to DIR (created if missing)
+  --json                JSON (memx.scale/1) instead of the table
+  Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --dist-opt --radius
+  --max-stages --no-permute
+)";
+
+std::vector<std::string> splitList(const std::string &text)
+{
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        out.push_back(item);
+    return out;
+}
+
+std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi)
+{
+    auto v = args.value(name);
+    if (!v)
+        return dflt;
+    std::vector<int> out;
+    for (const std::string &s : splitList(*v)) {
+        try {
+            size_t pos = 0;
+            const int x = std::stoi(s, &pos);
+            if (pos != s.size() || x < lo || x > hi)
+                throw std::invalid_argument(s);
+            out.push_back(x);
+        } catch (const std::exception &) {
+            throw UsageError {"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
+                              + std::to_string(hi) + ", found \"" + s + "\""};
+        }
+    }
+    if (out.empty())
+        throw UsageError {"--" + name + ": expected at least one value"};
+    return out;
+}
+
+Objective weightsOption(const Args &args, Objective dflt)
+{
+    auto w = args.value("weights");
+    if (!w)
+        return dflt;
+    const auto parts = splitList(*w);
+    double v[3] = {0, 0, 0};
+    bool ok = parts.size() == 3;
+    for (size_t i = 0; ok && i < 3; ++i) {
+        try {
+            size_t pos = 0;
+            v[i] = std::stod(parts[i], &pos);
+            ok = pos == parts[i].size() && v[i] >= 0 && std::isfinite(v[i]);
+        } catch (const std::exception &) {
+            ok = false;
+        }
+    }
+    if (!ok)
+        throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w
+                          + "\""};
+    return Objective {v[0], v[1], v[2]};
+}
+
+const std::set<std::string> kSpaceValueOptions {"stages",    "tp",       "mbs",    "max-mbs",
+                                                "recompute", "dist-opt", "radius", "max-stages"};
+
+void spaceOptions(const Args &args, SearchSpaceOptions &sp)
+{
+    sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
+    sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
+    sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
+    sp.maxReplicaMicroBatch = static_cast<int>(args.intValue("max-mbs", 1, 1024).value_or(sp.maxReplicaMicroBatch));
+    sp.neighbourRadius = static_cast<int>(args.intValue("radius", 0, 64).value_or(sp.neighbourRadius));
+    sp.maxStages = static_cast<int>(args.intValue("max-stages", 1, 64).value_or(0));
+    sp.permuteGroups = !args.has("no-permute");
+    if (auto v = args.value("recompute")) {
+        sp.recompute.clear();
+        for (const std::string &s : splitList(*v)) {
+            if (s == "none")
+                sp.recompute.push_back(RecomputeMethod::None);
+            else if (s == "selective")
+                sp.recompute.push_back(RecomputeMethod::Selective);
+            else if (s == "full")
+                sp.recompute.push_back(RecomputeMethod::Full);
+            else
+                throw UsageError {"--recompute: expected none, selective or full, found \"" + s + "\""};
+        }
+    }
+    if (auto v = args.value("dist-opt")) {
+        sp.distributedOptimizer.clear();
+        for (const std::string &s : splitList(*v)) {
+            if (s == "off")
+                sp.distributedOptimizer.push_back(false);
+            else if (s == "on")
+                sp.distributedOptimizer.push_back(true);
+            else
+                throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
+        }
+    }
+}
+
+std::string fixed(double v, int digits)
+{
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(digits) << v;
+    return o.str();
+}
+
+int run(const std::vector<std::string> &argv)
+{
+    std::set<std::string> values {"cluster", "model", "to", "gbs", "weights", "threads", "max-bases", "out"};
+    values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
+    Args args(argv, values, {"json", "no-permute"});
+    if (!args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    ScaleRequest req;
+    req.search.cluster = loadCluster(args.require("cluster"));
+    req.search.model = resolveModel(args.require("model"));
+    req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
+    req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
+    spaceOptions(args, req.search.space);
+    req.objective = weightsOption(args, Objective {1, 0.5, 0.5});
+    req.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
+    if (!args.value("to"))
+        throw UsageError {"--to: expected target GPU counts, e.g. --to 40,60"};
+    req.targetGpus = intList(args, "to", {}, 1, 1 << 20);
+    try {
+        scaleFactors(req.search.cluster, req.targetGpus);
+    } catch (const std::invalid_argument &e) {
+        throw UsageError {std::string("--to: ") + e.what()};
+    }
+
+    std::vector<ScalePoint> points;
+    try {
+        points = runScale(req);
+    } catch (const std::invalid_argument &e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return Failure;
+    }
+    const nlohmann::json j = toJson(points);
+
+    if (auto out = args.value("out")) {
+        std::error_code ec;
+        std::filesystem::create_directories(*out, ec);
+        if (ec)
+            throw LoadError(*out, "", "cannot create the output directory: " + ec.message());
+        ChartSeries time {"best plan T (s)", {}, {}}, search {"search (s)", {}, {}}, thr {"samples/s", {}, {}};
+        for (const ScalePoint &p : points) {
+            time.x.push_back(p.gpus);
+            time.y.push_back(p.hasPlan ? p.timeMs / 1000.0 : NAN);
+            search.x.push_back(p.gpus);
+            search.y.push_back(p.searchMs / 1000.0);
+            thr.x.push_back(p.gpus);
+            thr.y.push_back(p.hasPlan ? p.samplesPerSecond : NAN);
+        }
+        const std::string title = req.search.model.id + " on " + req.search.cluster.name;
+        const std::filesystem::path dir(*out);
+        saveJson(j, (dir / "scale.json").string());
+        writeFileAtomically((dir / "time-vs-gpus.svg").string(),
+                            svgLineChart("Iteration time vs GPUs: " + title, "GPUs", "iteration time (s)", {time}));
+        writeFileAtomically((dir / "search-time-vs-gpus.svg").string(),
+                            svgLineChart("Search time vs GPUs: " + title, "GPUs", "search time (s)", {search}));
+        writeFileAtomically((dir / "throughput-vs-gpus.svg").string(),
+                            svgLineChart("Throughput vs GPUs: " + title, "GPUs", "samples / s", {thr}));
+    }
+    if (args.has("json")) {
+        std::cout << j.dump(2) << "\n";
+        return Ok;
+    }
+    std::cout << "Scale: " << req.search.model.id << " on \"" << req.search.cluster.name
+              << "\", weights T,M,B = " << fixed(req.objective.wt, 2) << ',' << fixed(req.objective.wm, 2) << ','
+              << fixed(req.objective.wb, 2) << "\n\n";
+    std::cout << std::setw(6) << "GPUs" << std::setw(12) << "enumerated" << std::setw(10) << "valid" << std::setw(12)
+              << "search ms" << std::setw(11) << "T ms" << std::setw(8) << "M" << std::setw(8) << "B" << std::setw(11)
+              << "samples/s"
+              << "  best plan\n";
+    for (const ScalePoint &p : points) {
+        std::cout << std::setw(6) << p.gpus << std::setw(12) << p.enumerated << std::setw(10) << p.valid
+                  << std::setw(12) << fixed(p.searchMs, 0);
+        if (p.hasPlan)
+            std::cout << std::setw(11) << fixed(p.timeMs, 1) << std::setw(8) << fixed(p.peakMemory, 3) << std::setw(8)
+                      << fixed(p.imbalance, 3) << std::setw(11) << fixed(p.samplesPerSecond, 2) << "  " << p.summary
+                      << "\n";
+        else
+            std::cout << "  no valid plan\n";
+        for (const std::string &n : p.narrowed)
+            std::cout << "        note: space narrowed: " << n << "\n";
+    }
+    return Ok;
+}
+
+CommandRegistration reg({"scale", "replicate the cluster's node mix to larger sizes and re-search each", kUsage, &run});
+
+} // namespace
+} // namespace memx::cli

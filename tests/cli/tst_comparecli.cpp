@@ -1,0 +1,118 @@
+// `memx compare` and `memx scale` run as a user runs them.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QXmlStreamReader>
+
+static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
+
+struct Run {
+    int exitCode = -1;
+    QString out;
+    QString err;
+};
+
+static Run memx(const QStringList &args)
+{
+    QProcess p;
+    p.start(QStringLiteral(MEMX_CLI_PATH), args);
+    if (!p.waitForFinished(120000))
+        qFatal("memx %s did not finish", qPrintable(args.join(QLatin1Char(' '))));
+    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+static const QStringList kNarrow {"--threads", "1", "--tp", "1,2,4", "--mbs", "1,2", "--stages", "1,2"};
+
+class TestCompareCli : public QObject {
+    Q_OBJECT
+
+private slots:
+    void compareJson()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("compare.json");
+        Run r = memx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+                                  "llama2-7b", "--candidates", "5", "--json", "--out", out}
+                     + kNarrow);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j.value("format").toString(), QStringLiteral("memx.compare/1"));
+        const QJsonArray methods = j.value("methods").toArray();
+        QCOMPARE(methods.size(), 5);
+        QStringList ids;
+        for (const auto &m : methods)
+            ids << m.toObject().value("id").toString();
+        QCOMPARE(ids, (QStringList {"memx", "time-only", "uniform-split", "analytic", "exhaustive-profiling"}));
+        const QJsonObject ex = methods[4].toObject();
+        QCOMPARE(ex.value("profilingSeconds").toDouble(), 47.0 * ex.value("validConfigs").toDouble());
+        QVERIFY(methods[1].toObject().value("plan").isObject());
+        QVERIFY(!j.value("groundTruth").toObject().value("candidates").toArray().isEmpty());
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(f.readAll()).object(), j);
+    }
+
+    void compareTable()
+    {
+        Run r = memx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+                                  "llama2-7b", "--candidates", "3"}
+                     + kNarrow);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        for (const char *s : {"method", "time-only", "uniform-split", "exhaustive-profiling", "true best by time"})
+            QVERIFY2(r.out.contains(QLatin1String(s)), s);
+        r = memx({"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b",
+                  "--weights", "1,x,0"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.contains(QStringLiteral("--weights")));
+    }
+
+    void scaleWritesChartsAndTable()
+    {
+        QTemporaryDir dir;
+        Run r = memx(QStringList {"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b", "--to",
+                                  "16,32", "--out", dir.path()}
+                     + kNarrow);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(r.out.contains(QStringLiteral("GPUs")));
+        QFile js(dir.filePath("scale.json"));
+        QVERIFY(js.open(QIODevice::ReadOnly));
+        const QJsonArray pts = QJsonDocument::fromJson(js.readAll()).object().value("points").toArray();
+        QCOMPARE(pts.size(), 3);
+        QCOMPARE(pts[0].toObject().value("gpus").toInt(), 8);
+        QCOMPARE(pts[1].toObject().value("gpus").toInt(), 16);
+        QCOMPARE(pts[2].toObject().value("gpus").toInt(), 32);
+        for (const char *name : {"time-vs-gpus.svg", "search-time-vs-gpus.svg", "throughput-vs-gpus.svg"}) {
+            QFile f(dir.filePath(QLatin1String(name)));
+            QVERIFY2(f.open(QIODevice::ReadOnly), name);
+            QXmlStreamReader xml(f.readAll());
+            int circles = 0;
+            while (!xml.atEnd()) {
+                xml.readNext();
+                if (xml.isStartElement() && xml.name() == QLatin1String("circle"))
+                    ++circles;
+            }
+            QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+            QCOMPARE(circles, 3);
+        }
+    }
+
+    void scaleRejectsUnreachableSize()
+    {
+        Run r = memx(
+            {"scale", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b", "--to", "40,50"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(QStringLiteral("50 GPUs cannot be reached"))
+                     && r.err.contains(QStringLiteral("20, 40, 60")),
+                 qPrintable(r.err));
+        r = memx({"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b"});
+        QCOMPARE(r.exitCode, 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCompareCli)
+#include "tst_comparecli.moc"

@@ -1,0 +1,232 @@
+// memx/evaluation: baselines, ground truth, scale-out replication, SVG charts.
+#include "memx/evaluation/compare.h"
+#include "memx/evaluation/scale.h"
+#include "memx/io/formats.h"
+
+#include <QTest>
+#include <QXmlStreamReader>
+
+#include <cmath>
+
+using namespace memx;
+
+static const std::string kSamples = MEMX_SOURCE_DIR "/sample_clusters/";
+
+/// A small, fast MemX space for the 20-GPU sample.
+static CompareRequest smallRequest(const std::string &clusterFile)
+{
+    CompareRequest req;
+    req.search.cluster = loadCluster(kSamples + clusterFile);
+    req.search.model = resolveModel("llama2-7b");
+    req.search.threads = 1;
+    req.search.space.tensorParallel = {1, 2, 4};
+    req.search.space.microBatches = {1, 2};
+    req.search.space.stagesPerGroup = {1, 2};
+    req.candidatesPerMethod = 10;
+    return req;
+}
+
+class TestCompare : public QObject {
+    Q_OBJECT
+
+private slots:
+    void uniformSplitCounts()
+    {
+        // 32 layers over 5 stages: 32 = 5 x 6 + 2, the first two stages take one extra.
+        QCOMPARE(uniformSplit(32, 5), (std::vector<int> {7, 7, 6, 6, 6}));
+        QCOMPARE(uniformSplit(32, 4), (std::vector<int> {8, 8, 8, 8}));
+        QVERIFY(uniformSplit(3, 4).empty());
+        QVERIFY(uniformSplit(3, 0).empty());
+    }
+
+    void groundTruthRanking()
+    {
+        GroundTruth truth;
+        auto cand = [](bool ok, double t, double m, double b) {
+            TruthCandidate c;
+            c.ok = ok;
+            c.timeMs = t;
+            c.peak = m;
+            c.imbalance = b;
+            return c;
+        };
+        truth.candidates = {cand(true, 100, 0.90, 0.50), cand(true, 110, 0.50, 0.05), cand(false, 0, 1.2, 0.9),
+                            cand(true, 105, 0.95, 0.60)};
+        rankGroundTruth(truth, Objective {1, 0.5, 0.5});
+        // Time: 100 (0) < 105 (3) < 110 (1); the failed run (2) is not ranked.
+        QCOMPARE(truth.timeOrder, (std::vector<uint32_t> {0, 3, 1}));
+        // Weighted product, each metric over its max (110, 0.95, 0.6), by hand:
+        //   #0: ln(100/110) + .5 ln(.90/.95) + .5 ln(.50/.60) = -0.0953 - 0.0270 - 0.0912 = -0.2135
+        //   #1: ln(110/110) + .5 ln(.50/.95) + .5 ln(.05/.60) =  0      - 0.3209 - 1.2425 = -1.5634
+        //   #3: ln(105/110) + .5 ln(1)       + .5 ln(1)       = -0.0465
+        QCOMPARE(truth.memoryBalanceOrder, (std::vector<uint32_t> {1, 0, 3}));
+    }
+
+    void measuredMetrics()
+    {
+        const Cluster c = loadCluster(kSamples + "h100-8x.json");
+        // Two stages of one TP2 replica each on node GPUs 0,1 and 2,3.
+        Plan p;
+        p.stages.resize(2);
+        p.stages[0].replicas = {Replica {c.nodes()[0].name, {0, 1}, 2, 1}};
+        p.stages[1].replicas = {Replica {c.nodes()[0].name, {2, 3}, 2, 1}};
+        const double cap = c.devices[0].memoryBytes();
+        TestbedRun run;
+        run.peakBytesPerGpu = {0.5 * cap, 0.5 * cap, 0.3 * cap, 0.3 * cap};
+        double m = 0, b = 0;
+        measuredMemoryMetrics(run, p, c, m, b);
+        QCOMPARE(m, 0.5);
+        // utilisations .5 .5 .3 .3: mean .4, population sd .1, CV .25
+        QVERIFY2(std::abs(b - 0.25) < 1e-12, qPrintable(QString::number(b)));
+    }
+
+    void comparePicksAreConsistent()
+    {
+        const CompareRequest req = smallRequest("paper-20gpu-nvidia-amd.json");
+        const CompareReport r = runCompare(req);
+        QCOMPARE(r.methods.size(), size_t(5));
+        const MethodOutcome &memx = r.methods[0], &b1 = r.methods[1], &b2 = r.methods[2], &b3 = r.methods[3],
+                            &b4 = r.methods[4];
+        QCOMPARE(memx.id, std::string("memx"));
+        QCOMPARE(b4.id, std::string("exhaustive-profiling"));
+        for (const MethodOutcome *o : {&memx, &b1, &b2, &b3})
+            QVERIFY2(o->hasPlan, o->id.c_str());
+        // MemX's space contains baseline 1's (same analytic metrics, normalised by the same maxima):
+        // its pick cannot score worse under its own weights. Without a learned predictor MemX = baseline 3.
+        QVERIFY2(memx.memxLogScore <= b1.memxLogScore + 1e-12,
+                 qPrintable(QString("%1 vs %2").arg(memx.memxLogScore).arg(b1.memxLogScore)));
+        QCOMPARE(memx.plan.stages, b3.plan.stages);
+        QCOMPARE(memx.memxLogScore, b3.memxLogScore);
+        // Baselines 1 and 2 use one recompute method everywhere; baseline 2's split is uniform.
+        for (const MethodOutcome *o : {&b1, &b2})
+            for (const Stage &s : o->plan.stages)
+                QCOMPARE(s.recompute.method, o->plan.stages.front().recompute.method);
+        std::vector<int> counts;
+        for (const Stage &s : b2.plan.stages)
+            counts.push_back(s.layerCount);
+        QCOMPARE(counts, uniformSplit(32, static_cast<int>(counts.size())));
+        // Baseline 1 searches a subset of MemX's space with the time objective: the full space's
+        // fastest plan is at least as fast (predicted).
+        SearchRequest full = req.search;
+        const SearchResult res = runSearch(full);
+        const std::vector<uint32_t> fastest = rank(res, Objective {1, 0, 0}, 1);
+        QVERIFY(res.timeMs[fastest[0]] <= b1.predictedTimeMs + 1e-9);
+        // Exhaustive profiling: every valid configuration x 47 s, and it finds the measured best.
+        QCOMPARE(b4.validConfigs, memx.validConfigs);
+        QCOMPARE(b4.profilingSeconds, 47.0 * static_cast<double>(memx.validConfigs));
+        QVERIFY(b4.top1Time && b4.top1MemoryBalance);
+        // Ground truth: the picks are candidates, flags agree with ranks, measured values agree.
+        QVERIFY(!r.truth.timeOrder.empty());
+        const TruthCandidate &bestT = r.truth.candidates[r.truth.timeOrder.front()];
+        for (const TruthCandidate &c : r.truth.candidates)
+            if (c.ok)
+                QVERIFY(bestT.timeMs <= c.timeMs);
+        QCOMPARE(b4.measuredTimeMs, bestT.timeMs);
+        for (const MethodOutcome *o : {&memx, &b1, &b2, &b3}) {
+            QCOMPARE(o->top1Time, o->timeRank == 1);
+            QCOMPARE(o->top1MemoryBalance, o->memoryBalanceRank == 1);
+            if (o->measuredOk)
+                QVERIFY2(o->timeRank >= 1 && o->measuredTimeMs >= bestT.timeMs, o->id.c_str());
+        }
+        // Deterministic (fixed testbed seed).
+        const CompareReport again = runCompare(req);
+        QCOMPARE(again.methods[1].measuredTimeMs, b1.measuredTimeMs);
+        QCOMPARE(again.truth.timeOrder, r.truth.timeOrder);
+    }
+
+    void timeOnlySplitIsProportionalOnHomogeneousCluster()
+    {
+        // On one device type every stage has the same speed, so the compute-proportional split
+        // is uniform up to rounding: layer counts differ by at most one.
+        CompareRequest req = smallRequest("h100-8x.json");
+        req.search.space.stagesPerGroup = {2, 4};
+        const CompareReport r = runCompare(req);
+        const MethodOutcome &b1 = r.methods[1];
+        QVERIFY(b1.hasPlan);
+        int lo = 1 << 30, hi = 0, sum = 0;
+        for (const Stage &s : b1.plan.stages) {
+            lo = std::min(lo, s.layerCount);
+            hi = std::max(hi, s.layerCount);
+            sum += s.layerCount;
+        }
+        QCOMPARE(sum, 32);
+        QVERIFY2(hi - lo <= 1, qPrintable(QString("%1..%2").arg(lo).arg(hi)));
+    }
+
+    void replication()
+    {
+        const Cluster c = loadCluster(kSamples + "paper-20gpu-nvidia-amd.json");
+        QCOMPARE(c.totalGpus(), 20);
+        const Cluster c3 = replicateCluster(c, 3);
+        QCOMPARE(c3.totalGpus(), 60);
+        QCOMPARE(c3.groups.size(), c.groups.size());
+        for (size_t g = 0; g < c.groups.size(); ++g) {
+            QCOMPARE(c3.groups[g].count, 3 * c.groups[g].count);
+            QCOMPARE(c3.groups[g].gpu, c.groups[g].gpu);
+        }
+        QCOMPARE(c3.totalNodes(), 3 * c.totalNodes());
+        QCOMPARE(scaleFactors(c, {40, 60, 120}), (std::vector<int> {2, 3, 6}));
+        try {
+            scaleFactors(c, {40, 50});
+            QFAIL("50 GPUs accepted");
+        } catch (const std::invalid_argument &e) {
+            QVERIFY2(std::string(e.what()).find("50") != std::string::npos
+                         && std::string(e.what()).find("20, 40, 60") != std::string::npos,
+                     e.what());
+        }
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, replicateCluster(c, 0));
+    }
+
+    void scaleSearchesEachSize()
+    {
+        ScaleRequest req;
+        req.search.cluster = loadCluster(kSamples + "h100-8x.json");
+        req.search.model = resolveModel("llama2-7b");
+        req.search.threads = 1;
+        req.search.space.tensorParallel = {2, 4};
+        req.search.space.microBatches = {1};
+        req.targetGpus = {16, 24};
+        const std::vector<ScalePoint> pts = runScale(req);
+        QCOMPARE(pts.size(), size_t(3));
+        QCOMPARE(pts[0].gpus, 8);
+        QCOMPARE(pts[1].gpus, 16);
+        QCOMPARE(pts[2].gpus, 24);
+        for (const ScalePoint &p : pts) {
+            QVERIFY(p.hasPlan);
+            int gpus = 0;
+            for (const Stage &s : p.best.stages)
+                for (const Replica &rep : s.replicas)
+                    gpus += static_cast<int>(rep.gpus.size());
+            QVERIFY2(gpus <= p.gpus, qPrintable(QString::number(gpus)));
+        }
+        // More GPUs of the same kind: the best plan is not slower.
+        QVERIFY(pts[2].timeMs <= pts[0].timeMs);
+    }
+
+    void svgIsWellFormed()
+    {
+        const std::string svg = svgLineChart(
+            "a <b> & \"c\"", "GPUs", "s",
+            {ChartSeries {"one", {20, 40, 60}, {1.5, 2.5, NAN}}, ChartSeries {"two & more", {20, 40}, {3, 4}}});
+        QXmlStreamReader xml(QByteArray::fromStdString(svg));
+        int circles = 0, polylines = 0;
+        QString title;
+        while (!xml.atEnd()) {
+            xml.readNext();
+            if (xml.isStartElement() && xml.name() == QLatin1String("circle"))
+                ++circles;
+            if (xml.isStartElement() && xml.name() == QLatin1String("polyline"))
+                ++polylines;
+            if (xml.isStartElement() && xml.name() == QLatin1String("text") && title.isEmpty())
+                title = xml.readElementText();
+        }
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        QCOMPARE(circles, 4); // the NaN point is skipped
+        QCOMPARE(polylines, 2);
+        QCOMPARE(title, QStringLiteral("a <b> & \"c\""));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, svgLineChart("t", "x", "y", {ChartSeries {"bad", {1}, {}}}));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCompare)
+#include "tst_compare.moc"
