@@ -1,6 +1,7 @@
 // memx profile plan | run-simulated | augment: minimal-set profiling plans, the virtual testbed,
 // interpolation-based augmentation.
 #include "command.h"
+#include "searchoptions.h"
 
 #include "memx/io/formats.h"
 #include "memx/profile/augment.h"
@@ -88,31 +89,6 @@ std::atomic<bool> gInterrupted {false};
 extern "C" void onProfileSigint(int)
 {
     gInterrupted = true;
-}
-
-std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi)
-{
-    const auto v = args.value(name);
-    if (!v)
-        return dflt;
-    std::vector<int> out;
-    std::stringstream ss(*v);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-        try {
-            size_t pos = 0;
-            const int x = std::stoi(part, &pos);
-            if (pos != part.size() || x < lo || x > hi)
-                throw std::out_of_range("");
-            out.push_back(x);
-        } catch (const std::exception &) {
-            throw UsageError {"--" + name + ": expected a comma-separated list of integers in [" + std::to_string(lo)
-                              + ", " + std::to_string(hi) + "], found \"" + *v + "\""};
-        }
-    }
-    if (out.empty())
-        throw UsageError {"--" + name + ": empty list"};
-    return out;
 }
 
 std::string fmt(double v, int prec)

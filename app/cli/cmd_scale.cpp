@@ -1,4 +1,5 @@
 #include "command.h"
+#include "searchoptions.h"
 
 #include "memx/evaluation/scale.h"
 #include "memx/io/formats.h"
@@ -36,100 +37,6 @@ Options:
   --max-stages --no-permute
 )";
 
-std::vector<std::string> splitList(const std::string &text)
-{
-    std::vector<std::string> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        out.push_back(item);
-    return out;
-}
-
-std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi)
-{
-    auto v = args.value(name);
-    if (!v)
-        return dflt;
-    std::vector<int> out;
-    for (const std::string &s : splitList(*v)) {
-        try {
-            size_t pos = 0;
-            const int x = std::stoi(s, &pos);
-            if (pos != s.size() || x < lo || x > hi)
-                throw std::invalid_argument(s);
-            out.push_back(x);
-        } catch (const std::exception &) {
-            throw UsageError {"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
-                              + std::to_string(hi) + ", found \"" + s + "\""};
-        }
-    }
-    if (out.empty())
-        throw UsageError {"--" + name + ": expected at least one value"};
-    return out;
-}
-
-Objective weightsOption(const Args &args, Objective dflt)
-{
-    auto w = args.value("weights");
-    if (!w)
-        return dflt;
-    const auto parts = splitList(*w);
-    double v[3] = {0, 0, 0};
-    bool ok = parts.size() == 3;
-    for (size_t i = 0; ok && i < 3; ++i) {
-        try {
-            size_t pos = 0;
-            v[i] = std::stod(parts[i], &pos);
-            ok = pos == parts[i].size() && v[i] >= 0 && std::isfinite(v[i]);
-        } catch (const std::exception &) {
-            ok = false;
-        }
-    }
-    if (!ok)
-        throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w
-                          + "\""};
-    return Objective {v[0], v[1], v[2]};
-}
-
-const std::set<std::string> kSpaceValueOptions {"stages",    "tp",       "mbs",    "max-mbs",
-                                                "recompute", "dist-opt", "radius", "max-stages"};
-
-void spaceOptions(const Args &args, SearchSpaceOptions &sp)
-{
-    sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
-    sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
-    sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
-    sp.maxReplicaMicroBatch = static_cast<int>(args.intValue("max-mbs", 1, 1024).value_or(sp.maxReplicaMicroBatch));
-    sp.neighbourRadius = static_cast<int>(args.intValue("radius", 0, 64).value_or(sp.neighbourRadius));
-    sp.maxStages = static_cast<int>(args.intValue("max-stages", 1, 64).value_or(0));
-    sp.permuteGroups = !args.has("no-permute");
-    if (auto v = args.value("recompute")) {
-        sp.recompute.clear();
-        for (const std::string &s : splitList(*v)) {
-            if (s == "none")
-                sp.recompute.push_back(RecomputeMethod::None);
-            else if (s == "selective")
-                sp.recompute.push_back(RecomputeMethod::Selective);
-            else if (s == "full")
-                sp.recompute.push_back(RecomputeMethod::Full);
-            else
-                throw UsageError {"--recompute: expected none, selective or full, found \"" + s + "\""};
-        }
-    }
-    if (auto v = args.value("dist-opt")) {
-        sp.distributedOptimizer.clear();
-        for (const std::string &s : splitList(*v)) {
-            if (s == "off")
-                sp.distributedOptimizer.push_back(false);
-            else if (s == "on")
-                sp.distributedOptimizer.push_back(true);
-            else
-                throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
-        }
-    }
-}
-
 std::string fixed(double v, int digits)
 {
     std::ostringstream o;
@@ -141,7 +48,9 @@ int run(const std::vector<std::string> &argv)
 {
     std::set<std::string> values {"cluster", "model", "to", "gbs", "weights", "threads", "max-bases", "out"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
-    Args args(argv, values, {"json", "no-permute"});
+    std::set<std::string> switches {"json"};
+    switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
+    Args args(argv, values, switches);
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     ScaleRequest req;
@@ -149,7 +58,7 @@ int run(const std::vector<std::string> &argv)
     req.search.model = resolveModel(args.require("model"));
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
-    spaceOptions(args, req.search.space);
+    applySpaceOptions(args, req.search.space);
     req.objective = weightsOption(args, Objective {1, 0.5, 0.5});
     req.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
     if (!args.value("to"))

@@ -1,4 +1,5 @@
 #include "command.h"
+#include "searchoptions.h"
 
 #include "memx/cost/costjson.h"
 #include "memx/io/formats.h"
@@ -16,6 +17,7 @@
 #include <optional>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 namespace memx::cli {
@@ -67,39 +69,6 @@ extern "C" void onSigint(int)
     gInterrupted = true;
 }
 
-std::vector<std::string> splitList(const std::string &text)
-{
-    std::vector<std::string> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        out.push_back(item);
-    return out;
-}
-
-std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi)
-{
-    auto v = args.value(name);
-    if (!v)
-        return dflt;
-    std::vector<int> out;
-    for (const std::string &s : splitList(*v)) {
-        try {
-            size_t pos = 0;
-            const int x = std::stoi(s, &pos);
-            if (pos != s.size() || x < lo || x > hi)
-                throw std::invalid_argument(s);
-            out.push_back(x);
-        } catch (const std::exception &) {
-            throw UsageError {"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
-                              + std::to_string(hi) + ", found \"" + s + "\""};
-        }
-    }
-    if (out.empty())
-        throw UsageError {"--" + name + ": expected at least one value"};
-    return out;
-}
-
 std::string fmtBytesGiB(double b)
 {
     std::ostringstream o;
@@ -109,10 +78,11 @@ std::string fmtBytesGiB(double b)
 
 int run(const std::vector<std::string> &argv)
 {
-    Args args(argv,
-              {"cluster", "model", "gbs", "weights", "top", "threads", "stages", "tp", "mbs", "max-mbs", "recompute",
-               "dist-opt", "radius", "max-stages", "max-bases", "project"},
-              {"json", "no-permute", "no-memory-split", "sequence-parallel", "no-cache"});
+    std::set<std::string> values {"cluster", "model", "gbs", "weights", "top", "threads", "max-bases", "project"};
+    values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
+    std::set<std::string> switches {"json", "no-cache"};
+    switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
+    Args args(argv, values, switches);
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     SearchRequest req;
@@ -134,59 +104,8 @@ int run(const std::vector<std::string> &argv)
     req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     const size_t topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
-    Objective obj;
-    if (auto w = args.value("weights")) {
-        const auto parts = splitList(*w);
-        double v[3];
-        bool ok = parts.size() == 3;
-        for (size_t i = 0; ok && i < 3; ++i) {
-            try {
-                size_t pos = 0;
-                v[i] = std::stod(parts[i], &pos);
-                ok = pos == parts[i].size() && v[i] >= 0 && std::isfinite(v[i]);
-            } catch (const std::exception &) {
-                ok = false;
-            }
-        }
-        if (!ok)
-            throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.2), found \"" + *w
-                              + "\""};
-        obj = Objective {v[0], v[1], v[2]};
-    }
-    SearchSpaceOptions &sp = req.space;
-    sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
-    sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
-    sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
-    sp.maxReplicaMicroBatch = static_cast<int>(args.intValue("max-mbs", 1, 1024).value_or(sp.maxReplicaMicroBatch));
-    sp.neighbourRadius = static_cast<int>(args.intValue("radius", 0, 64).value_or(sp.neighbourRadius));
-    sp.maxStages = static_cast<int>(args.intValue("max-stages", 1, 64).value_or(0));
-    sp.permuteGroups = !args.has("no-permute");
-    sp.memoryAwareSplit = !args.has("no-memory-split");
-    sp.sequenceParallel = args.has("sequence-parallel");
-    if (auto v = args.value("recompute")) {
-        sp.recompute.clear();
-        for (const std::string &s : splitList(*v)) {
-            if (s == "none")
-                sp.recompute.push_back(RecomputeMethod::None);
-            else if (s == "selective")
-                sp.recompute.push_back(RecomputeMethod::Selective);
-            else if (s == "full")
-                sp.recompute.push_back(RecomputeMethod::Full);
-            else
-                throw UsageError {"--recompute: expected none, selective or full, found \"" + s + "\""};
-        }
-    }
-    if (auto v = args.value("dist-opt")) {
-        sp.distributedOptimizer.clear();
-        for (const std::string &s : splitList(*v)) {
-            if (s == "off")
-                sp.distributedOptimizer.push_back(false);
-            else if (s == "on")
-                sp.distributedOptimizer.push_back(true);
-            else
-                throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
-        }
-    }
+    const Objective obj = weightsOption(args, Objective {});
+    applySpaceOptions(args, req.space);
 
     const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
     const std::vector<std::string> narrowed = narrowToBudget(req, maxBases);

@@ -1,0 +1,32 @@
+#pragma once
+
+#include "command.h"
+
+#include "memx/search/objective.h"
+#include "memx/search/search.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace memx::cli {
+
+/// Splits "a,b,c" at commas.
+std::vector<std::string> splitList(const std::string &text);
+
+/// --NAME a,b,c as integers within [lo, hi]; `dflt` when the option is absent. UsageError otherwise.
+std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi);
+
+/// --weights T,M,B (three non-negative numbers); `dflt` when absent.
+Objective weightsOption(const Args &args, Objective dflt);
+
+/// The options that shape the search space, shared by every command that searches
+/// (search, compare, scale): value options and switches to pass to Args, and their effect.
+extern const std::set<std::string> kSpaceValueOptions;
+extern const std::set<std::string> kSpaceSwitches;
+void applySpaceOptions(const Args &args, SearchSpaceOptions &space);
+
+/// The usage lines describing kSpaceValueOptions and kSpaceSwitches.
+extern const char *const kSpaceOptionsUsage;
+
+} // namespace memx::cli
