@@ -29,12 +29,9 @@ if wants asan; then
     # itself is not needed by any test and is skipped to save build time.
     targets=$(ninja -C build-asan -t targets all | sed -n 's/^\(tst_[a-z0-9_]*\): .*/\1/p' | grep -v _autogen | sort -u)
     cmake --build build-asan -j "$jobs" --target memx $targets
-    # Third-party leaks (none needed so far) go in packaging/lsan.supp, each with a reason.
-    export LSAN_OPTIONS="suppressions=$here/packaging/lsan.supp:print_suppressions=0"
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
-    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    # ASAN/LSAN/UBSAN_OPTIONS come from the test preset (CMakePresets.json): leak detection on,
+    # abort on the first error, LeakSanitizer suppressions from packaging/lsan.supp (none needed).
     ctest --preset asan -j "$jobs"
-    unset LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS
     timer_end asan
 fi
 
