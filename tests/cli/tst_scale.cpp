@@ -141,6 +141,9 @@ private slots:
     /// promptly.
     void sigintCancelsPromptly()
     {
+        if (sanitized())
+            QSKIP("under ASan the uncancellable setup phase outlasts the 1.5 s wait (see docs/reliability.md); "
+                  "coreCancelLatency covers cancel there");
         // A wide space on the 512-GPU sample that takes far longer than the 1.5 s we wait.
         const Child c = runMemx({"search", "--cluster", kCluster512, "--model", "llama2-7b", "--radius", "3",
                                  "--max-bases", "4000000", "--threads", "2", "--top", "1", "--json"},
@@ -159,7 +162,10 @@ private slots:
     {
         using Clock = std::chrono::steady_clock;
         memx::SearchRequest req;
-        req.cluster = memx::loadCluster(kCluster512);
+        // Under ASan the 512-GPU setup alone takes minutes; the 20-GPU sample's space still runs
+        // for seconds there.
+        req.cluster = memx::loadCluster(sanitized() ? MEMX_SOURCE_DIR "/sample_clusters/paper-20gpu-nvidia-amd.json"
+                                                    : kCluster512);
         req.model = memx::resolveModel("llama2-7b");
         req.threads = 2;
         memx::narrowToBudget(req, 4000000);

@@ -112,7 +112,7 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
                 = numberAfter(line.substr(0, line.find(']') == std::string::npos ? 0 : line.find(']')) + " ", "[Rank");
             const auto maxAlloc = numberAfter(line, "| max allocated:");
             const auto maxRes = numberAfter(line, "| max reserved:");
-            // Ranks must fit an int and memory a double once converted to bytes (found by fuzzing).
+            // Ranks must fit an int and memory a double once converted to bytes (UBSan, fuzz_megatron).
             if (!rank || !maxAlloc || !maxRes || *rank < 0 || *rank > 1e9 || *rank != std::floor(*rank)
                 || *maxAlloc < 0 || *maxRes < 0 || *maxAlloc > 1e15 || *maxRes > 1e15) {
                 problem("expected \"[Rank N] (after N iterations) memory (MB) | allocated: X | max allocated: X | "
