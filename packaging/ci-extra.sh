@@ -40,7 +40,7 @@ if wants fuzz; then
     section "2/3 fuzz smoke (clang libFuzzer + ASan + UBSan, build-fuzz/, ${fuzz_seconds}s per target)"
     timer_start
     cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_CXX_COMPILER=clang++ -DMEMX_FUZZ=ON -DMEMX_BUILD_GUI=OFF -DMEMX_BUILD_TESTS=OFF \
+        -DCMAKE_CXX_COMPILER=clang++ -DMEMX_FUZZ=ON -DMEMX_BUILD_GUI=OFF -DMEMX_BUILD_TESTS=ON \
         -DMEMX_BUILD_BENCH=OFF >/dev/null
     cmake --build build-fuzz -j "$jobs" --target memx_fuzz_all
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
