@@ -82,12 +82,14 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
         };
         if (line.find(kIterationMarker) != std::string::npos) {
             const auto ms = numberAfter(line, kIterationMarker);
-            if (!ms || *ms <= 0) {
+            // At most 1e12 ms (~32 years) so that sums and means stay finite.
+            if (!ms || *ms <= 0 || *ms > 1e12) {
                 problem("expected a positive number after \"elapsed time per iteration (ms):\"");
                 continue;
             }
             int iteration = static_cast<int>(out.iterationNumbers.size()) + 1;
-            if (auto it = numberAfter(line, "iteration"))
+            // Converting a double outside int's range is undefined behaviour ("iteration 1e300").
+            if (auto it = numberAfter(line, "iteration"); it && *it >= 0 && *it <= 2e9)
                 iteration = static_cast<int>(*it);
             else {
                 // " iteration       10/     500 |": the number is followed by '/'.
@@ -110,7 +112,9 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
                 = numberAfter(line.substr(0, line.find(']') == std::string::npos ? 0 : line.find(']')) + " ", "[Rank");
             const auto maxAlloc = numberAfter(line, "| max allocated:");
             const auto maxRes = numberAfter(line, "| max reserved:");
-            if (!rank || !maxAlloc || !maxRes || *maxAlloc < 0 || *maxRes < 0) {
+            // Ranks must fit an int and memory a double once converted to bytes (UBSan, fuzz_megatron).
+            if (!rank || !maxAlloc || !maxRes || *rank < 0 || *rank > 1e9 || *rank != std::floor(*rank)
+                || *maxAlloc < 0 || *maxRes < 0 || *maxAlloc > 1e15 || *maxRes > 1e15) {
                 problem("expected \"[Rank N] (after N iterations) memory (MB) | allocated: X | max allocated: X | "
                         "reserved: X | max reserved: X\" with numbers");
                 continue;

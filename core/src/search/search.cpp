@@ -709,8 +709,14 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
             co.layers.reserve(guess * 8);
             if (req.collectFeatures)
                 co.feats.reserve(guess * kFeatureCount);
-            for (uint64_t b = b0; b < b1; ++b)
+            // Cancel is also checked per base: a chunk can take seconds on large clusters, and
+            // cancel must take effect within ~100 ms (tests/cli/tst_scale.cpp). A chunk cut short
+            // is dropped whole, so a cancelled result holds complete chunks only.
+            uint64_t b = b0;
+            for (; b < b1 && !cancel.load(std::memory_order_relaxed); ++b)
                 ev.runBase(b, co);
+            if (b < b1)
+                break;
             chunkDone[ci] = 1;
             basesDone.fetch_add(static_cast<size_t>(b1 - b0));
         }

@@ -145,7 +145,16 @@ SqliteStore::SqliteStore(const std::string &path, bool create)
     } catch (const std::runtime_error &e) {
         if (dynamic_cast<const LoadError *>(&e))
             throw;
-        throw LoadError(path, "", e.what());
+        // sqlite errors read "<path>: <what>: <sqlite message>"; the LoadError names the file once
+        // and says what the file is not (found by tests/data/bad-inputs/project-*.memx).
+        std::string message = e.what();
+        if (message.rfind(path + ": ", 0) == 0)
+            message.erase(0, path.size() + 2);
+        if (message.find("file is not a database") != std::string::npos)
+            message = "not a MemX project file (expected an SQLite database; " + message + ")";
+        else if (message.find("malformed") != std::string::npos)
+            message = "the project file is damaged (" + message + "); restore it from a backup";
+        throw LoadError(path, "", message);
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include "memx/util/fileio.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -35,6 +36,22 @@ nlohmann::json parseJsonText(const std::string &text, const std::string &file)
             detail = "the file is empty, expected a JSON object";
         throw LoadError(file, "line " + std::to_string(line) + ", column " + std::to_string(col),
                         "invalid JSON: " + detail);
+    } catch (const json::out_of_range &e) {
+        // A number too large for a double ("1e400") is out_of_range 406, not a parse_error; it
+        // escaped as an exception without the file name (found by fuzz_cluster, fuzz_profile_json).
+        std::string what = e.what();
+        const auto quote = what.find('\'');
+        const std::string literal
+            = quote == std::string::npos ? std::string() : what.substr(quote + 1, what.rfind('\'') - quote - 1);
+        std::string where;
+        if (const size_t at = literal.empty() ? std::string::npos : text.find(literal); at != std::string::npos) {
+            const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+            const size_t lineStart = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+            where = "line " + std::to_string(line) + ", column " + std::to_string(at - lineStart + 1);
+        }
+        throw LoadError(file, where,
+                        "invalid JSON: the number " + literal
+                            + " is out of range (numbers must fit a double, at most about 1.8e308)");
     }
 }
 
