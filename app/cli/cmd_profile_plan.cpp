@@ -65,7 +65,8 @@ produces is labelled simulated.
 
   --jobs MANIFEST   run every job of a `memx profile plan` manifest (its cluster and model)
   --plan FILE       run this plan (repeatable; needs --cluster and --model)
-  --top K           search the space (with the project's profiles) and run the K fastest plans
+  --top K           search the space (with the project's profiles) and run the K fastest plans (0: none,
+                    with --spread)
   --spread N        with --top: also run N plans spread across the whole space (evenly spaced in
                     the time ranking of every valid configuration, slowest included), so a
                     dataset is not only near-identical fast plans
@@ -294,7 +295,7 @@ int runSimulated(const std::vector<std::string> &argv)
             req.space.microBatches = intList(args, "mbs", req.space.microBatches, 1, 1024);
             req.space.stagesPerGroup = intList(args, "stages", req.space.stagesPerGroup, 1, 64);
             const SearchResult res = runSearch(req);
-            const size_t k = static_cast<size_t>(args.intValue("top", 1, 10000).value_or(5));
+            const size_t k = static_cast<size_t>(args.intValue("top", 0, 10000).value_or(5));
             const size_t spread = static_cast<size_t>(args.intValue("spread", 0, 10000).value_or(0));
             const std::vector<uint32_t> order = rank(res, Objective {1, 0, 0}, res.size());
             std::vector<uint32_t> chosen(order.begin(),
