@@ -11,9 +11,9 @@
 #include "memx/util/fileio.h"
 
 #include <atomic>
-#include <cstdint>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -246,7 +246,8 @@ std::string simulatedLog(const VirtualTestbed &tb, const std::string &jobId, con
 
 int runSimulated(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"project", "jobs", "plan", "top", "spread", "cluster", "model", "seed", "group", "write-logs", "threads",
+    Args args(argv,
+              {"project", "jobs", "plan", "top", "spread", "cluster", "model", "seed", "group", "write-logs", "threads",
                "tp", "mbs", "stages"},
               {"json", "no-import"});
     const int modes = args.has("jobs") + args.has("plan") + args.has("top");

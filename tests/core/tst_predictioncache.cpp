@@ -248,7 +248,8 @@ private slots:
             auto [a, newKey] = byKey.emplace(key, w);
             auto [b, newWords] = byWords.emplace(w, key);
             QVERIFY2(a->second == w, qPrintable(QString::fromStdString("two word forms for key " + key)));
-            QVERIFY2(b->second == key, qPrintable(QString::fromStdString("one word form for " + key + " and " + b->second)));
+            QVERIFY2(b->second == key,
+                     qPrintable(QString::fromStdString("one word form for " + key + " and " + b->second)));
         }
         QCOMPARE(byKey.size(), byWords.size());
         res.signatureWords(0, ids, w);
