@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -55,7 +56,8 @@ Options:
 
 const char *kRunUsage
     = R"txt(Usage: memx profile run-simulated [--project FILE] (--jobs MANIFEST | --plan FILE... | --top K)
-                                  [--cluster CLUSTER --model MODEL] [--seed N] [--group LABEL] [--json]
+                                  [--cluster CLUSTER --model MODEL] [--spread N] [--seed N] [--group LABEL]
+                                  [--json]
 
 Runs profiling jobs or plans on the VIRTUAL TESTBED (a simulated cluster, no GPUs) and imports the
 results into the project (created when absent): per-layer profiles with origin "simulated" and
@@ -64,7 +66,12 @@ produces is labelled simulated.
 
   --jobs MANIFEST   run every job of a `memx profile plan` manifest (its cluster and model)
   --plan FILE       run this plan (repeatable; needs --cluster and --model)
-  --top K           search the space (with the project's profiles) and run the K fastest plans
+  --top K           search the space (with the project's profiles) and run the K fastest plans (0: none,
+                    with --spread)
+  --spread N        with --top: also run N plans spread across the whole space (evenly spaced in
+                    the time ranking of every valid configuration, slowest included), so a
+                    dataset is not only near-identical fast plans
+  --tp LIST, --mbs LIST, --stages LIST   with --top: narrow the searched space
   --seed N          testbed seed (default 1): same seed, same results
   --group LABEL     group label of the runs (default testbed/<cluster name>)
   --write-logs DIR  also write each job's simulated Megatron-LM log(s) into DIR (the file names the
@@ -215,7 +222,9 @@ std::string simulatedLog(const VirtualTestbed &tb, const std::string &jobId, con
 
 int runSimulated(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"project", "jobs", "plan", "top", "cluster", "model", "seed", "group", "write-logs", "threads"},
+    Args args(argv,
+              {"project", "jobs", "plan", "top", "spread", "cluster", "model", "seed", "group", "write-logs", "threads",
+               "tp", "mbs", "stages"},
               {"json", "no-import"});
     const int modes = args.has("jobs") + args.has("plan") + args.has("top");
     if (modes != 1)
@@ -259,11 +268,27 @@ int runSimulated(const std::vector<std::string> &argv)
                 SqliteStore store(project, false);
                 req.profiles = store.profiles();
             }
+            req.space.tensorParallel = intList(args, "tp", req.space.tensorParallel, 1, 64);
+            req.space.microBatches = intList(args, "mbs", req.space.microBatches, 1, 1024);
+            req.space.stagesPerGroup = intList(args, "stages", req.space.stagesPerGroup, 1, 64);
             const SearchResult res = runSearch(req);
-            const size_t k = static_cast<size_t>(args.intValue("top", 1, 10000).value_or(5));
-            for (uint32_t i : rank(res, Objective {1, 0, 0}, k)) {
-                Plan p = res.materialize(i);
-                p.name = "top" + std::to_string(plans.size() + 1);
+            const size_t k = static_cast<size_t>(args.intValue("top", 0, 10000).value_or(5));
+            const size_t spread = static_cast<size_t>(args.intValue("spread", 0, 10000).value_or(0));
+            const std::vector<uint32_t> order = rank(res, Objective {1, 0, 0}, res.size());
+            std::vector<uint32_t> chosen(order.begin(),
+                                         order.begin() + static_cast<std::ptrdiff_t>(std::min(k, order.size())));
+            // Evenly spaced ranks k .. n-1 (the slowest included); a rank is taken once.
+            const size_t rest = order.size() > k ? order.size() - k : 0;
+            size_t last = SIZE_MAX;
+            for (size_t j = 0; j < spread && rest > 0; ++j) {
+                const size_t r = k + (spread == 1 ? rest - 1 : j * (rest - 1) / (spread - 1));
+                if (r != last)
+                    chosen.push_back(order[r]);
+                last = r;
+            }
+            for (size_t c = 0; c < chosen.size(); ++c) {
+                Plan p = res.materialize(chosen[c]);
+                p.name = (c < k ? "top" : "spread") + std::to_string(c < k ? c + 1 : c - k + 1);
                 plans.push_back(std::move(p));
             }
         }

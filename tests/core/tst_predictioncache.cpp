@@ -2,11 +2,13 @@
 // changes cost, collision safety, context invalidation, persistence.
 #include "memx/io/formats.h"
 #include "memx/predict/predictioncache.h"
+#include "memx/search/search.h"
 #include "memx/store/memorystore.h"
 
 #include <QTest>
 
 #include <algorithm>
+#include <map>
 
 using namespace memx;
 
@@ -213,6 +215,58 @@ private slots:
         QCOMPARE(predictionContext(bigger, m, nullptr, CostOptions {}, 11), ctx);
         QVERIFY(cache.setContext(ctx + 1));
         QCOMPARE(cache.size(), size_t(0));
+    }
+
+    /// The compact words of a search configuration identify it exactly as its text key does: over
+    /// every configuration of a small space, key -> words and words -> key are both functions.
+    /// Then a compact entry survives serialisation.
+    void compactWordsMatchKeys()
+    {
+        SearchRequest req;
+        req.cluster = cluster20();
+        req.model = resolveModel("llama2-7b");
+        req.space.stagesPerGroup = {1, 2};
+        req.space.microBatches = {1, 2};
+        req.space.tensorParallel = {1, 2, 4};
+        req.threads = 1;
+        const SearchResult res = runSearch(req);
+        QVERIFY(res.size() > 1000);
+        PredictionCache cache(5);
+        std::vector<std::vector<std::uint32_t>> ids(res.pipelines.size());
+        for (size_t p = 0; p < res.pipelines.size(); ++p)
+            for (size_t s = 0; s < res.pipelines[p].stages.size(); ++s) {
+                ids[p].push_back(cache.internClass("R" + res.pipelines[p].replicaClass[s]));
+                ids[p].push_back(cache.internClass("D" + res.pipelines[p].dpClass[s]));
+                ids[p].push_back(cache.internClass("P" + res.pipelines[p].p2pClass[s]));
+            }
+        std::map<std::string, std::vector<std::uint32_t>> byKey;
+        std::map<std::vector<std::uint32_t>, std::string> byWords;
+        std::vector<std::uint32_t> w;
+        for (size_t i = 0; i < res.size(); ++i) {
+            res.signatureWords(i, ids, w);
+            const std::string key = res.signatureKey(i);
+            auto [a, newKey] = byKey.emplace(key, w);
+            auto [b, newWords] = byWords.emplace(w, key);
+            QVERIFY2(a->second == w, qPrintable(QString::fromStdString("two word forms for key " + key)));
+            QVERIFY2(b->second == key,
+                     qPrintable(QString::fromStdString("one word form for " + key + " and " + b->second)));
+        }
+        QCOMPARE(byKey.size(), byWords.size());
+        res.signatureWords(0, ids, w);
+        CompactSignature sig {hashWords(w.data(), w.size()), w};
+        cache.insert(sig, {0.5f, 0.25f, 0.125f, 0.0625f});
+        QVERIFY(cache.find(sig).has_value());
+        CompactSignature other = sig;
+        other.words.back() ^= 1; // same hash bucket forced: compared word by word
+        other.hash = sig.hash;
+        QVERIFY(!cache.find(other).has_value());
+        QCOMPARE(cache.collisions(), std::uint64_t(1));
+        const PredictionCache back = PredictionCache::deserialize(cache.serialize());
+        QCOMPARE(back.size(), size_t(1));
+        QCOMPARE(back.classString(ids[0][0]), cache.classString(ids[0][0]));
+        PredictionCache back2 = back;
+        QCOMPARE(*back2.find(sig), (CachedPrediction {0.5f, 0.25f, 0.125f, 0.0625f}));
+        QCOMPARE(back2.serialize(), cache.serialize());
     }
 
     void persistence()

@@ -19,16 +19,28 @@ LearnedSearchStats applyLearnedPredictor(SearchResult &res, const LearnedPredict
     st.configurations = n;
     std::vector<CachedPrediction> out(n);
     std::vector<uint32_t> misses;
-    std::vector<PlanSignature> missSigs;
+    std::vector<CompactSignature> missSigs;
     if (cache) {
+        // Class strings are interned once per pipeline; each configuration then costs a few words.
+        std::vector<std::vector<uint32_t>> classIds(res.pipelines.size());
+        for (size_t p = 0; p < res.pipelines.size(); ++p) {
+            const SearchResult::Pipeline &pl = res.pipelines[p];
+            for (size_t s = 0; s < pl.stages.size(); ++s) {
+                classIds[p].push_back(cache->internClass("R" + pl.replicaClass[s]));
+                classIds[p].push_back(cache->internClass("D" + pl.dpClass[s]));
+                classIds[p].push_back(cache->internClass("P" + pl.p2pClass[s]));
+            }
+        }
+        CompactSignature sig;
         for (size_t i = 0; i < n; ++i) {
-            PlanSignature sig = makeSignature(res.signatureKey(i));
+            res.signatureWords(i, classIds, sig.words);
+            sig.hash = hashWords(sig.words.data(), sig.words.size());
             if (auto hit = cache->find(sig)) {
                 out[i] = *hit;
                 ++st.cacheHits;
             } else {
                 misses.push_back(static_cast<uint32_t>(i));
-                missSigs.push_back(std::move(sig));
+                missSigs.push_back(sig);
             }
         }
     } else {

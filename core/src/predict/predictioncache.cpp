@@ -144,6 +144,56 @@ void PredictionCache::clear()
 {
     mBuckets.clear();
     mSize = 0;
+    mCompact.clear();
+    mCompactSize = 0;
+    mClasses.clear();
+    mClassIds.clear();
+}
+
+std::uint64_t hashWords(const std::uint32_t *words, size_t n)
+{
+    std::uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; ++i)
+        for (int b = 0; b < 4; ++b) {
+            h ^= (words[i] >> (8 * b)) & 0xffu;
+            h *= 1099511628211ull;
+        }
+    return h;
+}
+
+std::uint32_t PredictionCache::internClass(const std::string &cls)
+{
+    auto [it, added] = mClassIds.try_emplace(cls, static_cast<std::uint32_t>(mClasses.size()));
+    if (added)
+        mClasses.push_back(cls);
+    return it->second;
+}
+
+std::optional<CachedPrediction> PredictionCache::find(const CompactSignature &sig)
+{
+    auto it = mCompact.find(sig.hash);
+    if (it != mCompact.end()) {
+        for (const CompactEntry &e : it->second)
+            if (e.words == sig.words) {
+                ++mHits;
+                return e.value;
+            }
+        ++mCollisions;
+    }
+    ++mMisses;
+    return std::nullopt;
+}
+
+void PredictionCache::insert(const CompactSignature &sig, const CachedPrediction &value)
+{
+    std::vector<CompactEntry> &bucket = mCompact[sig.hash];
+    for (CompactEntry &e : bucket)
+        if (e.words == sig.words) {
+            e.value = value;
+            return;
+        }
+    bucket.push_back({sig.words, value});
+    ++mCompactSize;
 }
 
 std::optional<CachedPrediction> PredictionCache::find(const PlanSignature &sig)
@@ -204,7 +254,7 @@ struct Reader {
 
 std::vector<std::uint8_t> PredictionCache::serialize() const
 {
-    std::vector<std::uint8_t> o = {'M', 'X', 'P', 'C', 1, 0, 0, 0};
+    std::vector<std::uint8_t> o = {'M', 'X', 'P', 'C', 2, 0, 0, 0};
     put64(o, mContext);
     put64(o, mSize);
     // Sorted by (hash, key): identical caches serialise to identical bytes.
@@ -223,13 +273,37 @@ std::vector<std::uint8_t> PredictionCache::serialize() const
         const auto *p = reinterpret_cast<const std::uint8_t *>(v);
         o.insert(o.end(), p, p + sizeof v);
     }
+    put64(o, mClasses.size());
+    for (const std::string &c : mClasses) {
+        put64(o, c.size());
+        o.insert(o.end(), c.begin(), c.end());
+    }
+    put64(o, mCompactSize);
+    std::vector<std::pair<std::uint64_t, const CompactEntry *>> compact;
+    for (const auto &[h, bucket] : mCompact)
+        for (const CompactEntry &e : bucket)
+            compact.push_back({h, &e});
+    std::sort(compact.begin(), compact.end(), [](const auto &a, const auto &b) {
+        return a.first != b.first ? a.first < b.first : a.second->words < b.second->words;
+    });
+    for (const auto &[h, e] : compact) {
+        put64(o, e->words.size());
+        for (std::uint32_t w : e->words)
+            for (int b = 0; b < 4; ++b)
+                o.push_back(static_cast<std::uint8_t>(w >> (8 * b)));
+        const float v[4] = {e->value.timeLogRatio, e->value.memLogRatio, e->value.timeSpread, e->value.memSpread};
+        const auto *p = reinterpret_cast<const std::uint8_t *>(v);
+        o.insert(o.end(), p, p + sizeof v);
+    }
     return o;
 }
 
 PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &bytes)
 {
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXPC\x01\0\0\0", 8) != 0)
-        throw std::runtime_error("prediction cache: expected the MXPC version 1 header");
+    const bool v1 = bytes.size() >= 8 && std::memcmp(bytes.data(), "MXPC\x01\0\0\0", 8) == 0;
+    const bool v2 = bytes.size() >= 8 && std::memcmp(bytes.data(), "MXPC\x02\0\0\0", 8) == 0;
+    if (!v1 && !v2)
+        throw std::runtime_error("prediction cache: expected the MXPC version 1 or 2 header");
     Reader r {bytes, 8};
     PredictionCache c(r.u64());
     const std::uint64_t n = r.u64();
@@ -245,6 +319,38 @@ PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &by
         if (fnv1a64(key) != h)
             throw std::runtime_error("prediction cache: entry " + std::to_string(i) + " has a wrong hash");
         c.insert(PlanSignature {h, std::move(key)}, CachedPrediction {v[0], v[1], v[2], v[3]});
+    }
+    if (v2) {
+        const std::uint64_t nc = r.u64();
+        for (std::uint64_t i = 0; i < nc; ++i) {
+            const std::uint64_t len = r.u64();
+            r.need(len);
+            const std::string cls(reinterpret_cast<const char *>(bytes.data() + r.pos), len);
+            r.pos += len;
+            if (c.internClass(cls) != i)
+                throw std::runtime_error("prediction cache: class " + std::to_string(i) + " is a duplicate");
+        }
+        const std::uint64_t ne = r.u64();
+        for (std::uint64_t i = 0; i < ne; ++i) {
+            const std::uint64_t nw = r.u64();
+            if (nw > (bytes.size() - r.pos) / 4)
+                throw std::runtime_error("prediction cache is truncated at byte " + std::to_string(r.pos));
+            r.need(nw * 4 + 16);
+            CompactSignature sig;
+            sig.words.resize(nw);
+            for (std::uint64_t w = 0; w < nw; ++w) {
+                std::uint32_t x = 0;
+                for (int b = 0; b < 4; ++b)
+                    x |= static_cast<std::uint32_t>(bytes[r.pos + w * 4 + b]) << (8 * b);
+                sig.words[w] = x;
+            }
+            r.pos += nw * 4;
+            float v[4];
+            std::memcpy(v, bytes.data() + r.pos, sizeof v);
+            r.pos += sizeof v;
+            sig.hash = hashWords(sig.words.data(), sig.words.size());
+            c.insert(sig, CachedPrediction {v[0], v[1], v[2], v[3]});
+        }
     }
     if (r.pos != bytes.size())
         throw std::runtime_error("prediction cache: trailing bytes after " + std::to_string(n) + " entries");

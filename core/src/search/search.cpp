@@ -957,4 +957,44 @@ std::string SearchResult::signatureKey(size_t index) const
     return key;
 }
 
+void SearchResult::signatureWords(size_t index, const std::vector<std::vector<uint32_t>> &classIds,
+                                  std::vector<uint32_t> &out) const
+{
+    const size_t nRc = recomputeChoices.size();
+    size_t nCombos = 1;
+    for (size_t i = 0; i < deviceTypes.size(); ++i)
+        nCombos *= nRc;
+    const Decoded d = decode(baseOf[index], microBatchSizes.size(), nCombos, distOptChoices.size());
+    const Pipeline &pl = pipelines[d.pipeline];
+    const std::vector<uint32_t> &ids = classIds.at(d.pipeline);
+    int maxDp = 1;
+    for (const SearchStage &s : pl.stages)
+        maxDp = std::max(maxDp, s.dp);
+    const int step = microBatchSizes[d.mbIndex] * maxDp;
+    out.clear();
+    out.push_back(static_cast<uint32_t>(globalBatch));
+    out.push_back(static_cast<uint32_t>(globalBatch / step));
+    out.push_back(distOptChoices[d.distIndex] ? 1u : 0u);
+    out.push_back(sequenceParallel ? 1u : 0u);
+    out.push_back(static_cast<uint32_t>(pl.stages.size()));
+    uint32_t layer = 0;
+    const uint8_t *split = &layerCounts[splitOffset[index]];
+    for (size_t si = 0; si < pl.stages.size(); ++si) {
+        const SearchStage &ss = pl.stages[si];
+        const std::string &dev = cluster.deviceOf(cluster.groups[static_cast<size_t>(ss.group)]).id;
+        const int type = static_cast<int>(std::find(deviceTypes.begin(), deviceTypes.end(), dev) - deviceTypes.begin());
+        out.push_back(layer);
+        out.push_back(split[si]);
+        out.push_back(static_cast<uint32_t>(rcForType(d.rcCombo, type, nRc, recomputeChoices)));
+        out.push_back(0);
+        out.push_back(ids[3 * si]);
+        out.push_back(static_cast<uint32_t>(ss.tp));
+        out.push_back(static_cast<uint32_t>(step / ss.dp));
+        out.push_back(static_cast<uint32_t>(ss.dp));
+        out.push_back(ids[3 * si + 1]);
+        out.push_back(ids[3 * si + 2]);
+        layer += split[si];
+    }
+}
+
 } // namespace memx

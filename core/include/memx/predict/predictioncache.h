@@ -59,6 +59,16 @@ struct CachedPrediction {
     bool operator==(const CachedPrediction &) const = default;
 };
 
+/// Compact signature of a search configuration (SearchResult::signatureWords): the content of the
+/// canonical key as 32-bit words, with its device/link class strings replaced by ids the cache
+/// interned (PredictionCache::internClass). Same content as the text key, no string building.
+struct CompactSignature {
+    std::uint64_t hash = 0;
+    std::vector<std::uint32_t> words;
+};
+/// 64-bit hash of `n` words (FNV-1a over the little-endian bytes).
+std::uint64_t hashWords(const std::uint32_t *words, size_t n);
+
 /// Hash-signature cache of predictions. Collision-safe: entries are looked up by hash and then
 /// the full canonical key is compared; two keys with one hash both live in the bucket.
 /// Not thread-safe.
@@ -73,7 +83,17 @@ public:
     /// The entry for `sig` (hash, then full key verified), counting a hit or a miss.
     std::optional<CachedPrediction> find(const PlanSignature &sig);
     void insert(const PlanSignature &sig, const CachedPrediction &value);
-    size_t size() const { return mSize; }
+
+    /// Id of a class string of the compact signatures (stable for this cache, persisted with it).
+    std::uint32_t internClass(const std::string &cls);
+    /// Class string of an id (throws std::out_of_range on an unknown id).
+    const std::string &classString(std::uint32_t id) const { return mClasses.at(id); }
+    /// Compact lookup: hash, then the words compared exactly (collision-safe), counting hit/miss.
+    std::optional<CachedPrediction> find(const CompactSignature &sig);
+    void insert(const CompactSignature &sig, const CachedPrediction &value);
+
+    /// Entries (text-keyed + compact).
+    size_t size() const { return mSize + mCompactSize; }
     void clear();
 
     std::uint64_t hits() const { return mHits; }
@@ -82,7 +102,8 @@ public:
     std::uint64_t collisions() const { return mCollisions; }
     void resetStats() { mHits = mMisses = mCollisions = 0; }
 
-    /// Binary form for the project store ("MXPC" v1: context, entries).
+    /// Binary form for the project store ("MXPC" v2: context, text-keyed entries, class strings,
+    /// compact entries; v1 caches - without the last two parts - are still read).
     std::vector<std::uint8_t> serialize() const;
     /// Throws std::runtime_error on corrupt bytes.
     static PredictionCache deserialize(const std::vector<std::uint8_t> &bytes);
@@ -93,8 +114,16 @@ private:
         CachedPrediction value;
     };
     std::uint64_t mContext = 0;
+    struct CompactEntry {
+        std::vector<std::uint32_t> words;
+        CachedPrediction value;
+    };
     std::unordered_map<std::uint64_t, std::vector<Entry>> mBuckets;
     size_t mSize = 0;
+    std::unordered_map<std::uint64_t, std::vector<CompactEntry>> mCompact;
+    size_t mCompactSize = 0;
+    std::vector<std::string> mClasses;
+    std::unordered_map<std::string, std::uint32_t> mClassIds;
     std::uint64_t mHits = 0, mMisses = 0, mCollisions = 0;
 };
 

@@ -127,6 +127,14 @@ struct SearchResult {
     /// Canonical signature key of configuration `index`: equal to
     /// planSignature(materialize(index), cluster).key, built without materialising the plan.
     std::string signatureKey(size_t index) const;
+    /// The same content as signatureKey(index) as 32-bit words, without building strings: gbs, m,
+    /// distributed optimizer, sequence parallel, stage count, then per stage first layer, layer
+    /// count, recompute method, recompute layers, replica class id, TP, replica micro-batch, DP,
+    /// DP class id, P2P class id. Class ids come from classIds[pipeline][3 * stage + k] (k = 0
+    /// replicaClass, 1 dpClass, 2 p2pClass of pipelines[pipeline]); with an injective id map, two
+    /// configurations have equal words exactly when they have equal keys. `out` is overwritten.
+    void signatureWords(size_t index, const std::vector<std::vector<uint32_t>> &classIds,
+                        std::vector<uint32_t> &out) const;
     /// The full Plan of configuration `index` (< size()).
     Plan materialize(size_t index) const;
     /// Recompute choice of each device type for configuration `index` (parallel to deviceTypes).
