@@ -122,8 +122,9 @@ private slots:
         byTime.resize(K);
         QCOMPARE(rank(r, Objective {1, 0, 0}, K), byTime);
 
-        // Rescaling any metric leaves the ranking unchanged (powers of two: exact in floating point,
-        // so the comparison is exact; other factors are checked on scores below).
+        // Rescaling T or M leaves the ranking unchanged (powers of two: exact in floating point,
+        // so the comparison is exact; other factors are checked on scores below). B, a coefficient
+        // of variation, is already scale-free and enters as 1 + B, so it is not rescaled.
         const Objective w {1.0, 0.7, 0.3};
         const auto base = rank(r, w, K);
         std::vector<double> t = r.timeMs, m = r.peakMemory, b = r.imbalance;
@@ -131,8 +132,6 @@ private slots:
             x *= 1024.0;
         for (double &x : m)
             x *= 0.125;
-        for (double &x : b)
-            x *= 8.0;
         QCOMPARE(rank(MetricView {t.data(), m.data(), b.data(), t.size()}, w, K), base);
         // Non-power-of-two factors: the scores agree to rounding.
         for (double &x : t)
@@ -148,6 +147,42 @@ private slots:
         QCOMPARE(r.peakMemory[memTop[0]], *std::min_element(r.peakMemory.begin(), r.peakMemory.end()));
         // Negative weights are rejected.
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank(r, Objective {-1, 0, 0}, 1));
+    }
+
+    void objectiveBalanceTradeOff()
+    {
+        // Worked by hand: plans (T ms, M, B) = a (100, 0.8, 0.003), b (88, 0.8, 0.004),
+        // c (92, 0.8, 0.40), d (100, 0.8, 0.0).
+        const std::vector<double> t {100, 88, 92, 100}, m {0.8, 0.8, 0.8, 0.8}, b {0.003, 0.004, 0.40, 0.0};
+        const MetricView v {t.data(), m.data(), b.data(), t.size()};
+        const ObjectiveScale sc = objectiveScaleOf(v);
+        QCOMPARE(sc.maxTime, 100.0);
+        QCOMPARE(sc.maxMemory, 0.8);
+        QCOMPARE(sc.maxBalance, 1.4);
+        // Weights (1, 0.5, 0.5): log score = ln(T/100) + 0.5 ln(M/0.8) + 0.5 ln((1+B)/1.4)
+        //   a: 0 + 0 + 0.5 ln(1.003/1.4) = -0.166712...
+        //   b: ln 0.88 + 0.5 ln(1.004/1.4) = -0.127833 - 0.166214 = -0.294047
+        //   c: ln 0.92 + 0.5 ln(1.4/1.4) = -0.083382
+        //   d: 0.5 ln(1/1.4) = -0.168236
+        const Objective w {1, 0.5, 0.5};
+        const auto s = logScores(v, w);
+        QVERIFY(std::abs(s[0] - 0.5 * std::log(1.003 / 1.4)) < 1e-12);
+        QVERIFY(std::abs(s[1] - (std::log(0.88) + 0.5 * std::log(1.004 / 1.4))) < 1e-12);
+        QVERIFY(std::abs(s[2] - std::log(0.92)) < 1e-12);
+        QVERIFY(std::abs(s[3] - 0.5 * std::log(1 / 1.4)) < 1e-12);
+        // The 12% faster plan b wins although its balance is 0.004, not 0.003 or 0 (with the old
+        // X / max X normalisation of B, a and d ranked first: a 33% "worse" balance outweighed 12%).
+        QCOMPARE(rank(v, w, 4), (std::vector<uint32_t> {1, 3, 0, 2}));
+        // A real imbalance still counts: at (1, 0, 1) the balanced plan d (ln(1/1.4) = -0.336) beats
+        // c, 8% faster but 40% imbalanced (ln 0.92 = -0.083); b: ln 0.88 + ln(1.004/1.4) = -0.460,
+        // a: ln(1.003/1.4) = -0.333.
+        QCOMPARE(rank(v, Objective {1, 0, 1}, 4), (std::vector<uint32_t> {1, 3, 0, 2}));
+        // Time only: b first; balance only: d (B = 0) first.
+        QCOMPARE(rank(v, Objective {1, 0, 0}, 1).front(), 1u);
+        QCOMPARE(rank(v, Objective {0, 0, 1}, 1).front(), 3u);
+        // logScore against a scale reproduces logScores (compare uses it for plans chosen elsewhere).
+        for (size_t i = 0; i < t.size(); ++i)
+            QCOMPARE(logScore(sc, w, t[i], m[i], b[i]), s[i]);
     }
 
     void deterministicAcrossThreadCounts()

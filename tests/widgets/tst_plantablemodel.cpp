@@ -148,8 +148,8 @@ private slots:
 
     void scorePlansUsesCoreObjective()
     {
-        // Core objective: score = T'^wT * M'^wM * B'^wB, X' = max(X, 1e-6 max X) / max X.
-        // maxT = 200, maxM = 0.9, maxB = 0.4.
+        // Core objective: score = T'^wT * M'^wM * B'^wB, T' = T / max T, M' = M / max M,
+        // B' = (1 + B) / max(1 + B). maxT = 200, maxM = 0.9, max(1 + B) = 1.4.
         QVector<PlanPoint> plans
             = {plan(1, 100.0, 0.9, 0.0, 0, true, false, "a"), plan(2, 200.0, 0.5, 0.2, 0, true, false, "b"),
                plan(3, 150.0, 0.7, 0.4, 0, true, false, "c")};
@@ -164,9 +164,9 @@ private slots:
         QVERIFY(qAbs(plans[1].score - 0.5 / 0.9) < 1e-12);
         QVERIFY(qAbs(plans[2].score - 0.75 * 0.7 / 0.9) < 1e-12);
         scorePlans(plans, {1.0, 1.0, 2.0});
-        // B' = 1e-6 (floor: B = 0), 0.5, 1 -> 0.5e-12, 0.555556 * 0.25 = 0.138889, 0.583333
-        QVERIFY(qAbs(plans[0].score - 0.5e-12) < 1e-18);
-        QVERIFY(qAbs(plans[1].score - 0.5 / 0.9 * 0.25) < 1e-12);
+        // B' = 1/1.4, 1.2/1.4, 1 -> 0.5 / 1.96 = 0.255102, 0.555556 * (1.2/1.4)^2 = 0.408163, 0.583333
+        QVERIFY(qAbs(plans[0].score - 0.5 / 1.96) < 1e-12);
+        QVERIFY(qAbs(plans[1].score - 0.5 / 0.9 * (1.2 / 1.4) * (1.2 / 1.4)) < 1e-12);
         QVERIFY(qAbs(plans[2].score - 0.75 * 0.7 / 0.9) < 1e-12);
     }
 

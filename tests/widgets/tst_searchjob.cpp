@@ -74,7 +74,16 @@ private slots:
         // The 20 best by score in the shown set are the core's top 20, in order.
         QVector<PlanPoint> sorted = points;
         std::sort(sorted.begin(), sorted.end(), [](const PlanPoint &a, const PlanPoint &b) {
-            return a.score != b.score ? a.score < b.score : a.timeMs < b.timeMs;
+            // The core's total order: score, then T, M, B, then index.
+            if (a.score != b.score)
+                return a.score < b.score;
+            if (a.timeMs != b.timeMs)
+                return a.timeMs < b.timeMs;
+            if (a.peakMemoryFraction != b.peakMemoryFraction)
+                return a.peakMemoryFraction < b.peakMemoryFraction;
+            if (a.imbalance != b.imbalance)
+                return a.imbalance < b.imbalance;
+            return PlanResults::indexOf(a.id) < PlanResults::indexOf(b.id);
         });
         for (int i = 0; i < 20; ++i)
             QCOMPARE(sorted[i].id, PlanResults::idOf(top[size_t(i)]));

@@ -53,34 +53,7 @@ std::string planKey(Plan plan)
     return toJson(plan).dump();
 }
 
-struct Maxima {
-    double t = 1, m = 1, b = 1;
-};
-
-Maxima maximaOf(const SearchResult &r)
-{
-    Maxima mx {0, 0, 0};
-    for (size_t i = 0; i < r.size(); ++i) {
-        mx.t = std::max(mx.t, r.timeMs[i]);
-        mx.m = std::max(mx.m, r.peakMemory[i]);
-        mx.b = std::max(mx.b, r.imbalance[i]);
-    }
-    if (mx.t <= 0)
-        mx.t = 1;
-    if (mx.m <= 0)
-        mx.m = 1;
-    if (mx.b <= 0)
-        mx.b = 1;
-    return mx;
-}
-
-double logScore(const Maxima &mx, Objective w, double t, double m, double b)
-{
-    auto term = [](double x, double max) { return std::log(std::max(x, 1e-6 * max) / max); };
-    return w.wt * term(t, mx.t) + w.wm * term(m, mx.m) + w.wb * term(b, mx.b);
-}
-
-void fillPredicted(MethodOutcome &o, double t, double m, double b, const Maxima &mx, Objective w)
+void fillPredicted(MethodOutcome &o, double t, double m, double b, const ObjectiveScale &mx, Objective w)
 {
     o.predictedTimeMs = t;
     o.predictedPeak = m;
@@ -187,7 +160,7 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     analyticReq.collectFeatures = false;
     const SearchResult analytic = runSearch(analyticReq);
     const double analyticMs = msSince(t0);
-    const Maxima mx = maximaOf(analytic);
+    const ObjectiveScale mx = objectiveScaleOf(metricsOf(analytic));
     if (!step())
         return report;
 

@@ -16,44 +16,63 @@ MetricView metricsOf(const SearchResult &r)
     return MetricView {r.timeMs.data(), r.peakMemory.data(), r.imbalance.data(), r.timeMs.size()};
 }
 
+ObjectiveScale objectiveScaleOf(const MetricView &v)
+{
+    ObjectiveScale sc {0.0, 0.0, 1.0};
+    for (size_t i = 0; i < v.size; ++i) {
+        if (v.time)
+            sc.maxTime = std::max(sc.maxTime, v.time[i]);
+        if (v.memory)
+            sc.maxMemory = std::max(sc.maxMemory, v.memory[i]);
+        if (v.imbalance)
+            sc.maxBalance = std::max(sc.maxBalance, 1.0 + std::max(0.0, v.imbalance[i]));
+    }
+    // A metric that is 0 (or absent) for every plan does not discriminate: normalise by 1.
+    if (!(sc.maxTime > 0))
+        sc.maxTime = 1.0;
+    if (!(sc.maxMemory > 0))
+        sc.maxMemory = 1.0;
+    return sc;
+}
+
+void checkObjective(Objective o)
+{
+    if (o.wt < 0 || o.wm < 0 || o.wb < 0 || !std::isfinite(o.wt) || !std::isfinite(o.wm) || !std::isfinite(o.wb))
+        throw std::invalid_argument("objective weights must be finite and >= 0");
+}
+
 namespace {
 
-struct Norm {
-    double max = 0;
-    double floor = 0;
-};
-
-Norm normOf(const double *x, size_t n)
+// T and M are positive for every evaluated plan; the tiny floor only keeps a degenerate 0 (an
+// empty metric) from producing -inf.
+double ratioTerm(double x, double max)
 {
-    double mx = 0;
-    for (size_t i = 0; i < n; ++i)
-        mx = std::max(mx, x[i]);
-    Norm nm;
-    if (mx <= 0)
-        return nm; // every value is 0: the metric does not discriminate
-    nm.max = mx;
-    nm.floor = 1e-6 * mx;
-    return nm;
+    return std::log(std::max(x, 1e-12 * max) / max);
 }
 
 } // namespace
 
+double logScore(const ObjectiveScale &sc, Objective o, double t, double m, double b)
+{
+    double s = 0.0;
+    if (o.wt != 0)
+        s += o.wt * ratioTerm(t, sc.maxTime);
+    if (o.wm != 0)
+        s += o.wm * ratioTerm(m, sc.maxMemory);
+    if (o.wb != 0)
+        s += o.wb * std::log((1.0 + std::max(0.0, b)) / sc.maxBalance);
+    return s;
+}
+
 std::vector<double> logScores(const MetricView &v, Objective o)
 {
-    if (o.wt < 0 || o.wm < 0 || o.wb < 0 || !std::isfinite(o.wt) || !std::isfinite(o.wm) || !std::isfinite(o.wb))
-        throw std::invalid_argument("objective weights must be finite and >= 0");
+    checkObjective(o);
+    const ObjectiveScale sc = objectiveScaleOf(v);
+    const Objective used {v.time ? o.wt : 0.0, v.memory ? o.wm : 0.0, v.imbalance ? o.wb : 0.0};
     std::vector<double> s(v.size, 0.0);
-    const double *x[3] = {v.time, v.memory, v.imbalance};
-    const double w[3] = {o.wt, o.wm, o.wb};
-    for (int k = 0; k < 3; ++k) {
-        if (w[k] == 0 || !x[k])
-            continue;
-        const Norm nm = normOf(x[k], v.size);
-        if (nm.floor <= 0)
-            continue;
-        for (size_t i = 0; i < v.size; ++i)
-            s[i] += w[k] * std::log(std::max(x[k][i], nm.floor) / nm.max);
-    }
+    for (size_t i = 0; i < v.size; ++i)
+        s[i] = logScore(sc, used, v.time ? v.time[i] : 0.0, v.memory ? v.memory[i] : 0.0,
+                        v.imbalance ? v.imbalance[i] : 0.0);
     return s;
 }
 

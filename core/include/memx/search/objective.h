@@ -8,11 +8,14 @@ namespace memx {
 
 struct SearchResult;
 
-/// Weights of the weighted-product objective score = T'^wt x M'^wm x B'^wb (lower is better),
-/// where X' = max(X, 1e-6 x max X) / max X is the metric normalised by its largest value over
-/// the evaluated plans (the floor keeps a perfectly balanced plan, B = 0, from collapsing the
-/// product to 0). Multiplying any metric by a constant leaves the ranking unchanged;
-/// (1, 0, 0) ranks by iteration time alone. Weights must be >= 0.
+/// Weights of the weighted-product objective score = T'^wt x M'^wm x B'^wb (lower is better).
+/// T' = T / max T and M' = M / max M over the evaluated plans, so multiplying T or M by a
+/// constant leaves the ranking unchanged. The imbalance B (a coefficient of variation, already
+/// scale-free, 0 for a perfectly balanced plan) enters as the balance factor
+/// B' = (1 + B) / max(1 + B): near-perfect balances then weigh as near-equal (B = 0.003 against
+/// 0.004 is a 0.1% difference, not 33%), while a plan whose memory use varies by 40% across GPUs
+/// weighs like one 40% slower at wb = wt. (1, 0, 0) ranks by iteration time alone.
+/// Weights must be >= 0. See docs/search.md section 3.
 struct Objective {
     double wt = 1.0;
     double wm = 0.0;
@@ -27,6 +30,19 @@ struct MetricView {
     size_t size = 0;
 };
 MetricView metricsOf(const SearchResult &result);
+
+/// Normalisers of the objective: the largest T, M and 1 + B over a set of plans.
+struct ObjectiveScale {
+    double maxTime = 1.0;
+    double maxMemory = 1.0;
+    double maxBalance = 1.0; ///< max(1 + B)
+};
+ObjectiveScale objectiveScaleOf(const MetricView &metrics);
+/// log(score) of one plan with metrics (t, m, b) against `scale` (e.g. the scale of a search result,
+/// to score a plan chosen elsewhere on the same footing).
+double logScore(const ObjectiveScale &scale, Objective objective, double t, double m, double b);
+/// Throws std::invalid_argument unless every weight is finite and >= 0.
+void checkObjective(Objective objective);
 
 /// log(score) of every plan (same order as the metrics); a pass over cached metrics.
 std::vector<double> logScores(const MetricView &metrics, Objective objective);
