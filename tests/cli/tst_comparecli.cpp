@@ -1,4 +1,6 @@
 // `memx compare` and `memx scale` run as a user runs them.
+#include <cmath>
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -55,6 +57,67 @@ private slots:
         QFile f(out);
         QVERIFY(f.open(QIODevice::ReadOnly));
         QCOMPARE(QJsonDocument::fromJson(f.readAll()).object(), j);
+    }
+
+    void compareWithLearnedPredictor()
+    {
+        // The learned path end to end, as a user runs it: simulated runs on the virtual testbed,
+        // `memx train`, then `memx compare --project`. MemX must search with the learned model (and
+        // say so), the baselines stay analytic, and MemX's predicted metrics for its pick must equal
+        // what `memx predict --project` says about the same plan (an independent code path).
+        QTemporaryDir dir;
+        const QString project = dir.filePath("testbed.memx");
+        const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
+        Run r = memx(QStringList {"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
+                                  "llama2-7b", "--stages", "1,2", "--tp", "1,2,4", "--mbs", "1,2", "--top", "8",
+                                  "--spread", "24", "--seed", "1"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        r = memx({"train", "--project", project, "--folds", "0", "--ensemble", "2", "--rounds", "40"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QString out = dir.filePath("compare.json");
+        r = memx(QStringList {"compare", "--project", project, "--cluster", cluster, "--model", "llama2-7b",
+                              "--candidates", "5", "--json", "--out", out}
+                 + kNarrow);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        const QJsonArray methods = j.value("methods").toArray();
+        QCOMPARE(methods.size(), 5);
+        const QJsonObject memxM = methods[0].toObject(), analytic = methods[3].toObject();
+        QCOMPARE(memxM.value("id").toString(), QStringLiteral("memx"));
+        QVERIFY2(memxM.value("predictor").toString().startsWith(QLatin1String("learned")),
+                 qPrintable(memxM.value("predictor").toString()));
+        QCOMPARE(analytic.value("predictor").toString(), QStringLiteral("analytic"));
+        QCOMPARE(methods[1].toObject().value("predictor").toString(), QStringLiteral("analytic"));
+        // Both searched the same space.
+        QCOMPARE(memxM.value("validConfigs").toDouble(), analytic.value("validConfigs").toDouble());
+        // The pick was run on the testbed (ground truth) unless it failed there.
+        QVERIFY(memxM.value("measured").isObject());
+
+        const QString pick = dir.filePath("pick.json");
+        {
+            QFile f(pick);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QJsonDocument(memxM.value("plan").toObject()).toJson());
+        }
+        r = memx({"predict", "--project", project, "--cluster", cluster, "--model", "llama2-7b", "--plan", pick,
+                  "--json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject p = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(p.value("predictor").toString().startsWith(QLatin1String("learned")));
+        const QJsonObject learned = p.value("learned").toObject();
+        const QJsonObject predicted = memxM.value("predicted").toObject();
+        const double tPredict = learned.value("iterationTimeMs").toDouble();
+        const double tCompare = predicted.value("timeMs").toDouble();
+        QVERIFY2(tPredict > 0 && std::abs(tCompare - tPredict) <= 1e-9 * tPredict,
+                 qPrintable(QStringLiteral("compare %1 ms, predict %2 ms").arg(tCompare).arg(tPredict)));
+        const double mPredict = learned.value("peakBytes").toDouble() / learned.value("capacityBytes").toDouble();
+        QVERIFY2(std::abs(predicted.value("peakMemory").toDouble() - mPredict) <= 1e-9 * mPredict,
+                 qPrintable(QStringLiteral("compare %1, predict %2")
+                                .arg(predicted.value("peakMemory").toDouble())
+                                .arg(mPredict)));
+        // The learned model answered differently from the analytic one (it was trained on testbed
+        // runs whose times differ from the analytic model's), so the prediction is not a pass-through.
+        QVERIFY(std::abs(tPredict - p.value("iterationTimeMs").toDouble()) > 1e-6 * tPredict);
     }
 
     void compareTable()
