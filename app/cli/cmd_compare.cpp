@@ -1,4 +1,5 @@
 #include "command.h"
+#include "progress.h"
 #include "searchoptions.h"
 
 #include "memx/evaluation/compare.h"
@@ -45,6 +46,8 @@ Options:
   --out FILE            also write the JSON report to FILE (atomically)
   Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --dist-opt --radius
   --max-stages --no-permute --max-bases N (default 500000)
+A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels (nothing is written,
+exit 130).
 )";
 
 std::string fixed(double v, int digits)
@@ -109,10 +112,15 @@ int run(const std::vector<std::string> &argv)
 
     CompareReport report;
     try {
-        report = runCompare(req);
+        CliProgress progress("thousandths (searches, then testbed runs)");
+        report = runCompare(req, progress.callback());
     } catch (const std::invalid_argument &e) {
         std::cerr << "error: " << e.what() << "\n";
         return Failure;
+    }
+    if (report.cancelled) {
+        std::cerr << "cancelled: nothing written\n";
+        return Cancelled;
     }
     for (const std::string &n : narrowed)
         report.notes.push_back("space narrowed: " + n);

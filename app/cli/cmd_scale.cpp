@@ -1,4 +1,5 @@
 #include "command.h"
+#include "progress.h"
 #include "searchoptions.h"
 
 #include "memx/evaluation/scale.h"
@@ -35,6 +36,8 @@ Options:
   --json                JSON (memx.scale/1) instead of the table
   Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --dist-opt --radius
   --max-stages --no-permute
+A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels (nothing is written,
+exit 130).
 )";
 
 std::string fixed(double v, int digits)
@@ -72,7 +75,13 @@ int run(const std::vector<std::string> &argv)
 
     std::vector<ScalePoint> points;
     try {
-        points = runScale(req);
+        CliProgress progress("thousandths (one search per size)");
+        points = runScale(req, progress.callback());
+        if (progress.interrupted()) {
+            progress.finish();
+            std::cerr << "cancelled after " << points.size() << " size(s): nothing written\n";
+            return Cancelled;
+        }
     } catch (const std::invalid_argument &e) {
         std::cerr << "error: " << e.what() << "\n";
         return Failure;

@@ -6,6 +6,7 @@
 #include <QTest>
 #include <QXmlStreamReader>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace memx;
@@ -201,6 +202,58 @@ private slots:
         }
         // More GPUs of the same kind: the best plan is not slower.
         QVERIFY(pts[2].timeMs <= pts[0].timeMs);
+    }
+
+    void progressAndCancel()
+    {
+        // Compare: progress is (thousandths, 1000), never decreasing, and reaches 1000.
+        const CompareRequest req = smallRequest("paper-20gpu-nvidia-amd.json");
+        std::vector<size_t> seen;
+        const CompareReport full = runCompare(req, [&](size_t d, size_t t) {
+            if (t != 1000)
+                qFatal("total %zu", t);
+            seen.push_back(d);
+            return true;
+        });
+        QVERIFY(!full.cancelled);
+        QVERIFY(seen.size() > 5);
+        QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+        QCOMPARE(seen.back(), size_t(1000));
+        // Cancel inside the first search (its first progress call): the report is partial and the
+        // callback is not called again.
+        size_t calls = 0;
+        const CompareReport cancelled = runCompare(req, [&](size_t, size_t) {
+            ++calls;
+            return false;
+        });
+        QVERIFY(cancelled.cancelled);
+        QCOMPARE(calls, size_t(1));
+        QVERIFY(cancelled.methods.empty());
+        QVERIFY(cancelled.truth.candidates.empty());
+        // Cancel once the testbed runs started (> 800): no method is reported.
+        const CompareReport late = runCompare(req, [&](size_t d, size_t) { return d <= 800; });
+        QVERIFY(late.cancelled);
+        QVERIFY(late.methods.empty());
+
+        // Scale: cancelling during the second size's search returns only the first size.
+        ScaleRequest sreq;
+        sreq.search.cluster = loadCluster(kSamples + "h100-8x.json");
+        sreq.search.model = resolveModel("llama2-7b");
+        sreq.search.threads = 1;
+        sreq.search.space.tensorParallel = {2, 4};
+        sreq.search.space.microBatches = {1};
+        sreq.targetGpus = {16, 24};
+        size_t last = 0;
+        bool ordered = true;
+        const std::vector<ScalePoint> pts = runScale(sreq, [&](size_t d, size_t t) {
+            ordered = ordered && d >= last && t == 1000;
+            last = d;
+            return d < 400; // sizes are 0-333, 333-667, 667-1000 thousandths
+        });
+        QVERIFY(ordered);
+        QVERIFY(last >= 400);
+        QCOMPARE(pts.size(), size_t(1));
+        QCOMPARE(pts[0].gpus, 8);
     }
 
     void svgIsWellFormed()

@@ -151,14 +151,32 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     const size_t topN = std::max<size_t>(1, request.candidatesPerMethod);
     const Cluster &cluster = request.search.cluster;
     const Model &model = request.search.model;
-    size_t done = 0, total = 4;
-    auto step = [&]() { return !progress || progress(++done, total); };
+    // Progress in thousandths of the whole job: the four searches (analytic, learned, proportional,
+    // uniform re-estimation) 200 each, the testbed runs of the candidates the last 200.
+    constexpr size_t kTotal = 1000, kPhase = 200;
+    size_t phase = 0; // phases finished
+    bool cancelled = false;
+    auto report01 = [&](double fractionOfPhase) {
+        if (cancelled)
+            return false;
+        const double f = std::clamp(fractionOfPhase, 0.0, 1.0);
+        if (progress && !progress(phase * kPhase + static_cast<size_t>(f * kPhase), kTotal))
+            cancelled = true;
+        return !cancelled;
+    };
+    auto searchProgress = [&](size_t d, size_t t) { return report01(t ? static_cast<double>(d) / t : 1.0); };
+    auto step = [&]() {
+        ++phase;
+        report01(0.0);
+        report.cancelled = cancelled;
+        return !cancelled;
+    };
 
     // ---- baseline 3 (and MemX without a learned predictor): full space, analytic ----
     auto t0 = Clock::now();
     SearchRequest analyticReq = request.search;
     analyticReq.collectFeatures = false;
-    const SearchResult analytic = runSearch(analyticReq);
+    const SearchResult analytic = runSearch(analyticReq, searchProgress);
     const double analyticMs = msSince(t0);
     const ObjectiveScale mx = objectiveScaleOf(metricsOf(analytic));
     if (!step())
@@ -172,7 +190,7 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
         t0 = Clock::now();
         SearchRequest lr = request.search;
         lr.collectFeatures = true;
-        learnedResult = runSearch(lr);
+        learnedResult = runSearch(lr, searchProgress);
         applyLearnedPredictor(learnedResult, *request.learned, nullptr);
         memxMs = msSince(t0);
         memxRes = &learnedResult;
@@ -188,7 +206,7 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     propReq.collectFeatures = false;
     propReq.space.neighbourRadius = 0;
     propReq.space.memoryAwareSplit = false;
-    const SearchResult prop = runSearch(propReq);
+    const SearchResult prop = runSearch(propReq, searchProgress);
     std::vector<uint32_t> homogeneous;
     for (uint32_t i = 0; i < prop.size(); ++i)
         if (homogeneousRecompute(prop, i))
@@ -210,7 +228,10 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
             report.notes.push_back("baseline 2 re-estimated the " + std::to_string(byTime.size()) + " fastest of "
                                    + std::to_string(homogeneous.size())
                                    + " homogeneous-recompute configurations with a uniform split");
-        for (uint32_t i : byTime) {
+        for (size_t k = 0; k < byTime.size() && !cancelled; ++k) {
+            if (k % 256 == 0)
+                report01(static_cast<double>(k) / byTime.size());
+            const uint32_t i = byTime[k];
             Plan p = prop.materialize(i);
             const std::vector<int> counts = uniformSplit(model.shape.layers, static_cast<int>(p.stages.size()));
             if (counts.empty())
@@ -297,7 +318,6 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     for (uint32_t i : memxTimeTop)
         addCandidate(memxRes->materialize(i), "memx-space-by-time");
 
-    total = done + truth.candidates.size();
     const VirtualTestbed testbed(request.testbedSeed, request.testbed);
     t0 = Clock::now();
     for (size_t i = 0; i < truth.candidates.size(); ++i) {
@@ -308,7 +328,8 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
         c.error = run.error;
         c.timeMs = run.ok ? run.run.iterationTimeMs : 0.0;
         measuredMemoryMetrics(run, c.plan, cluster, c.peak, c.imbalance);
-        if (!step()) {
+        if (!report01(static_cast<double>(i + 1) / truth.candidates.size())) {
+            report.cancelled = true;
             truth.testbedMs = msSince(t0);
             return report;
         }

@@ -56,7 +56,15 @@ std::vector<ScalePoint> runScale(const ScaleRequest &request, const ProgressFn &
         p.clusterName = req.cluster.name;
         p.narrowed = narrowToBudget(req, request.maxBases);
         const auto t0 = std::chrono::steady_clock::now();
-        const SearchResult res = runSearch(req);
+        bool cancelled = false;
+        const SearchResult res = runSearch(req, [&](size_t d, size_t t) {
+            const double f = (k + (t ? static_cast<double>(d) / t : 1.0)) / factors.size();
+            if (progress && !progress(static_cast<size_t>(1000 * std::min(f, 1.0)), 1000))
+                cancelled = true;
+            return !cancelled;
+        });
+        if (cancelled || res.cancelled)
+            break;
         const std::vector<uint32_t> top = rank(res, request.objective, 1);
         p.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         p.enumerated = res.enumerated;
@@ -72,8 +80,6 @@ std::vector<ScalePoint> runScale(const ScaleRequest &request, const ProgressFn &
             p.samplesPerSecond = p.timeMs > 0 ? res.globalBatch / (p.timeMs / 1000.0) : 0.0;
         }
         points.push_back(std::move(p));
-        if (progress && !progress(k + 1, factors.size()))
-            break;
     }
     return points;
 }

@@ -93,11 +93,14 @@ struct CompareReport {
     GroundTruth truth;
     Objective memxWeights;
     std::vector<std::string> notes;
+    bool cancelled = false; ///< the progress callback returned false: the report is partial
 };
 
 /// Runs every method, measures the union of their top-N on the testbed and scores the picks.
-/// Progress counts steps (searches, then testbed runs). Throws std::invalid_argument on an
-/// unusable request (from runSearch).
+/// Progress is reported as (thousandths done, 1000) from the calling thread, through every
+/// search and testbed run; returning false cancels within one search progress step or one testbed
+/// run, and the partial report has `cancelled` set. Throws std::invalid_argument on an unusable
+/// request (from runSearch).
 CompareReport runCompare(const CompareRequest &request, const ProgressFn &progress = {});
 
 /// Layer counts of the uniform split of `layers` layers into `stages` stages (the remainder goes

@@ -42,7 +42,9 @@ struct ScalePoint {
     double samplesPerSecond = 0; ///< global batch / T
 };
 
-/// Searches the base cluster and each replicated size. Progress counts sizes.
+/// Searches the base cluster and each replicated size. Progress is (thousandths done, 1000),
+/// reported through each size's search; returning false cancels that search, and the sizes
+/// finished before it are returned (a cancelled size is not).
 std::vector<ScalePoint> runScale(const ScaleRequest &request, const ProgressFn &progress = {});
 
 nlohmann::json toJson(const std::vector<ScalePoint> &points);
