@@ -80,10 +80,12 @@ private slots:
         QVERIFY(!j1["learned"].toObject()["resultFromCache"].toBool());
         QVERIFY(j2["learned"].toObject()["resultFromCache"].toBool());
         QCOMPARE(j2["counts"].toObject()["evaluated"].toDouble(), n);
-        QCOMPARE(j2["top"].toArray()[0].toObject()["index"].toDouble(), j1["top"].toArray()[0].toObject()["index"].toDouble());
+        QCOMPARE(j2["top"].toArray()[0].toObject()["index"].toDouble(),
+                 j1["top"].toArray()[0].toObject()["index"].toDouble());
         // Other weights: the same request (ranking is after the search), the same stored result.
         QStringList weighted = args;
-        weighted << "--weights" << "1,1,0";
+        weighted << "--weights"
+                 << "1,1,0";
         const Run s3 = memx(weighted);
         QVERIFY2(s3.code == 0, s3.err.constData());
         QVERIFY(QJsonDocument::fromJson(s3.out).object()["learned"].toObject()["resultFromCache"].toBool());

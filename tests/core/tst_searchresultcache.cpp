@@ -1,6 +1,7 @@
 // Whole-search result cache: what the request key depends on (and what it must not), exact
 // round trip of a result, collision safety, LRU eviction, persistence in a project store.
 #include "memx/io/formats.h"
+#include "memx/predict/projectpredictor.h"
 #include "memx/predict/searchresultcache.h"
 #include "memx/search/search.h"
 #include "memx/store/memorystore.h"
@@ -83,21 +84,39 @@ private slots:
         SearchRequest r = base;
         std::uint64_t digest = 42;
         switch (change) {
-        case 0: digest = 43; break;
-        case 1: r.cluster.groups[2].count += 1; break;
-        case 2: r.model = resolveModel("llama2-13b"); break;
-        case 3: r.globalBatch = 512; break;
-        case 4: r.space.tensorParallel = {4}; break;
-        case 5: r.space.recompute = {RecomputeMethod::Full}; break;
-        case 6: r.cost.amdEfficiency = 0.36; break;
+        case 0:
+            digest = 43;
+            break;
+        case 1:
+            r.cluster.groups[2].count += 1;
+            break;
+        case 2:
+            r.model = resolveModel("llama2-13b");
+            break;
+        case 3:
+            r.globalBatch = 512;
+            break;
+        case 4:
+            r.space.tensorParallel = {4};
+            break;
+        case 5:
+            r.space.recompute = {RecomputeMethod::Full};
+            break;
+        case 6:
+            r.cost.amdEfficiency = 0.36;
+            break;
         case 7: {
             LayerProfile lp;
             lp.key = ProfileKey {"h100-sxm", "llama2-7b", 1, 1, 4096};
             r.profiles.add(lp);
             break;
         }
-        case 8: r.cluster.groups[2].name += "x"; break; // plans name nodes: a cached result would be wrong
-        case 9: r.space.sequenceParallel = true; break;
+        case 8:
+            r.cluster.groups[2].name += "x";
+            break; // plans name nodes: a cached result would be wrong
+        case 9:
+            r.space.sequenceParallel = true;
+            break;
         }
         QVERIFY(searchRequestKey(r, digest).key != searchRequestKey(base, 42).key);
         QVERIFY(searchRequestKey(r, digest).hash != searchRequestKey(base, 42).hash);
@@ -194,6 +213,31 @@ private slots:
         QVERIFY(!loadSearchResult(store, SearchRequestKey {1, "one"}).has_value());
         clearSearchResults(store);
         QVERIFY(store.blobKeys(kSearchResultBlobKind).empty());
+    }
+
+    /// `memx train` (savePredictor) drops every stored search result: they belong to the old model.
+    void newPredictorClearsStoredResults()
+    {
+        MemoryStore store;
+        saveSearchResult(store, SearchRequestKey {1, "one"}, runSearch(smallRequest()), 2);
+        QVERIFY(!store.blobKeys(kSearchResultBlobKind).empty());
+        std::vector<TrainingSample> samples(4);
+        for (size_t i = 0; i < samples.size(); ++i) {
+            TrainingSample &t = samples[i];
+            t.runId = t.planKey = "run" + std::to_string(i);
+            t.features[0] = static_cast<float>(i);
+            t.analyticTimeMs = 100;
+            t.measuredTimeMs = 100.0 + static_cast<double>(i);
+            t.analyticPeakBytes = 1e9;
+            t.measuredPeakBytes = 1.1e9;
+            t.capacityBytes = 4e9;
+        }
+        PredictorOptions o;
+        o.ensemble = 1;
+        o.rounds = 2;
+        savePredictor(store, LearnedPredictor::train(samples, o), {{"note", "test"}});
+        QVERIFY(store.blobKeys(kSearchResultBlobKind).empty());
+        QVERIFY(!loadSearchResult(store, SearchRequestKey {1, "one"}).has_value());
     }
 
 private:

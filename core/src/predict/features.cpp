@@ -244,7 +244,8 @@ PlanFeatureInputs featureInputs(const Plan &plan, const Cluster &cluster, const 
             for (const Replica &r : plan.stages[i].replicas)
                 if (r.tp > tp)
                     tp = r.tp;
-            in.maxTpStepsPerMs = std::max(in.maxTpStepsPerMs, safeDiv(8.0 * (tp - 1) * plan.stages[i].layerCount, s.stepMs));
+            in.maxTpStepsPerMs
+                = std::max(in.maxTpStepsPerMs, safeDiv(8.0 * (tp - 1) * plan.stages[i].layerCount, s.stepMs));
             in.maxTpCommFrac = std::max(in.maxTpCommFrac, safeDiv(s.tpCommMs, s.stepMs));
         }
         if (s.stepMs > e.stages[static_cast<size_t>(bn)].stepMs)
@@ -310,8 +311,8 @@ PlanFeatureInputs featureInputs(const Plan &plan, const Cluster &cluster, const 
     }
     if (in.minDp > in.maxDp)
         in.minDp = in.maxDp;
-    in.pipelineSimMs = oneFOneBMakespanMs(simF.data(), simB.data(), simC.data(), static_cast<int>(simF.size()),
-                                          e.microBatches);
+    in.pipelineSimMs
+        = oneFOneBMakespanMs(simF.data(), simB.data(), simC.data(), static_cast<int>(simF.size()), e.microBatches);
     return in;
 }
 

@@ -23,8 +23,7 @@ std::string num(double v)
     return buf;
 }
 
-template <typename T>
-std::string list(const std::vector<T> &v)
+template<typename T> std::string list(const std::vector<T> &v)
 {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) {
@@ -61,8 +60,7 @@ struct Writer {
         u64(s.size());
         o.insert(o.end(), s.begin(), s.end());
     }
-    template <typename T>
-    void pod(const std::vector<T> &v)
+    template<typename T> void pod(const std::vector<T> &v)
     {
         static_assert(std::is_trivially_copyable_v<T>);
         u64(v.size());
@@ -96,8 +94,7 @@ struct Reader {
         pos += n;
         return s;
     }
-    template <typename T>
-    std::vector<T> pod()
+    template<typename T> std::vector<T> pod()
     {
         const std::uint64_t n = u64();
         if (n > (b.size() - pos) / sizeof(T))
@@ -123,10 +120,10 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
         + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0");
     const CostOptions &c = r.cost;
     s += "\ncost";
-    for (double v : {c.nvidiaEfficiency, c.amdEfficiency, c.otherEfficiency, c.halfSaturationFlops,
-                     c.optimizerBandwidthEfficiency, c.optimizerBytesPerParam, c.flashAttention ? 1.0 : 0.0,
-                     c.gradReduceBytesPerParam, c.runtimeContextBytes, c.communicatorBytesPerGroup,
-                     c.allocatorReserveFraction})
+    for (double v :
+         {c.nvidiaEfficiency, c.amdEfficiency, c.otherEfficiency, c.halfSaturationFlops, c.optimizerBandwidthEfficiency,
+          c.optimizerBytesPerParam, c.flashAttention ? 1.0 : 0.0, c.gradReduceBytesPerParam, c.runtimeContextBytes,
+          c.communicatorBytesPerGroup, c.allocatorReserveFraction})
         s += " " + num(v);
     std::string p;
     for (const LayerProfile &lp : r.profiles.profiles())
