@@ -5,6 +5,7 @@
 #include "memx/io/formats.h"
 #include "memx/predict/learnedsearch.h"
 #include "memx/predict/projectpredictor.h"
+#include "memx/predict/searchresultcache.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
 #include "memx/search/objective.h"
@@ -43,7 +44,8 @@ Options:
   --project FILE        use the project's per-layer profiles and, when 'memx train' stored one,
                         its learned predictor (T and memory corrected, confidence, risk of OOM),
                         with the project's prediction cache; without it: the analytic model
-  --no-cache            with --project: do not read or write the prediction cache
+  --no-cache            with --project: do not read or write the prediction cache and the
+                        stored result of an identical earlier search
   Search space (comma-separated lists; defaults in docs/search.md):
   --stages LIST         pipeline stages per GPU group (default 1,2,3)
   --tp LIST             tensor-parallel degrees (default 1,2,4,8)
@@ -132,8 +134,20 @@ int run(const std::vector<std::string> &argv)
         return !gInterrupted.load();
     };
     SearchResult res;
+    // The same request with the same predictor and profiles: the stored result is reused whole
+    // (no enumeration, no prediction); the key is verified in full (memx/predict/searchresultcache.h).
+    std::optional<SearchRequestKey> resultKey;
+    bool resultFromCache = false;
+    if (learned && !args.has("no-cache")) {
+        resultKey = searchRequestKey(req, learned->digest());
+        if (std::optional<SearchResult> hit = loadSearchResult(*store, *resultKey)) {
+            res = std::move(*hit);
+            resultFromCache = true;
+        }
+    }
     try {
-        res = runSearch(req, progress);
+        if (!resultFromCache)
+            res = runSearch(req, progress);
     } catch (const std::invalid_argument &e) {
         std::signal(SIGINT, previous);
         if (bar)
@@ -142,12 +156,15 @@ int run(const std::vector<std::string> &argv)
         return Failure;
     }
     std::signal(SIGINT, previous);
-    if (bar)
+    if (bar && !resultFromCache)
         std::cerr << "\n";
 
     LearnedSearchStats learnedStats;
     const bool useCache = learned && !args.has("no-cache") && !res.cancelled;
-    if (learned) {
+    if (resultFromCache) {
+        learnedStats.configurations = res.size();
+        learnedStats.cacheHits = res.size();
+    } else if (learned) {
         learned->setThreads(res.threads);
         std::optional<PredictionCache> cache;
         if (useCache)
@@ -155,8 +172,10 @@ int run(const std::vector<std::string> &argv)
                                         predictionContext(req.cluster, req.model, &req.profiles, req.cost,
                                                           learned->digest()));
         learnedStats = applyLearnedPredictor(res, *learned, cache ? &*cache : nullptr);
-        if (cache)
+        if (cache) {
             savePredictionCache(*store, *cache);
+            saveSearchResult(*store, *resultKey, res);
+        }
     }
     const std::string predictorLine = "predictor: " + res.predictor;
 
@@ -196,6 +215,7 @@ int run(const std::vector<std::string> &argv)
                             {"predicted", learnedStats.predicted},
                             {"hitRate", learnedStats.hitRate()},
                             {"cacheUsed", useCache},
+                            {"resultFromCache", resultFromCache},
                             {"signatureMs", learnedStats.signatureMs},
                             {"predictMs", learnedStats.predictMs},
                             {"totalMs", learnedStats.totalMs}};
@@ -248,7 +268,10 @@ int run(const std::vector<std::string> &argv)
               << " plans), " << res.threads << " threads\n";
     {
         std::cout << "  " << predictorLine;
-        if (learned)
+        if (resultFromCache)
+            std::cout << "; the whole result of an identical earlier search (project's search cache, "
+                      << res.size() << " configurations)" << std::setprecision(2);
+        else if (learned)
             std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
                       << learnedStats.cacheHits << " from the prediction cache (hit rate "
                       << 100.0 * learnedStats.hitRate() << "%" << (useCache ? "" : ", cache off") << "), "

@@ -5,6 +5,7 @@
 #include "memx/io/formats.h"
 #include "memx/predict/learnedsearch.h"
 #include "memx/predict/projectpredictor.h"
+#include "memx/predict/searchresultcache.h"
 #include "memx/profile/sailorimporter.h"
 #include "memx/search/objective.h"
 #include "memx/store/memorystore.h"
@@ -113,6 +114,38 @@ void BM_LearnedSearchWarmCache(benchmark::State &state)
     learnedSearch(state, req, &cache, true);
 }
 
+/// The same request again with the whole-result cache: key (request JSON + profile and predictor
+/// digests), lookup with the full key compared, copy of the cached result; then rank + Pareto.
+/// Arg 0: in memory (SearchResultCache); arg 1: persisted in a project store (blob read +
+/// deserialised, as `memx search --project` run twice).
+void BM_LearnedSearchWarmResult(benchmark::State &state)
+{
+    const SearchRequest req = request();
+    SearchResult first = runSearch(req);
+    applyLearnedPredictor(first, predictor(), nullptr);
+    SearchResultCache memory;
+    memory.insert(searchRequestKey(req, predictor().digest()), first);
+    MemoryStore store;
+    saveSearchResult(store, searchRequestKey(req, predictor().digest()), first);
+    const bool persisted = state.range(0) == 1;
+    double cpu = 0;
+    size_t n = 0;
+    for (auto _ : state) {
+        const double c0 = processCpuSeconds();
+        const SearchRequestKey key = searchRequestKey(req, predictor().digest());
+        std::optional<SearchResult> res = persisted ? loadSearchResult(store, key) : memory.find(key);
+        if (!res)
+            state.SkipWithError("no hit");
+        benchmark::DoNotOptimize(rank(*res, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(paretoFront(*res));
+        cpu += processCpuSeconds() - c0;
+        n = res->size();
+    }
+    state.counters["configs"] = static_cast<double>(n);
+    state.counters["hitRate"] = 1.0;
+    state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
+}
+
 /// Re-search after adding one H100 node (4 -> 8 H100 GPUs), cache warmed on the original cluster.
 void BM_LearnedSearchAddNode(benchmark::State &state)
 {
@@ -154,6 +187,7 @@ BENCHMARK(BM_AnalyticSearch)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchNoCache)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchColdCache)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchWarmCache)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LearnedSearchWarmResult)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchAddNode)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RerankAfterWeightChange)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PredictBatch31240)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -55,8 +55,8 @@ private slots:
         QVERIFY2(t.code == 0, t.err.constData());
         const QJsonObject tj = QJsonDocument::fromJson(t.out).object();
         QCOMPARE(tj["trainedOn"].toInt(), 41);
-        QCOMPARE(tj["featureSchema"].toInt(), 1);
-        QCOMPARE(tj["predictor"].toString(), QString("learned (xgboost, 41 runs, schema v1)"));
+        QCOMPARE(tj["featureSchema"].toInt(), 2);
+        QCOMPARE(tj["predictor"].toString(), QString("learned (xgboost, 41 runs, schema v2)"));
         QVERIFY(tj["kfold"].toObject()["learned"].toObject()["all"].toObject()["timeMapePct"].toDouble() > 0);
 
         // search --project uses it, twice: the second run hits the persisted cache for every plan.
@@ -67,7 +67,7 @@ private slots:
         const Run s1 = memx(args);
         QVERIFY2(s1.code == 0, s1.err.constData());
         const QJsonObject j1 = QJsonDocument::fromJson(s1.out).object();
-        QCOMPARE(j1["predictor"].toString(), QString("learned (xgboost, 41 runs, schema v1)"));
+        QCOMPARE(j1["predictor"].toString(), QString("learned (xgboost, 41 runs, schema v2)"));
         QCOMPARE(j1["learned"].toObject()["cacheHits"].toDouble(), 0.0);
         const double n = j1["counts"].toObject()["evaluated"].toDouble();
         QCOMPARE(j1["learned"].toObject()["predicted"].toDouble(), n);
@@ -76,6 +76,28 @@ private slots:
         QVERIFY2(s2.code == 0, s2.err.constData());
         const QJsonObject j2 = QJsonDocument::fromJson(s2.out).object();
         QCOMPARE(j2["learned"].toObject()["cacheHits"].toDouble(), n);
+        // The identical request reuses the stored whole result (no enumeration, no prediction).
+        QVERIFY(!j1["learned"].toObject()["resultFromCache"].toBool());
+        QVERIFY(j2["learned"].toObject()["resultFromCache"].toBool());
+        QCOMPARE(j2["counts"].toObject()["evaluated"].toDouble(), n);
+        QCOMPARE(j2["top"].toArray()[0].toObject()["index"].toDouble(),
+                 j1["top"].toArray()[0].toObject()["index"].toDouble());
+        // Other weights: the same request (ranking is after the search), the same stored result.
+        QStringList weighted = args;
+        weighted << "--weights"
+                 << "1,1,0";
+        const Run s3 = memx(weighted);
+        QVERIFY2(s3.code == 0, s3.err.constData());
+        QVERIFY(QJsonDocument::fromJson(s3.out).object()["learned"].toObject()["resultFromCache"].toBool());
+        // --no-cache: searched and predicted again, same figures.
+        QStringList fresh = args;
+        fresh << "--no-cache";
+        const Run s4 = memx(fresh);
+        QVERIFY2(s4.code == 0, s4.err.constData());
+        const QJsonObject j4 = QJsonDocument::fromJson(s4.out).object();
+        QVERIFY(!j4["learned"].toObject()["resultFromCache"].toBool());
+        QCOMPARE(j4["learned"].toObject()["predicted"].toDouble(), n);
+        QCOMPARE(j4["top"].toArray()[0].toObject()["T"].toDouble(), j1["top"].toArray()[0].toObject()["T"].toDouble());
         QCOMPARE(j2["top"].toArray()[0].toObject()["T"].toDouble(), j1["top"].toArray()[0].toObject()["T"].toDouble());
 
         // predict --project on a measured plan of the project: named, learned figures present.
@@ -88,7 +110,7 @@ private slots:
         const Run p = memx(
             {"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--project", mProject});
         QVERIFY2(p.code == 0 || p.code == 1, p.err.constData());
-        QVERIFY2(p.out.startsWith("predictor: learned (xgboost, 41 runs, schema v1)"), p.out.constData());
+        QVERIFY2(p.out.startsWith("predictor: learned (xgboost, 41 runs, schema v2)"), p.out.constData());
         QVERIFY(p.out.contains("Learned: iteration time"));
         const Run pj = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
         QCOMPARE(QJsonDocument::fromJson(pj.out).object()["predictor"].toString(), QString("analytic"));

@@ -1,7 +1,7 @@
 // Plan export (Megatron-LM, FlagScale, Slurm, JSON): golden files, Megatron round trip, refusals,
 // FlagScale rules, atomic writing and the `memx export` command.
 #include "memx/export/export.h"
-#include "memx/export/hash.h"
+#include "memx/util/hash.h"
 #include "memx/export/megatronargs.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"

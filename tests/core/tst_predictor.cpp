@@ -175,7 +175,8 @@ private slots:
         const LearnedPredictor b = LearnedPredictor::deserialize(a.serialize());
         QCOMPARE(b.digest(), a.digest());
         QCOMPARE(b.trainingRunIds(), a.trainingRunIds());
-        QCOMPARE(QString::fromStdString(b.describe()), QString("learned (xgboost, 41 runs, schema v1)"));
+        QCOMPARE(QString::fromStdString(b.describe()),
+                 QString("learned (xgboost, 41 runs, schema v%1)").arg(kFeatureSchemaVersion));
         for (const TrainingSample &s : samples) {
             const Prediction pa = a.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.capacityBytes);
             const Prediction pb = b.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.capacityBytes);

@@ -6,6 +6,7 @@
 #include "memx/io/formats.h"
 #include "memx/predict/evaluation.h"
 #include "memx/predict/projectpredictor.h"
+#include "memx/profile/augment.h"
 #include "memx/profile/minimalset.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
@@ -20,8 +21,8 @@ using namespace memx;
 
 static const std::string kSamples = MEMX_SOURCE_DIR "/sample_clusters";
 // Limits = the figures this dataset reaches (docs/accuracy.md) plus a small margin.
-static constexpr double kTimeLimitPct = 8.5; // measured: 7.0% LOO, 7.6% 5-fold (111 runs)
-static constexpr double kMemLimitPct = 3.0; // measured: 1.9% LOO, 2.2% 5-fold
+static constexpr double kTimeLimitPct = 5.0; // the target; measured: 3.67% LOO, 3.80% 5-fold (111 runs)
+static constexpr double kMemLimitPct = 3.0; // measured: 1.84% LOO, 2.06% 5-fold
 
 namespace {
 
@@ -92,6 +93,12 @@ private slots:
             for (const char *model : {"llama2-7b", "gpt3-1.3b"})
                 n += addDataset(store, cluster, model);
         QVERIFY2(n >= 100, qPrintable(QString("only %1 runs").arg(n)));
+        // As tests/testbed/accuracy.sh: the (TP, micro-batch) keys the minimal set leaves out are
+        // interpolated from the profiling jobs (never from a run); the runs above are unchanged.
+        ImportBatch interpolated;
+        interpolated.profiles = augmentProfiles(store.profiles());
+        QVERIFY(!interpolated.profiles.empty());
+        writeImport(store, interpolated);
         const std::vector<TrainingSample> samples = samplesFromStore(store, CostOptions {});
         QCOMPARE(samples.size(), n);
         // Diversity: distinct plans, and the measured times span a wide range.

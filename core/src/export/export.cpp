@@ -2,7 +2,7 @@
 #include "memx/export/export.h"
 
 #include "exportcommon.h"
-#include "memx/export/hash.h"
+#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"

@@ -67,8 +67,11 @@ const std::vector<std::string> &featureNames()
         "log_tokens_per_micro_batch",
         "device_peak_tflops",
         "device_capacity_gib",
+        "log_pipeline_sim_over_formula", // 44
+        "max_tp_steps_per_ms",
+        "max_tp_comm_frac",
     };
-    static_assert(kFeatureCount == 44);
+    static_assert(kFeatureCount == 47);
     return names;
 }
 
@@ -122,6 +125,76 @@ void encodeFeatures(const PlanFeatureInputs &in, float *o)
     o[41] = lg(static_cast<double>(in.bnMicroBatch) * in.seqLength);
     o[42] = static_cast<float>(in.bnPeakTflops);
     o[43] = static_cast<float>(in.pkCapacity / 1073741824.0);
+    o[44] = in.pipelineSimMs > 0 && in.pipelineMs > 0 ? static_cast<float>(std::log(in.pipelineSimMs / in.pipelineMs))
+                                                      : 0.0f;
+    o[45] = static_cast<float>(in.maxTpStepsPerMs);
+    o[46] = static_cast<float>(in.maxTpCommFrac);
+}
+
+double oneFOneBMakespanMs(const double *f, const double *b, const double *c, int p, int m)
+{
+    if (p <= 0 || m <= 0)
+        return 0.0;
+    std::vector<int> next(static_cast<size_t>(p));
+    std::vector<double> clock(static_cast<size_t>(p));
+    std::vector<double> fEnd, bEnd;
+    auto simulate = [&](int mm) {
+        std::fill(next.begin(), next.end(), 0);
+        std::fill(clock.begin(), clock.end(), 0.0);
+        fEnd.assign(static_cast<size_t>(p) * static_cast<size_t>(mm), -1.0);
+        bEnd.assign(fEnd.size(), -1.0);
+        size_t remaining = 2 * static_cast<size_t>(mm) * static_cast<size_t>(p);
+        while (remaining > 0) {
+            bool progressed = false;
+            for (int i = 0; i < p; ++i) {
+                const int warm = std::min(p - 1 - i, mm);
+                int &k = next[static_cast<size_t>(i)];
+                double &clk = clock[static_cast<size_t>(i)];
+                while (k < 2 * mm) {
+                    // 1F1B order: warm forwards, then (forward, backward) pairs, then the rest backwards.
+                    bool fwd;
+                    int mb;
+                    if (k < warm) {
+                        fwd = true;
+                        mb = k;
+                    } else if (k < warm + 2 * (mm - warm)) {
+                        const int j = k - warm;
+                        fwd = j % 2 == 0;
+                        mb = fwd ? warm + j / 2 : j / 2;
+                    } else {
+                        fwd = false;
+                        mb = mm - warm + (k - warm - 2 * (mm - warm));
+                    }
+                    double ready = 0;
+                    if (fwd && i > 0) {
+                        const double e = fEnd[static_cast<size_t>(i - 1) * mm + mb];
+                        if (e < 0)
+                            break;
+                        ready = e + c[i - 1];
+                    } else if (!fwd && i < p - 1) {
+                        const double e = bEnd[static_cast<size_t>(i + 1) * mm + mb];
+                        if (e < 0)
+                            break;
+                        ready = e + c[i];
+                    }
+                    clk = std::max(clk, ready) + (fwd ? f[i] : b[i]);
+                    (fwd ? fEnd : bEnd)[static_cast<size_t>(i) * mm + mb] = clk;
+                    ++k;
+                    --remaining;
+                    progressed = true;
+                }
+            }
+            if (!progressed)
+                return 0.0; // cannot happen for 1F1B orders
+        }
+        return *std::max_element(clock.begin(), clock.end());
+    };
+    const int cap = 4 * p + 8;
+    if (m <= cap)
+        return simulate(m);
+    const double a = simulate(cap);
+    const double a0 = simulate(cap - p);
+    return a + (a - a0) / p * (m - cap);
 }
 
 FeatureVector encodeFeatures(const PlanFeatureInputs &in)
@@ -160,8 +233,21 @@ PlanFeatureInputs featureInputs(const Plan &plan, const Cluster &cluster, const 
     const bool bf16 = model.training.precision == Precision::BF16;
 
     int bn = 0;
+    std::vector<double> simF, simB, simC;
     for (size_t i = 0; i < e.stages.size(); ++i) {
         const StageEstimate &s = e.stages[i];
+        simF.push_back(s.forwardMs + 0.5 * s.tpCommMs);
+        simB.push_back(s.backwardMs + s.recomputeMs + 0.5 * s.tpCommMs);
+        simC.push_back(s.p2pMs);
+        {
+            int tp = 1;
+            for (const Replica &r : plan.stages[i].replicas)
+                if (r.tp > tp)
+                    tp = r.tp;
+            in.maxTpStepsPerMs
+                = std::max(in.maxTpStepsPerMs, safeDiv(8.0 * (tp - 1) * plan.stages[i].layerCount, s.stepMs));
+            in.maxTpCommFrac = std::max(in.maxTpCommFrac, safeDiv(s.tpCommMs, s.stepMs));
+        }
         if (s.stepMs > e.stages[static_cast<size_t>(bn)].stepMs)
             bn = static_cast<int>(i);
         in.maxStepMs = std::max(in.maxStepMs, s.stepMs);
@@ -225,6 +311,8 @@ PlanFeatureInputs featureInputs(const Plan &plan, const Cluster &cluster, const 
     }
     if (in.minDp > in.maxDp)
         in.minDp = in.maxDp;
+    in.pipelineSimMs
+        = oneFOneBMakespanMs(simF.data(), simB.data(), simC.data(), static_cast<int>(simF.size()), e.microBatches);
     return in;
 }
 

@@ -1,6 +1,6 @@
 #include "memx/predict/learnedpredictor.h"
 
-#include "memx/export/hash.h"
+#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/predict/xgboost.h"
 

@@ -1,6 +1,6 @@
 #include "memx/predict/predictioncache.h"
 
-#include "memx/export/hash.h"
+#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/profile/profileio.h"
 #include "memx/store/store.h"

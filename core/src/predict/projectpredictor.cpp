@@ -2,6 +2,7 @@
 
 #include "memx/io/formats.h"
 #include "memx/predict/predictioncache.h"
+#include "memx/predict/searchresultcache.h"
 
 #include <stdexcept>
 
@@ -31,6 +32,7 @@ void savePredictor(Store &store, const LearnedPredictor &predictor, const nlohma
                   std::vector<std::uint8_t>(text.begin(), text.end()));
     for (const std::string &key : store.blobKeys(kPredictionCacheBlobKind))
         store.removeBlob(kPredictionCacheBlobKind, key);
+    clearSearchResults(store); // their keys hold the old predictor's digest: never hit again
     tx.commit();
 }
 

@@ -414,12 +414,20 @@ private:
         double bnStep = 0, pkBytes = 0;
         ReplicaStep bnParts;
         MemoryBreakdown pkMem;
+        double simF[64], simB[64], simC[64];
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             const int n = split[i];
             const bool hasEmb = i == 0, hasHead = i == p - 1;
             const ReplicaStep st = replicaStep(*kern[i], first, n, hasEmb, hasHead, rc[i]);
             const double step = st.total();
+            simF[i] = st.forwardMs + 0.5 * st.tpCommMs;
+            simB[i] = st.backwardMs + st.recomputeMs + 0.5 * st.tpCommMs;
+            simC[i] = i + 1 < p ? p2p[i] : 0.0;
+            if (step > 0) {
+                in.maxTpStepsPerMs = std::max(in.maxTpStepsPerMs, 8.0 * (s.tp - 1) * n / step);
+                in.maxTpCommFrac = std::max(in.maxTpCommFrac, st.tpCommMs / step);
+            }
             if (i == 0 || step > bnStep) {
                 bn = i;
                 bnStep = step;
@@ -472,6 +480,7 @@ private:
         in.pkMicroBatch = mbs[pk];
         in.pkInFlight = inFlight[pk];
         in.pkLayers = split[pk];
+        in.pipelineSimMs = oneFOneBMakespanMs(simF, simB, simC, p, m);
         const size_t at = out.feats.size();
         out.feats.resize(at + kFeatureCount);
         encodeFeatures(in, out.feats.data() + at);

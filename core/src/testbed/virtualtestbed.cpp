@@ -1,7 +1,7 @@
 #include "memx/testbed/virtualtestbed.h"
 
 #include "memx/cost/costmodel.h"
-#include "memx/export/hash.h"
+#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 

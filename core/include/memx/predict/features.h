@@ -13,7 +13,7 @@ namespace memx {
 
 /// Version of the learned predictor's feature schema (the meaning and order of the features).
 /// A model trained on another version is refused.
-constexpr int kFeatureSchemaVersion = 1;
+constexpr int kFeatureSchemaVersion = 2;
 
 /// Raw figures of one plan from which the feature vector is encoded. Filled either from a full
 /// analytic estimate (featureInputs) or by the search's fast path, which computes the same
@@ -41,10 +41,28 @@ struct PlanFeatureInputs {
     // model
     double modelParams = 0;
     int layers = 0, hidden = 0, seqLength = 0, globalBatch = 0;
+    // plan-shape effects the closed-form pipeline formula misses (schema v2)
+    /// 1F1B makespan of the analytic per-stage forward / backward / P2P times by event simulation
+    /// (oneFOneBMakespanMs); compared with pipelineMs it measures what the closed form misses
+    /// (unequal forward/backward ratios across stages, fill/drain with few micro-batches).
+    double pipelineSimMs = 0;
+    /// Largest over stages of the tensor-parallel collective latency steps per micro-batch
+    /// (8 (tp - 1) per layer: 4 all-reduces of 2 (tp - 1) ring steps) per ms of the stage's step.
+    double maxTpStepsPerMs = 0;
+    /// Largest over stages of TP communication / step time.
+    double maxTpCommFrac = 0;
 };
 
+/// Makespan (ms) of one 1F1B iteration of `p` stages with per-micro-batch forward, backward and
+/// send-to-next-stage times, by discrete-event simulation (a forward waits for the previous
+/// stage's forward + send, a backward for the next stage's backward + send). For m > 4p + 8 it
+/// simulates 4p + 8 and 3p + 8 micro-batches and extrapolates linearly (the steady state of 1F1B
+/// repeats; measured within 0.3% on average of the full simulation on the testbed runs).
+/// Deterministic; used by both featureInputs and the search's fast path.
+double oneFOneBMakespanMs(const double *forwardMs, const double *backwardMs, const double *p2pMs, int p, int m);
+
 /// Number of features of schema kFeatureSchemaVersion.
-constexpr size_t kFeatureCount = 44;
+constexpr size_t kFeatureCount = 47;
 using FeatureVector = std::array<float, kFeatureCount>;
 
 /// Names of the features, in order (for reports and the stored model's manifest).

@@ -1,4 +1,4 @@
-#include "memx/export/hash.h"
+#include "memx/util/hash.h"
 
 #include <cstdio>
 

@@ -1,0 +1,77 @@
+#pragma once
+
+#include "memx/search/search.h"
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memx {
+
+class Store;
+
+/// Blob kind of persisted search results (key = request hash, 16 hex digits; plus "index").
+constexpr const char *kSearchResultBlobKind = "search-result";
+
+/// Canonical signature of a search request: a full key (text) and its 64-bit FNV-1a hash.
+///
+/// The key holds, verbatim, everything runSearch's output depends on: the cluster (its JSON:
+/// node groups, devices, network, so materialize() rebuilds the same plans), the model, the
+/// global batch, every search-space option and every cost option, plus two digests: the profile
+/// set (FNV-1a of its JSON) and the predictor (LearnedPredictor::digest(), 0 = analytic).
+/// Not in the key (invariances, tested): the thread count (runSearch is deterministic for any
+/// thread count), whether the caller asked for features (a cached result never carries them), and
+/// the ranking weights (ranking happens after the search). A result looked up by hash is
+/// returned only when the stored key equals the requested key byte for byte.
+struct SearchRequestKey {
+    std::uint64_t hash = 0;
+    std::string key;
+};
+
+SearchRequestKey searchRequestKey(const SearchRequest &request, std::uint64_t predictorDigest);
+
+/// Binary form of a search result ("MXSR" v1) WITHOUT its feature matrix (features are only the
+/// predictor's input; a result that was already predicted does not need them).
+std::vector<std::uint8_t> serializeSearchResult(const SearchResult &result);
+/// Throws std::runtime_error on corrupt bytes.
+SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes);
+
+/// In-memory cache of whole search results (after the learned prediction), least recently used
+/// first out. Collision-safe: the full request key is compared on every hit. Not thread-safe.
+class SearchResultCache {
+public:
+    explicit SearchResultCache(size_t capacity = 4);
+
+    /// The cached result for `key` (a copy, features empty), counting a hit or a miss.
+    std::optional<SearchResult> find(const SearchRequestKey &key);
+    /// Stores `result` (its features dropped) under `key`, evicting the least recently used.
+    void insert(const SearchRequestKey &key, const SearchResult &result);
+    void clear() { mEntries.clear(); }
+    size_t size() const { return mEntries.size(); }
+
+    std::uint64_t hits() const { return mHits; }
+    std::uint64_t misses() const { return mMisses; }
+    std::uint64_t collisions() const { return mCollisions; }
+
+private:
+    struct Entry {
+        SearchRequestKey key;
+        SearchResult result;
+    };
+    size_t mCapacity;
+    std::list<Entry> mEntries; ///< most recently used first
+    std::uint64_t mHits = 0, mMisses = 0, mCollisions = 0;
+};
+
+/// The project's stored result for `key` (nullopt when absent, unreadable, or stored under
+/// another key with the same hash).
+std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key);
+/// Stores `result` under `key` and keeps at most `keep` stored results (least recently saved
+/// dropped; the order lives in the blob "index").
+void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchResult &result, size_t keep = 4);
+/// Removes every stored search result (e.g. when the predictor or the profiles change).
+void clearSearchResults(Store &store);
+
+} // namespace memx
