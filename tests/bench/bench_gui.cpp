@@ -137,11 +137,37 @@ BENCHMARK(MainWindowSearch)->Unit(benchmark::kMillisecond)->UseRealTime()->Itera
 
 } // namespace
 
+/// With MEMX_BENCH_SLOW_EVENTS=N set, prints every event whose delivery took longer than N ms
+/// (receiver class and object name, event type): where a long UI-thread gap comes from.
+class TimingApplication : public QApplication {
+public:
+    using QApplication::QApplication;
+    bool notify(QObject *receiver, QEvent *event) override
+    {
+        if (mThresholdMs <= 0 || mDepth > 0)
+            return QApplication::notify(receiver, event);
+        ++mDepth;
+        QElapsedTimer t;
+        t.start();
+        const QEvent::Type type = event->type();
+        const QString name = receiver->objectName();
+        const char *cls = receiver->metaObject()->className();
+        const bool r = QApplication::notify(receiver, event);
+        --mDepth;
+        const double ms = double(t.nsecsElapsed()) / 1e6;
+        if (ms > mThresholdMs)
+            qWarning("slow event: %.1f ms %s '%s' type %d", ms, cls, qPrintable(name), int(type));
+        return r;
+    }
+    double mThresholdMs = qEnvironmentVariableIntValue("MEMX_BENCH_SLOW_EVENTS");
+    int mDepth = 0;
+};
+
 int main(int argc, char **argv)
 {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
+    TimingApplication app(argc, argv);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv))
         return 1;
