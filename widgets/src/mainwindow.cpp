@@ -632,8 +632,15 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, Scre
             if (m->rankOfRow(row) == selectRank)
                 mResults->selection()->select(m->plans()[row].id);
     };
-    QDockWidget *profilesDock = findChild<QDockWidget *>(QStringLiteral("profilesDock"));
-    auto onResults = [this, view, selectRanked, grabAndQuit, save, profilesDock] {
+    if (view == ScreenshotView::Profiles) {
+        // Room for the Profiles dock next to the results (the screenshot screen is 1600x1000).
+        resize(1600, 980);
+        if (QDockWidget *profilesDock = findChild<QDockWidget *>(QStringLiteral("profilesDock"))) {
+            profilesDock->raise();
+            QTimer::singleShot(0, this, [this, profilesDock] { resizeDocks({profilesDock}, {560}, Qt::Horizontal); });
+        }
+    }
+    auto onResults = [this, view, selectRanked, grabAndQuit, save] {
         selectRanked();
         if (view == ScreenshotView::Window) {
             QTimer::singleShot(800, this, grabAndQuit); // let the charts paint
@@ -651,21 +658,16 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, Scre
             dialog->show();
             QTimer::singleShot(800, dialog, [dialog, save] { save(dialog); });
         } else {
-            // Plan, run the plan on the virtual testbed, then grab the dock once the search that
-            // the new (simulated) profiles trigger has finished.
-            profilesDock->show();
-            profilesDock->raise();
-            resizeDocks({profilesDock}, {640}, Qt::Horizontal);
+            // Plan, run the plan on the virtual testbed, then grab the window (Profiles dock
+            // raised and widened) once the search that the new (simulated) profiles trigger is shown.
             connect(
                 mProfiles, &ProfilesPanel::importFinished, this,
-                [this, profilesDock, save](bool ok, const QString &message) {
+                [this, save](bool ok, const QString &message) {
                     if (!ok)
                         qWarning("testbed run failed: %s", qPrintable(message));
                     connect(
                         mResults, &ResultsPanel::resultsShown, this,
-                        [this, profilesDock, save] {
-                            QTimer::singleShot(800, this, [profilesDock, save] { save(profilesDock); });
-                        },
+                        [this, save] { QTimer::singleShot(800, this, [this, save] { save(this); }); },
                         Qt::SingleShotConnection);
                 },
                 Qt::SingleShotConnection);

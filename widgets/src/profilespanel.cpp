@@ -19,6 +19,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMenu>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
@@ -271,38 +272,41 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     mCancel = new QToolButton;
     mCancel->setText(tr("Cancel"));
     mCancel->setToolTip(tr("Stop the running task; nothing is written into the project"));
-    mSailor = new QPushButton(tr("Public dataset..."));
+    // Compact: the dock shares its width with the GPU catalogue (tabified).
+    mImport = new QToolButton;
+    mImport->setText(tr("Import"));
+    mImport->setPopupMode(QToolButton::InstantPopup);
+    mImport->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    mImport->setToolTip(tr("Import measurements into this project"));
+    auto *importMenu = new QMenu(mImport);
+    mSailor = importMenu->addAction(tr("Public dataset..."));
     mSailor->setToolTip(tr("Import the public Sailor measurements folder (per-layer profiles, measured runs, "
                            "network fits), e.g. ../shared/data/public/sailor"));
-    mLog = new QPushButton(tr("Megatron log..."));
+    mLog = importMenu->addAction(tr("Megatron log of the selected plan..."));
     mLog->setToolTip(tr("Import a Megatron-LM training log as a measured run of the plan selected in the results"));
-    mFiles = new QPushButton(tr("CSV/JSON..."));
+    mFiles = importMenu->addAction(tr("CSV/JSON profiles..."));
     mFiles->setToolTip(tr("Import per-layer profiles from CSV or JSON files (docs/formats-profiles.md)"));
+    importMenu->setToolTipsVisible(true);
+    mImport->setMenu(importMenu);
     mPlanButton = new QPushButton(tr("Plan"));
+    mPlanButton->setAutoDefault(false);
     mPlanButton->setToolTip(tr("Compute the minimal set of profiling jobs for this cluster and model: per GPU type "
                                "the (TP, micro-batch) per-layer profiles to measure, plus a few end-to-end runs, "
                                "with GPU-hours against profiling every configuration (memx profile plan)"));
     mWriteJobs = new QPushButton(tr("Write jobs..."));
     mWriteJobs->setToolTip(tr("Write the plan's job folders (Megatron-LM / FlagScale launch scripts, run.sh) and "
                               "manifest.json into a folder (memx profile plan --out)"));
-    mTestbed = new QPushButton(tr("Run on virtual testbed"));
+    mTestbed = new QPushButton(tr("Run on testbed"));
     mTestbed->setToolTip(tr("Run the plan's jobs on the virtual testbed (a SIMULATED cluster, no GPUs) and import the "
                             "simulated profiles and runs into this project (memx profile run-simulated)"));
 
-    auto *importRow = new QHBoxLayout;
-    importRow->setContentsMargins(0, 0, 0, 0);
-    importRow->addWidget(new QLabel(tr("Import:")));
-    importRow->addWidget(mSailor);
-    importRow->addWidget(mLog);
-    importRow->addWidget(mFiles);
-    importRow->addStretch(1);
-    auto *profilingRow = new QHBoxLayout;
-    profilingRow->setContentsMargins(0, 0, 0, 0);
-    profilingRow->addWidget(new QLabel(tr("Profiling:")));
-    profilingRow->addWidget(mPlanButton);
-    profilingRow->addWidget(mWriteJobs);
-    profilingRow->addWidget(mTestbed);
-    profilingRow->addStretch(1);
+    auto *buttons = new QHBoxLayout;
+    buttons->setContentsMargins(0, 0, 0, 0);
+    buttons->addWidget(mImport);
+    buttons->addWidget(mPlanButton);
+    buttons->addWidget(mWriteJobs);
+    buttons->addWidget(mTestbed);
+    buttons->addStretch(1);
     auto *progressRow = new QHBoxLayout;
     progressRow->setContentsMargins(0, 0, 0, 0);
     progressRow->addWidget(mProgress, 1);
@@ -338,24 +342,23 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     split->setChildrenCollapsible(false);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
-    layout->addLayout(importRow);
-    layout->addLayout(profilingRow);
+    layout->addLayout(buttons);
     layout->addWidget(mProgressRow);
     layout->addWidget(mSummary);
     layout->addWidget(split, 1);
 
-    connect(mSailor, &QPushButton::clicked, this, [this] {
+    connect(mSailor, &QAction::triggered, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Public Dataset Folder (sailor)"));
         if (!dir.isEmpty())
             importPublicDataset(dir);
     });
-    connect(mFiles, &QPushButton::clicked, this, [this] {
+    connect(mFiles, &QAction::triggered, this, [this] {
         const QStringList files = QFileDialog::getOpenFileNames(this, tr("Import Profiles"), QString(),
                                                                 tr("Profiles (*.csv *.json);;All files (*)"));
         if (!files.isEmpty())
             importProfileFiles(files);
     });
-    connect(mLog, &QPushButton::clicked, this, [this] {
+    connect(mLog, &QAction::triggered, this, [this] {
         const QString file = QFileDialog::getOpenFileName(this, tr("Import Megatron-LM Log"), QString(),
                                                           tr("Logs (*.log *.txt *.out);;All files (*)"));
         if (!file.isEmpty())
@@ -433,8 +436,10 @@ QString ProfilesPanel::planSummary() const
 
 void ProfilesPanel::setBusy(bool busy)
 {
-    for (QPushButton *b : {mSailor, mFiles, mPlanButton, mTestbed})
+    for (QPushButton *b : {mPlanButton, mTestbed})
         b->setEnabled(!busy);
+    mSailor->setEnabled(!busy);
+    mFiles->setEnabled(!busy);
     mLog->setEnabled(!busy && mPlan.has_value());
     mWriteJobs->setEnabled(!busy && mJobModel->hasPlan());
     mProgressRow->setVisible(busy);

@@ -69,14 +69,18 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     bar->addWidget(mRun);
     bar->addWidget(mCancel);
     bar->addWidget(mProgress);
-    bar->addWidget(mCounts, 1);
+    bar->addStretch(1);
     bar->addWidget(new QLabel(tr("Global batch:")));
     bar->addWidget(mGlobalBatch);
     bar->addWidget(mExport);
+    // The counts get their own line: next to the buttons they were clipped at the default size.
+    auto *countsRow = new QHBoxLayout;
+    countsRow->setContentsMargins(8, 0, 6, 2);
+    countsRow->addWidget(mCounts, 1);
 
     // Charts.
     mPareto = new ParetoChartView;
-    mPareto->setMinimumSize(360, 240);
+    mPareto->setMinimumHeight(240); // its width: at least what its toolbar needs (no clipped legend)
     mBars = new MemoryBarChart;
     mBars->setMinimumSize(320, 220);
     auto *charts = new QSplitter(Qt::Horizontal);
@@ -161,6 +165,7 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
     layout->addLayout(bar);
+    layout->addLayout(countsRow);
     layout->addWidget(vertical, 1);
 
     // Wiring.

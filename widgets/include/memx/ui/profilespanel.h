@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+class QAction;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -169,9 +170,10 @@ private:
     QLabel *mSummary = nullptr;
     QProgressBar *mProgress = nullptr;
     QWidget *mProgressRow = nullptr; // progress bar + Cancel, visible while a task runs
-    QPushButton *mSailor = nullptr;
-    QPushButton *mLog = nullptr;
-    QPushButton *mFiles = nullptr;
+    QAction *mSailor = nullptr; // in the Import menu
+    QAction *mLog = nullptr;
+    QAction *mFiles = nullptr;
+    QToolButton *mImport = nullptr;
     QPushButton *mPlanButton = nullptr;
     QPushButton *mWriteJobs = nullptr;
     QPushButton *mTestbed = nullptr;
