@@ -5,7 +5,6 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QSplitter>
 
 int main(int argc, char **argv)
 {
@@ -66,9 +65,6 @@ int main(int argc, char **argv)
         const int index = window.document()->groupIndexOf(parser.value(select).toStdString());
         if (index >= 0)
             canvas->selectGroup(index);
-        // An editing screenshot: give the canvas (its boxes and link labels) more of the height.
-        if (auto *split = window.findChild<QSplitter *>(QStringLiteral("centralSplitter")))
-            split->setSizes({400, 470});
     }
     if (parser.isSet(screenshot)) {
         using View = memx::ui::MainWindow::ScreenshotView;
