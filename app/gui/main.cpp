@@ -33,7 +33,14 @@ int main(int argc, char **argv)
                                   QStringLiteral("rank"));
     QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model preset id or model file to use."),
                              QStringLiteral("id"));
+    QCommandLineOption screenshotView(
+        QStringLiteral("screenshot-view"),
+        QStringLiteral("What --screenshot grabs: window (default), profiles (the Profiles dock after planning the "
+                       "profiling jobs and running them on the virtual testbed) or export (the export dialog of "
+                       "the selected plan)."),
+        QStringLiteral("view"), QStringLiteral("window"));
     parser.addOption(screenshot);
+    parser.addOption(screenshotView);
     parser.addOption(select);
     parser.addOption(selectPlan);
     parser.addOption(model);
@@ -59,7 +66,19 @@ int main(int argc, char **argv)
         if (index >= 0)
             canvas->selectGroup(index);
     }
-    if (parser.isSet(screenshot))
-        window.saveScreenshotAndQuit(parser.value(screenshot), parser.value(selectPlan).toInt());
+    if (parser.isSet(screenshot)) {
+        using View = memx::ui::MainWindow::ScreenshotView;
+        const QString v = parser.value(screenshotView);
+        View view = View::Window;
+        if (v == QLatin1String("profiles"))
+            view = View::Profiles;
+        else if (v == QLatin1String("export"))
+            view = View::ExportDialog;
+        else if (v != QLatin1String("window")) {
+            qWarning("--screenshot-view: expected window, profiles or export, found \"%s\"", qPrintable(v));
+            return 2;
+        }
+        window.saveScreenshotAndQuit(parser.value(screenshot), parser.value(selectPlan).toInt(), view);
+    }
     return app.exec();
 }

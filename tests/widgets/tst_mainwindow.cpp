@@ -25,6 +25,8 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTextBrowser>
+#include <QDoubleSpinBox>
+#include <QUndoStack>
 #include <QtTest>
 
 #include <set>
@@ -126,6 +128,56 @@ private slots:
                      .data()
                      .toInt(),
                  1);
+        w->setWeights({1.0, 0.5, 0.5});
+    }
+
+    void weightChangesAreUndoable()
+    {
+        const auto outcome = panel()->results().outcome();
+        QUndoStack *stack = mWindow->document()->undoStack();
+        WeightSliders *w = mWindow->weightSliders();
+        w->setWeights({1.0, 0.0, 0.0}); // programmatic: not an undo step
+        const auto timeOnly = memx::rank(outcome->result, memx::Objective {1.0, 0.0, 0.0}, 1).front();
+        int changeAt = -1;
+        for (int step = 1; step <= 10 && changeAt < 0; ++step)
+            if (memx::rank(outcome->result, memx::Objective {1.0, step / 10.0, 0.0}, 1).front() != timeOnly)
+                changeAt = step;
+        QVERIFY2(changeAt > 0, "no memory weight changes the time-only best plan: the test would be vacuous");
+        const auto expected = memx::rank(outcome->result, memx::Objective {1.0, changeAt / 10.0, 0.0}, 1).front();
+        QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(timeOnly));
+
+        // One continuous drag through several positions is one undo step.
+        const int before = stack->count();
+        const int index = stack->index();
+        QSlider *memory = w->slider(memx::ui::Metric::Memory);
+        memory->setSliderDown(true);
+        for (int v = 10; v <= changeAt * 100; v += 10)
+            memory->setValue(v);
+        memory->setSliderDown(false);
+        QCOMPARE(stack->count(), before + 1);
+        QCOMPARE(stack->index(), index + 1);
+        QCOMPARE(stack->undoText(), QStringLiteral("Change objective weights"));
+        QCOMPARE(w->weights(), (ObjectiveWeights {1.0, changeAt / 10.0, 0.0}));
+        QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(expected));
+
+        // Undo restores the weights, the ranking and the selected best plan; redo re-applies them.
+        stack->undo();
+        QCOMPARE(w->weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(panel()->weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(timeOnly));
+        QCOMPARE(panel()->selectedPlan(), PlanResults::idOf(timeOnly));
+        QCOMPARE(stack->redoText(), QStringLiteral("Change objective weights"));
+        stack->redo();
+        QCOMPARE(w->weights(), (ObjectiveWeights {1.0, changeAt / 10.0, 0.0}));
+        QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(expected));
+
+        // A typed value is its own step; the Edit menu reads "Undo Change objective weights".
+        w->spinBox(memx::ui::Metric::Balance)->setValue(0.25);
+        QCOMPARE(stack->count(), before + 2);
+        QCOMPARE(stack->undoText(), QStringLiteral("Change objective weights"));
+        stack->undo();
+        stack->undo();
+        QCOMPARE(w->weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
         w->setWeights({1.0, 0.5, 0.5});
     }
 

@@ -184,6 +184,7 @@ void ExportDialog::regenerate()
         mRefusal = QString::fromUtf8(e.what());
     }
     if (!mRefusal.isEmpty()) {
+        mPreview->setLineWrapMode(QPlainTextEdit::WidgetWidth); // reasons are prose: never clip them
         mPreview->setPlainText(tr("This plan cannot be exported as %1:\n\n%2")
                                    .arg(QString::fromLatin1(memx::toString(mRequest.format)), mRefusal));
         mStatus->setText(tr("<span style='color:#b00'>Refused: see the reasons above.</span>"));
@@ -201,6 +202,7 @@ void ExportDialog::regenerate()
 
 void ExportDialog::showPreview(int row)
 {
+    mPreview->setLineWrapMode(QPlainTextEdit::NoWrap); // files: keep their lines as written
     if (row >= 0 && size_t(row) < mFiles.size())
         mPreview->setPlainText(QString::fromStdString(mFiles[size_t(row)].content));
 }

@@ -99,6 +99,9 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     mModelPanel = new ModelPanel(mDocument);
     mProfiles = new ProfilesPanel(mDocument);
     mWeights = new WeightSliders;
+    // Weight edits are undo steps of the window (Edit > Undo "Change objective weights"); one
+    // slider drag merges into one step (ChangeWeightsCommand::mergeWith).
+    mWeights->setUndoStack(mDocument->undoStack());
     auto *paletteDock = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
     auto *profilesDock = makeDock(tr("Profiles"), QStringLiteral("profilesDock"), mProfiles, this);
     auto *weightsDock = makeDock(tr("Objective"), QStringLiteral("weightsDock"), mWeights, this);
@@ -606,30 +609,77 @@ void MainWindow::addGpuAtFreeSpot(const QString &deviceId)
     mCanvas->selectGroup(index);
 }
 
-void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, int tab)
+void MainWindow::setInteractive(bool on)
 {
-    Q_UNUSED(tab);
-    auto grabAndQuit = [this, path] {
+    mInteractive = on;
+    mProfiles->setInteractive(on);
+}
+
+void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, ScreenshotView view)
+{
+    auto save = [path](QWidget *widget) {
         // Maximum PNG compression keeps documentation images small.
-        if (!grab().toImage().save(path, nullptr, 0))
+        if (!widget->grab().toImage().save(path, nullptr, 0))
             qWarning("could not write %s", qPrintable(path));
         QApplication::quit();
     };
-    auto onResults = [this, selectRank, grabAndQuit] {
-        if (selectRank > 0) {
-            const PlanTableModel *m = mResults->tableModel();
-            for (int row = 0; row < m->rowCount(); ++row)
-                if (m->rankOfRow(row) == selectRank)
-                    mResults->selection()->select(m->plans()[row].id);
+    auto grabAndQuit = [this, save] { save(this); };
+    auto selectRanked = [this, selectRank] {
+        if (selectRank <= 0)
+            return;
+        const PlanTableModel *m = mResults->tableModel();
+        for (int row = 0; row < m->rowCount(); ++row)
+            if (m->rankOfRow(row) == selectRank)
+                mResults->selection()->select(m->plans()[row].id);
+    };
+    if (view == ScreenshotView::Profiles) {
+        // Room for the Profiles dock next to the results (the screenshot screen is 1600x1000).
+        resize(1600, 980);
+        if (QDockWidget *profilesDock = findChild<QDockWidget *>(QStringLiteral("profilesDock"))) {
+            profilesDock->raise();
+            QTimer::singleShot(0, this, [this, profilesDock] { resizeDocks({profilesDock}, {560}, Qt::Horizontal); });
         }
-        QTimer::singleShot(800, this, grabAndQuit); // let the charts paint
+    }
+    auto onResults = [this, view, selectRanked, grabAndQuit, save] {
+        selectRanked();
+        if (view == ScreenshotView::Window) {
+            QTimer::singleShot(800, this, grabAndQuit); // let the charts paint
+        } else if (view == ScreenshotView::ExportDialog) {
+            const PlanDetail &d = mResults->selectedDetail();
+            const auto outcome = mResults->results().outcome();
+            if (d.id == 0 || !outcome) {
+                QTimer::singleShot(0, this, grabAndQuit);
+                return;
+            }
+            auto *dialog = new ExportDialog(d.plan, outcome->result.cluster, outcome->result.model,
+                                            memx::toJson(d.estimate), this);
+            dialog->setAttribute(Qt::WA_DeleteOnClose);
+            dialog->setOutputDir(QStringLiteral("launch"));
+            dialog->show();
+            QTimer::singleShot(800, dialog, [dialog, save] { save(dialog); });
+        } else {
+            // Plan, run the plan on the virtual testbed, then grab the window (Profiles dock
+            // raised and widened) once the search that the new (simulated) profiles trigger is shown.
+            connect(
+                mProfiles, &ProfilesPanel::importFinished, this,
+                [this, save](bool ok, const QString &message) {
+                    if (!ok)
+                        qWarning("testbed run failed: %s", qPrintable(message));
+                    connect(
+                        mResults, &ResultsPanel::resultsShown, this,
+                        [this, save] { QTimer::singleShot(800, this, [this, save] { save(this); }); },
+                        Qt::SingleShotConnection);
+                },
+                Qt::SingleShotConnection);
+            mProfiles->runOnTestbed(1);
+        }
     };
     connect(mResults, &ResultsPanel::resultsShown, this, onResults, Qt::SingleShotConnection);
     // No search (empty cluster) or a failed one: grab after a while anyway.
     connect(
         mResults->job(), &SearchJob::failed, this, [this, grabAndQuit] { QTimer::singleShot(600, this, grabAndQuit); },
         Qt::SingleShotConnection);
-    QTimer::singleShot(mDocument->cluster().groups.empty() ? 1500 : 120000, this, grabAndQuit);
+    QTimer::singleShot(mDocument->cluster().groups.empty() ? 1500 : 240000, this, grabAndQuit);
 }
 
 } // namespace memx::ui

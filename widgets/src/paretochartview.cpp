@@ -244,6 +244,8 @@ ParetoChartView::ParetoChartView(QWidget *parent)
         mXCombo->addItem(shortMetricName(m), QVariant::fromValue(int(m)));
         mYCombo->addItem(shortMetricName(m), QVariant::fromValue(int(m)));
     }
+    mXCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents); // never clip "Peak memory (%)"
+    mYCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     mXCombo->setToolTip(tr("Metric on the horizontal axis"));
     mYCombo->setToolTip(tr("Metric on the vertical axis"));
     mCountLabel = new QLabel(this);
@@ -264,13 +266,19 @@ ParetoChartView::ParetoChartView(QWidget *parent)
     bar->addSpacing(6);
     bar->addWidget(yl);
     bar->addWidget(mYCombo);
-    bar->addSpacing(12);
-    bar->addWidget(mLegend);
-    bar->addWidget(mCountLabel, 1);
+    bar->addStretch(1);
+    // The colour legend and counts on their own line: next to the pickers the legend was clipped
+    // at the window's default size.
+    auto *legendRow = new QHBoxLayout;
+    legendRow->setContentsMargins(6, 0, 6, 0);
+    legendRow->setSpacing(6);
+    legendRow->addWidget(mLegend);
+    legendRow->addWidget(mCountLabel, 1);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(2);
     layout->addLayout(bar);
+    layout->addLayout(legendRow);
     layout->addWidget(mView, 1);
 
     connect(mXCombo, &QComboBox::activated, this, [this](int i) {

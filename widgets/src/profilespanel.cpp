@@ -1,5 +1,6 @@
 #include "memx/ui/profilespanel.h"
 
+#include "memx/export/export.h"
 #include "memx/profile/augment.h"
 #include "memx/profile/importbatch.h"
 #include "memx/profile/megatronlog.h"
@@ -7,7 +8,9 @@
 #include "memx/profile/sailorimporter.h"
 #include "memx/search/search.h"
 #include "memx/store/store.h"
+#include "memx/testbed/virtualtestbed.h"
 #include "memx/ui/clusterdocument.h"
+#include "memx/ui/profilingjobmodel.h"
 #include "memx/util/diagnostic.h"
 
 #include <QFileDialog>
@@ -16,6 +19,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMenu>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
@@ -23,11 +27,13 @@
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <set>
 
 namespace memx::ui {
@@ -136,24 +142,39 @@ int DeviceCoverage::count(char status) const
 }
 
 std::vector<DeviceCoverage> profileCoverage(const memx::ProfileSet &profiles, const memx::Cluster &cluster,
-                                            const memx::Model &model)
+                                            const memx::Model &model, const std::vector<memx::KernelPoint> *needed)
 {
     std::vector<DeviceCoverage> out;
-    std::vector<std::string> seen;
     const memx::SearchSpaceOptions defaults;
+    auto addUnique = [](std::vector<int> &v, int x) {
+        if (std::find(v.begin(), v.end(), x) == v.end())
+            v.push_back(x);
+    };
     for (const memx::NodeGroup &g : cluster.groups) {
         const std::string device = cluster.deviceOf(g).id;
         auto it = std::find_if(out.begin(), out.end(), [&](const DeviceCoverage &c) { return c.device == device; });
         if (it == out.end()) {
-            out.push_back({device, {}, defaults.microBatches, {}});
+            out.push_back({device, {}, needed ? std::vector<int> {} : defaults.microBatches, {}});
             it = out.end() - 1;
         }
-        for (int tp : defaults.tensorParallel)
-            if (tp <= g.gpusPerNode && std::find(it->tps.begin(), it->tps.end(), tp) == it->tps.end())
-                it->tps.push_back(tp);
+        if (needed) {
+            for (const memx::KernelPoint &k : *needed)
+                if (k.device == device) {
+                    addUnique(it->tps, k.tp);
+                    addUnique(it->microBatches, k.microBatch);
+                }
+        } else {
+            for (int tp : defaults.tensorParallel)
+                if (tp <= g.gpusPerNode)
+                    addUnique(it->tps, tp);
+        }
     }
+    std::set<memx::KernelPoint> used;
+    if (needed)
+        used.insert(needed->begin(), needed->end());
     for (DeviceCoverage &c : out) {
         std::sort(c.tps.begin(), c.tps.end());
+        std::sort(c.microBatches.begin(), c.microBatches.end());
         std::vector<memx::LayerProfile> mine;
         for (const memx::LayerProfile &p : profiles.profiles())
             if (p.key.gpu == c.device && p.key.model == model.id && p.key.seqLength == model.shape.seqLength)
@@ -163,14 +184,26 @@ std::vector<DeviceCoverage> profileCoverage(const memx::ProfileSet &profiles, co
             for (int b : c.microBatches) {
                 char status = '-';
                 std::vector<memx::LayerProfile> sameTp;
+                // Measured beats simulated beats interpolated; measured and simulated (virtual
+                // testbed) profiles are interpolation sources, as for `memx profile coverage`.
+                auto rankOf = [](char s) { return s == 'M' ? 3 : s == 'S' ? 2 : s == 'I' ? 1 : 0; };
                 for (const memx::LayerProfile &p : mine) {
-                    if (p.key.tp == tp && p.key.microBatch == b)
-                        status = p.origin == memx::ProfileOrigin::Measured ? 'M' : (status == 'M' ? 'M' : 'I');
-                    if (p.key.tp == tp && p.origin == memx::ProfileOrigin::Measured)
+                    const bool source
+                        = p.origin == memx::ProfileOrigin::Measured || p.origin == memx::ProfileOrigin::Simulated;
+                    if (p.key.tp == tp && p.key.microBatch == b) {
+                        const char s = p.origin == memx::ProfileOrigin::Measured
+                            ? 'M'
+                            : (p.origin == memx::ProfileOrigin::Simulated ? 'S' : 'I');
+                        if (rankOf(s) > rankOf(status))
+                            status = s;
+                    }
+                    if (p.key.tp == tp && source)
                         sameTp.push_back(p);
                 }
                 if (status == '-' && !sameTp.empty() && memx::interpolateMicroBatch(sameTp, b))
                     status = 'I';
+                if (status == '-' && needed && !used.count({c.device, tp, b}))
+                    status = ' ';
                 row.push_back(status);
             }
             c.cells.push_back(row);
@@ -181,14 +214,42 @@ std::vector<DeviceCoverage> profileCoverage(const memx::ProfileSet &profiles, co
 
 // ---- ProfilesPanel ----
 
-struct ProfilesPanel::Import {
+struct ProfilesPanel::Task {
+    TaskKind kind = TaskKind::Import;
     std::atomic<bool> cancel {false};
     std::atomic<quint64> done {0}, total {0};
+    std::atomic<int> phase {0}; ///< index into phases (the progress bar's text)
+    QStringList phases;
     QFutureWatcher<void> watcher;
-    memx::ImportBatch batch; // written by the worker, read after it finished
-    QString error;
+    QString error; // written by the worker, read after it finished
     QString what;
+
+    void setPhase(int p)
+    {
+        done = 0;
+        total = 0;
+        phase = p;
+    }
 };
+
+namespace {
+
+QString diagnosticsText(const memx::LoadError &e, int maxLines = 20)
+{
+    QStringList lines;
+    for (const memx::Diagnostic &d : e.diagnostics())
+        lines << QString::fromStdString(d.toString());
+    return lines.mid(0, maxLines).join(QLatin1Char('\n'));
+}
+
+memx::Cluster withoutPositions(memx::Cluster c)
+{
+    for (memx::NodeGroup &g : c.groups)
+        g.x = g.y = 0;
+    return c;
+}
+
+} // namespace
 
 ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     : QWidget(parent)
@@ -207,87 +268,220 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     mSummary = new QLabel;
     mSummary->setWordWrap(true);
     mProgress = new QProgressBar;
-    mProgress->setVisible(false);
-    mSailor = new QPushButton(tr("Public dataset..."));
+    mProgress->setTextVisible(true);
+    mCancel = new QToolButton;
+    mCancel->setText(tr("Cancel"));
+    mCancel->setToolTip(tr("Stop the running task; nothing is written into the project"));
+    // Compact: the dock shares its width with the GPU catalogue (tabified).
+    mImport = new QToolButton;
+    mImport->setText(tr("Import"));
+    mImport->setPopupMode(QToolButton::InstantPopup);
+    mImport->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    mImport->setToolTip(tr("Import measurements into this project"));
+    auto *importMenu = new QMenu(mImport);
+    mSailor = importMenu->addAction(tr("Public dataset..."));
     mSailor->setToolTip(tr("Import the public Sailor measurements folder (per-layer profiles, measured runs, "
                            "network fits), e.g. ../shared/data/public/sailor"));
-    mLog = new QPushButton(tr("Megatron log..."));
+    mLog = importMenu->addAction(tr("Megatron log of the selected plan..."));
     mLog->setToolTip(tr("Import a Megatron-LM training log as a measured run of the plan selected in the results"));
-    mFiles = new QPushButton(tr("CSV/JSON..."));
+    mFiles = importMenu->addAction(tr("CSV/JSON profiles..."));
     mFiles->setToolTip(tr("Import per-layer profiles from CSV or JSON files (docs/formats-profiles.md)"));
+    importMenu->setToolTipsVisible(true);
+    mImport->setMenu(importMenu);
+    mPlanButton = new QPushButton(tr("Plan"));
+    mPlanButton->setAutoDefault(false);
+    mPlanButton->setToolTip(tr("Compute the minimal set of profiling jobs for this cluster and model: per GPU type "
+                               "the (TP, micro-batch) per-layer profiles to measure, plus a few end-to-end runs, "
+                               "with GPU-hours against profiling every configuration (memx profile plan)"));
+    mWriteJobs = new QPushButton(tr("Write jobs..."));
+    mWriteJobs->setToolTip(tr("Write the plan's job folders (Megatron-LM / FlagScale launch scripts, run.sh) and "
+                              "manifest.json into a folder (memx profile plan --out)"));
+    mTestbed = new QPushButton(tr("Run on testbed"));
+    mTestbed->setToolTip(tr("Run the plan's jobs on the virtual testbed (a SIMULATED cluster, no GPUs) and import the "
+                            "simulated profiles and runs into this project (memx profile run-simulated)"));
+
     auto *buttons = new QHBoxLayout;
     buttons->setContentsMargins(0, 0, 0, 0);
-    buttons->addWidget(new QLabel(tr("Import:")));
-    buttons->addWidget(mSailor);
-    buttons->addWidget(mLog);
-    buttons->addWidget(mFiles);
+    buttons->addWidget(mImport);
+    buttons->addWidget(mPlanButton);
+    buttons->addWidget(mWriteJobs);
+    buttons->addWidget(mTestbed);
     buttons->addStretch(1);
+    auto *progressRow = new QHBoxLayout;
+    progressRow->setContentsMargins(0, 0, 0, 0);
+    progressRow->addWidget(mProgress, 1);
+    progressRow->addWidget(mCancel);
+    mProgressRow = new QWidget;
+    mProgressRow->setLayout(progressRow);
+    mProgressRow->setVisible(false);
+
+    mJobModel = new ProfilingJobModel(this);
+    mJobView = new QTableView;
+    mJobView->setModel(mJobModel);
+    mJobView->verticalHeader()->hide();
+    mJobView->verticalHeader()->setDefaultSectionSize(mJobView->fontMetrics().height() + 6);
+    mJobView->horizontalHeader()->setStretchLastSection(true);
+    mJobView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    mJobView->setWordWrap(false);
+    mPlanSummary = new QLabel;
+    mPlanSummary->setWordWrap(true);
+    mPlanSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto *planBox = new QWidget;
+    auto *planLayout = new QVBoxLayout(planBox);
+    planLayout->setContentsMargins(0, 0, 0, 0);
+    planLayout->addWidget(mPlanSummary);
+    planLayout->addWidget(mJobView, 1);
 
     auto *split = new QSplitter(Qt::Vertical);
     split->addWidget(mCoverage);
+    split->addWidget(planBox);
     split->addWidget(mView);
-    split->setStretchFactor(0, 1);
-    split->setStretchFactor(1, 1);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setStretchFactor(2, 2);
+    split->setChildrenCollapsible(false);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(buttons);
-    layout->addWidget(mProgress);
+    layout->addWidget(mProgressRow);
     layout->addWidget(mSummary);
     layout->addWidget(split, 1);
 
-    connect(mSailor, &QPushButton::clicked, this, [this] {
+    connect(mSailor, &QAction::triggered, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Public Dataset Folder (sailor)"));
         if (!dir.isEmpty())
             importPublicDataset(dir);
     });
-    connect(mFiles, &QPushButton::clicked, this, [this] {
+    connect(mFiles, &QAction::triggered, this, [this] {
         const QStringList files = QFileDialog::getOpenFileNames(this, tr("Import Profiles"), QString(),
                                                                 tr("Profiles (*.csv *.json);;All files (*)"));
         if (!files.isEmpty())
             importProfileFiles(files);
     });
-    connect(mLog, &QPushButton::clicked, this, [this] {
+    connect(mLog, &QAction::triggered, this, [this] {
         const QString file = QFileDialog::getOpenFileName(this, tr("Import Megatron-LM Log"), QString(),
                                                           tr("Logs (*.log *.txt *.out);;All files (*)"));
         if (!file.isEmpty())
             importMegatronLog(file);
     });
-    connect(this, &ProfilesPanel::importFinished, this, [this](bool ok, const QString &message) {
-        if (!ok && !message.isEmpty())
-            QMessageBox::warning(this, tr("Import failed"), message);
+    connect(mPlanButton, &QPushButton::clicked, this, &ProfilesPanel::planProfiling);
+    connect(mTestbed, &QPushButton::clicked, this, [this] { runOnTestbed(1); });
+    connect(mCancel, &QToolButton::clicked, this, &ProfilesPanel::cancel);
+    connect(mWriteJobs, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for the Profiling Jobs"));
+        if (dir.isEmpty())
+            return;
+        QString error;
+        if (writeJobFiles(dir, false, &error))
+            return;
+        if (error.contains(QStringLiteral("the file exists"))
+            && QMessageBox::question(this, tr("Overwrite Profiling Jobs"),
+                                     tr("%1 already holds profiling job files. Overwrite them?").arg(dir))
+                == QMessageBox::Yes
+            && writeJobFiles(dir, true, &error))
+            return;
+        if (mInteractive && !error.contains(QStringLiteral("the file exists")))
+            QMessageBox::warning(this, tr("Writing the jobs failed"), error);
     });
+    auto warnUnlessCancelled = [this](bool ok, const QString &message) {
+        if (mInteractive && !ok && !message.isEmpty() && message != tr("cancelled"))
+            QMessageBox::warning(this, tr("Profiles"), message);
+    };
+    connect(this, &ProfilesPanel::importFinished, this, warnUnlessCancelled);
+    connect(this, &ProfilesPanel::profilingPlanFinished, this, warnUnlessCancelled);
     for (auto signal :
          {&ClusterDocument::projectDataChanged, &ClusterDocument::clusterReset, &ClusterDocument::modelChanged})
         connect(mDocument, signal, this, &ProfilesPanel::refresh);
     for (auto signal :
          {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
         connect(mDocument, signal, this, &ProfilesPanel::refresh);
+    for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::modelChanged, &ClusterDocument::networkChanged})
+        connect(mDocument, signal, this, &ProfilesPanel::checkPlanCurrent);
+    for (auto signal :
+         {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
+        connect(mDocument, signal, this, &ProfilesPanel::checkPlanCurrent);
     setCurrentPlan(std::nullopt);
+    setBusy(false);
     refresh();
 }
 
 ProfilesPanel::~ProfilesPanel()
 {
-    if (mImport) {
-        mImport->cancel = true;
-        mImport->watcher.waitForFinished();
+    if (mTask) {
+        mTask->cancel = true;
+        mTask->watcher.waitForFinished();
     }
 }
 
 void ProfilesPanel::setCurrentPlan(std::optional<memx::Plan> plan)
 {
     mPlan = std::move(plan);
-    mLog->setEnabled(mPlan.has_value() && !mImport);
+    mLog->setEnabled(mPlan.has_value() && !mTask);
 }
 
 bool ProfilesPanel::isImporting() const
 {
-    return mImport != nullptr;
+    return mTask != nullptr;
 }
 
 QString ProfilesPanel::coverageHtml() const
 {
     return mCoverage->toHtml();
+}
+
+QString ProfilesPanel::planSummary() const
+{
+    return mJobModel->summaryText();
+}
+
+void ProfilesPanel::setBusy(bool busy)
+{
+    for (QPushButton *b : {mPlanButton, mTestbed})
+        b->setEnabled(!busy);
+    mSailor->setEnabled(!busy);
+    mFiles->setEnabled(!busy);
+    mLog->setEnabled(!busy && mPlan.has_value());
+    mWriteJobs->setEnabled(!busy && mJobModel->hasPlan());
+    mProgressRow->setVisible(busy);
+    mCancel->setEnabled(busy);
+}
+
+void ProfilesPanel::cancel()
+{
+    if (mTask)
+        mTask->cancel = true;
+}
+
+memx::MinimalSetOptions ProfilesPanel::planOptions() const
+{
+    return {}; // the search's default space, the model's global batch (as `memx profile plan` without options)
+}
+
+void ProfilesPanel::checkPlanCurrent()
+{
+    if (!mJobModel->hasPlan())
+        return;
+    if (withoutPositions(mDocument->cluster()) == mPlanCluster && mDocument->model() == mPlanModel)
+        return;
+    mJobModel->clear();
+    mPlanSummary->setText(tr("The cluster or model changed: press Plan for a new profiling plan."));
+    setBusy(mTask != nullptr);
+    refresh();
+}
+
+void ProfilesPanel::showPlan(const memx::ProfilingPlan &plan, const memx::Cluster &cluster, const memx::Model &model)
+{
+    mPlanCluster = withoutPositions(cluster);
+    mPlanModel = model;
+    mJobModel->setPlan(plan, cluster);
+    mJobView->resizeColumnsToContents();
+    mPlanSummary->setText(tr("<b>Minimal-set profiling plan</b> for %1 on %2: %3")
+                              .arg(QString::fromStdString(model.id).toHtmlEscaped(),
+                                   QString::fromStdString(cluster.name).toHtmlEscaped(),
+                                   mJobModel->summaryText().toHtmlEscaped()));
+    checkPlanCurrent(); // the document may have changed while the plan was computed
+    setBusy(mTask != nullptr);
+    refresh();
 }
 
 void ProfilesPanel::refresh()
@@ -301,25 +495,32 @@ void ProfilesPanel::refresh()
                           .arg(data.networkMeasurements().size()));
 
     const memx::Model &model = mDocument->model();
-    QString html = tr("<b>Coverage for %1</b> (sequence %2) - which (TP, micro-batch) cells the search uses are "
-                      "<span style='color:#2e7d32'>M measured</span>, <span style='color:#1565c0'>I "
-                      "interpolated</span> or <span style='color:#888'>- estimated by the analytic model</span>:")
+    QString html = tr("<b>Coverage for %1</b> (sequence %2) - which (TP, micro-batch) cells the search uses%3 are "
+                      "<span style='color:#2e7d32'>M measured</span>, <span style='color:#6a1b9a'>S simulated "
+                      "(virtual testbed)</span>, <span style='color:#1565c0'>I interpolated</span> or "
+                      "<span style='color:#888'>- estimated by the analytic model</span>:")
                        .arg(QString::fromStdString(model.id).toHtmlEscaped())
-                       .arg(model.shape.seqLength);
-    for (const DeviceCoverage &c : profileCoverage(data.profiles(), mDocument->cluster(), model)) {
-        html += QStringLiteral("<p><b>%1</b>: %2 measured, %3 interpolated, %4 estimated<br>"
+                       .arg(model.shape.seqLength)
+                       .arg(mJobModel->hasPlan() ? tr(" (as the profiling plan found them)")
+                                                 : tr(" (default TP and micro-batch sizes; Plan shows the exact ones)"));
+    // With a profiling plan shown, the grid is exactly the kernels the search space uses.
+    const memx::ProfileSet profiles = data.profiles();
+    const std::vector<memx::KernelPoint> *needed = mJobModel->hasPlan() ? &mJobModel->plan().needed : nullptr;
+    for (const DeviceCoverage &c : profileCoverage(profiles, mDocument->cluster(), model, needed)) {
+        QString counts = tr("%1 measured").arg(c.count('M'));
+        if (c.count('S') > 0)
+            counts += tr(", %1 simulated").arg(c.count('S'));
+        counts += tr(", %1 interpolated, %2 estimated").arg(c.count('I')).arg(c.count('-'));
+        html += QStringLiteral("<p><b>%1</b>: %2<br>"
                                "<table cellspacing='0' cellpadding='2'><tr><td>TP \\ mbs</td>")
-                    .arg(QString::fromStdString(c.device).toHtmlEscaped())
-                    .arg(c.count('M'))
-                    .arg(c.count('I'))
-                    .arg(c.count('-'));
+                    .arg(QString::fromStdString(c.device).toHtmlEscaped(), counts);
         for (int b : c.microBatches)
             html += QStringLiteral("<td align='center'>&nbsp;%1&nbsp;</td>").arg(b);
         html += QStringLiteral("</tr>");
         for (size_t t = 0; t < c.tps.size(); ++t) {
             html += QStringLiteral("<tr><td align='center'>%1</td>").arg(c.tps[t]);
             for (char s : c.cells[t]) {
-                const char *colour = s == 'M' ? "#2e7d32" : s == 'I' ? "#1565c0" : "#888";
+                const char *colour = s == 'M' ? "#2e7d32" : s == 'S' ? "#6a1b9a" : s == 'I' ? "#1565c0" : "#888";
                 html += QStringLiteral("<td align='center' style='color:%1'><b>%2</b></td>")
                             .arg(QLatin1String(colour), QChar(QLatin1Char(s)));
             }
@@ -327,78 +528,99 @@ void ProfilesPanel::refresh()
         }
         html += QStringLiteral("</table></p>");
     }
-    if (data.profiles().empty())
+    if (profiles.empty())
         html += tr("<p style='color:#666'>No profiles yet: every time is the analytic cost model's estimate. Import "
                    "measurements (the public dataset covers OPT-350M, GPT-Neo 2.7B, OPT-30B and Llama-3 8B as "
-                   "<i>sailor-*</i> models) to replace estimates with measured per-layer times.</p>");
+                   "<i>sailor-*</i> models), or press <i>Plan</i> and <i>Run on virtual testbed</i> for simulated "
+                   "ones, to replace estimates with per-layer times.</p>");
     mCoverage->setHtml(html);
 }
 
-template<typename Work> void ProfilesPanel::runImport(const QString &what, Work work)
+void ProfilesPanel::runTask(TaskKind kind, const QString &what, const QStringList &phases, Work work,
+                            std::function<QString(Task &)> finish)
 {
-    if (mImport)
+    if (mTask) {
+        const QString busy = tr("Another task is running (%1).").arg(mTask->what);
+        if (kind == TaskKind::Plan)
+            emit profilingPlanFinished(false, busy);
+        else
+            emit importFinished(false, busy);
         return;
-    auto import = std::make_shared<Import>();
-    import->what = what;
-    mImport = import;
-    for (QPushButton *b : {mSailor, mLog, mFiles})
-        b->setEnabled(false);
-    mProgress->setVisible(true);
+    }
+    auto task = std::make_shared<Task>();
+    task->kind = kind;
+    task->what = what;
+    task->phases = phases;
+    mTask = task;
+    setBusy(true);
     mProgress->setRange(0, 0);
     mProgress->setFormat(what);
     auto *timer = new QTimer(this);
     timer->setInterval(100);
-    connect(timer, &QTimer::timeout, this, [this, import] {
-        if (import->total > 0) {
-            mProgress->setRange(0, int(import->total));
-            mProgress->setValue(int(import->done));
+    connect(timer, &QTimer::timeout, this, [this, task] {
+        const int phase = task->phase;
+        mProgress->setFormat(phase < task->phases.size() ? task->phases[phase] : task->what);
+        if (task->total > 0) {
+            mProgress->setRange(0, int(std::min<quint64>(task->total, INT_MAX)));
+            mProgress->setValue(int(std::min<quint64>(task->done, INT_MAX)));
+        } else {
+            mProgress->setRange(0, 0);
         }
     });
     timer->start();
-    connect(&import->watcher, &QFutureWatcher<void>::finished, this, [this, import, timer] {
+    connect(&task->watcher, &QFutureWatcher<void>::finished, this, [this, task, timer, finish] {
         timer->deleteLater();
-        mImport.reset();
-        mProgress->setVisible(false);
-        for (QPushButton *b : {mSailor, mFiles})
-            b->setEnabled(true);
-        mLog->setEnabled(mPlan.has_value());
-        if (!import->error.isEmpty()) {
-            emit importFinished(false, import->error);
-            return;
+        mTask.reset();
+        setBusy(false);
+        bool ok = false;
+        QString message;
+        if (task->cancel) {
+            message = tr("cancelled"); // whatever the worker produced is dropped: nothing is written
+        } else if (!task->error.isEmpty()) {
+            message = task->error;
+        } else {
+            try {
+                message = finish(*task);
+                ok = true;
+            } catch (const memx::LoadError &e) {
+                message = diagnosticsText(e);
+            } catch (const std::exception &e) {
+                message = QString::fromUtf8(e.what());
+            }
         }
-        try {
-            mDocument->importData(import->batch);
-        } catch (const std::exception &e) {
-            emit importFinished(false, QString::fromUtf8(e.what()));
-            return;
-        }
-        emit importFinished(true, tr("%1: %2 items imported").arg(import->what).arg(import->batch.itemCount()));
+        if (task->kind == TaskKind::Plan)
+            emit profilingPlanFinished(ok, message);
+        else
+            emit importFinished(ok, message);
     });
-    Import *state = import.get();
-    import->watcher.setFuture(QtConcurrent::run([state, work] {
+    Task *state = task.get();
+    task->watcher.setFuture(QtConcurrent::run([state, work] {
+        const std::function<bool(size_t, size_t)> progress = [state](size_t done, size_t total) {
+            state->done = done;
+            state->total = total;
+            return !state->cancel.load();
+        };
         try {
-            state->batch = work([state](size_t done, size_t total) {
-                state->done = done;
-    state->total = total;
-    return !state->cancel.load();
-});
-} // namespace memx::ui
-catch (const memx::LoadError &e)
-{
-    QStringList lines;
-    for (const memx::Diagnostic &d : e.diagnostics())
-        lines << QString::fromStdString(d.toString());
-    state->error = lines.mid(0, 20).join(QLatin1Char('\n'));
+            work(*state, progress);
+        } catch (const memx::LoadError &e) {
+            state->error = diagnosticsText(e);
+        } catch (const memx::ImportCancelled &) {
+            state->error = QObject::tr("cancelled");
+        } catch (const std::exception &e) {
+            state->error = QString::fromUtf8(e.what());
+        }
+    }));
 }
-catch (const memx::ImportCancelled &)
+
+template<typename Parse> void ProfilesPanel::runImport(const QString &what, Parse parse)
 {
-    state->error = QObject::tr("cancelled");
-}
-catch (const std::exception &e)
-{
-    state->error = QString::fromUtf8(e.what());
-}
-}));
+    auto batch = std::make_shared<memx::ImportBatch>();
+    runTask(
+        TaskKind::Import, what, {}, [batch, parse](Task &, const auto &progress) { *batch = parse(progress); },
+        [this, batch, what](Task &) {
+            mDocument->importData(*batch);
+            return tr("%1: %2 items imported").arg(what).arg(batch->itemCount());
+        });
 }
 
 void ProfilesPanel::importPublicDataset(const QString &dir)
@@ -439,10 +661,7 @@ bool ProfilesPanel::importMegatronLog(const QString &file)
             memx::importMegatronLog(file.toStdString(), *mPlan, mDocument->cluster(), mDocument->model()));
         mDocument->importData(batch);
     } catch (const memx::LoadError &e) {
-        QStringList lines;
-        for (const memx::Diagnostic &d : e.diagnostics())
-            lines << QString::fromStdString(d.toString());
-        emit importFinished(false, lines.join(QLatin1Char('\n')));
+        emit importFinished(false, diagnosticsText(e, 1000));
         return false;
     } catch (const std::exception &e) {
         emit importFinished(false, QString::fromUtf8(e.what()));
@@ -450,6 +669,106 @@ bool ProfilesPanel::importMegatronLog(const QString &file)
     }
     emit importFinished(true, tr("Imported %1").arg(QFileInfo(file).fileName()));
     return true;
+}
+
+void ProfilesPanel::planProfiling()
+{
+    const memx::Cluster cluster = mDocument->cluster();
+    const memx::Model model = mDocument->model();
+    const memx::MinimalSetOptions options = planOptions();
+    auto plan = std::make_shared<memx::ProfilingPlan>();
+    runTask(
+        TaskKind::Plan, tr("Planning the profiling jobs"), {tr("Planning: enumerating the search space %p%")},
+        [cluster, model, options, plan](Task &, const std::function<bool(size_t, size_t)> &progress) {
+            *plan = memx::planMinimalSet(cluster, model, options, progress);
+        },
+        [this, cluster, model, plan](Task &) {
+            showPlan(*plan, cluster, model);
+            return tr("Profiling plan: %1").arg(mJobModel->summaryText());
+        });
+}
+
+bool ProfilesPanel::writeJobFiles(const QString &dir, bool overwrite, QString *error)
+{
+    auto fail = [error](const QString &message) {
+        if (error)
+            *error = message;
+        return false;
+    };
+    if (!mJobModel->hasPlan())
+        return fail(tr("No profiling plan for this cluster and model: press Plan first."));
+    memx::ProfilingPlan plan = mJobModel->plan(); // profilingJobFiles fills in the jobs' scripts and logs
+    try {
+        const std::vector<memx::ExportFile> files = memx::profilingJobFiles(plan, mJobModel->cluster(), mPlanModel);
+        const std::vector<std::string> written = memx::writeExportFiles(files, dir.toStdString(), overwrite);
+        emit importFinished(true, tr("Wrote %1 files into %2 (manifest.json)").arg(written.size()).arg(dir));
+    } catch (const memx::LoadError &e) {
+        return fail(diagnosticsText(e));
+    } catch (const std::exception &e) {
+        return fail(QString::fromUtf8(e.what()));
+    }
+    return true;
+}
+
+void ProfilesPanel::runOnTestbed(quint64 seed)
+{
+    checkPlanCurrent();
+    std::optional<memx::ProfilingPlan> known;
+    if (mJobModel->hasPlan())
+        known = mJobModel->plan();
+    const memx::Cluster cluster = known ? mJobModel->cluster() : mDocument->cluster();
+    const memx::Model model = known ? mPlanModel : mDocument->model();
+    const memx::MinimalSetOptions options = planOptions();
+    struct Outcome {
+        std::optional<memx::ProfilingPlan> planned; // planned in this task (none was shown)
+        memx::ImportBatch batch;
+        QStringList failures;
+        std::string source;
+    };
+    auto out = std::make_shared<Outcome>();
+    runTask(
+        TaskKind::Testbed, tr("Virtual testbed"),
+        {tr("Planning: enumerating the search space %p%"), tr("Running jobs on the virtual testbed %v/%m")},
+        [cluster, model, options, known, seed, out](Task &task, const std::function<bool(size_t, size_t)> &progress) {
+            memx::ProfilingPlan plan;
+            if (known) {
+                plan = *known;
+            } else {
+                plan = memx::planMinimalSet(cluster, model, options, progress);
+                out->planned = plan;
+            }
+            task.setPhase(1);
+            const memx::VirtualTestbed testbed(seed);
+            out->source = testbed.sourceLabel();
+            out->batch.clusters.push_back(cluster);
+            out->batch.models.push_back(model);
+            for (size_t i = 0; i < plan.jobs.size(); ++i) {
+                const memx::ProfileJob &job = plan.jobs[i];
+                if (job.kind == memx::ProfileJobKind::PerLayer) {
+                    out->batch.profiles.push_back(testbed.runProfilingJob(job, cluster, model));
+                } else if (job.plan) {
+                    const memx::TestbedRun r = testbed.runPlan(*job.plan, cluster, model);
+                    if (r.ok)
+                        out->batch.runs.push_back(r.run);
+                    else
+                        out->failures << QString::fromStdString(job.id + ": " + r.error);
+                }
+                if (!progress(i + 1, plan.jobs.size()))
+                    throw memx::ImportCancelled {};
+            }
+        },
+        [this, cluster, model, out](Task &) {
+            if (out->planned)
+                showPlan(*out->planned, cluster, model);
+            mDocument->importData(out->batch);
+            QString message = tr("SIMULATED on the virtual testbed (%1): %2 profiles and %3 runs imported")
+                                  .arg(QString::fromStdString(out->source))
+                                  .arg(out->batch.profiles.size())
+                                  .arg(out->batch.runs.size());
+            if (!out->failures.isEmpty())
+                message += tr("; %n run(s) failed (out of memory, not stored)", nullptr, int(out->failures.size()));
+            return message;
+        });
 }
 
 } // namespace memx::ui

@@ -23,6 +23,7 @@
 #include <QTextBrowser>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace memx::ui {
 
@@ -68,14 +69,18 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     bar->addWidget(mRun);
     bar->addWidget(mCancel);
     bar->addWidget(mProgress);
-    bar->addWidget(mCounts, 1);
+    bar->addStretch(1);
     bar->addWidget(new QLabel(tr("Global batch:")));
     bar->addWidget(mGlobalBatch);
     bar->addWidget(mExport);
+    // The counts get their own line: next to the buttons they were clipped at the default size.
+    auto *countsRow = new QHBoxLayout;
+    countsRow->setContentsMargins(8, 0, 6, 2);
+    countsRow->addWidget(mCounts, 1);
 
     // Charts.
     mPareto = new ParetoChartView;
-    mPareto->setMinimumSize(360, 240);
+    mPareto->setMinimumHeight(240); // its width: at least what its toolbar needs (no clipped legend)
     mBars = new MemoryBarChart;
     mBars->setMinimumSize(320, 220);
     auto *charts = new QSplitter(Qt::Horizontal);
@@ -160,6 +165,7 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
     layout->addLayout(bar);
+    layout->addLayout(countsRow);
     layout->addWidget(vertical, 1);
 
     // Wiring.
@@ -201,7 +207,11 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     connect(mSelection, &PlanSelection::changed, this, &ResultsPanel::showSelection);
 }
 
-ResultsPanel::~ResultsPanel() = default;
+ResultsPanel::~ResultsPanel()
+{
+    if (mPrepare)
+        mPrepare->waitForFinished();
+}
 
 void ResultsPanel::setRequest(const memx::SearchRequest &request)
 {
@@ -231,7 +241,7 @@ void ResultsPanel::cancelSearch()
 
 bool ResultsPanel::isSearching() const
 {
-    return mJob->isRunning() || mDebounce->isActive();
+    return mJob->isRunning() || mDebounce->isActive() || (mPrepare && mPrepare->isRunning());
 }
 
 void ResultsPanel::setSearching(bool on)
@@ -250,14 +260,44 @@ quint32 ResultsPanel::selectedPlan() const
 
 void ResultsPanel::onFinished()
 {
-    setSearching(false);
-    mProgress->setValue(mProgress->maximum());
-    mProgress->setFormat(tr("done"));
-    mResults.setOutcome(mJob->lastOutcome(), mResults.weights());
+    // Mapping the result to the views' values (a rank over every plan, the shown set, ~7,000 plan
+    // summaries) also runs in a worker; this thread only applies it (tests/bench/bench_gui.cpp).
+    mProgress->setFormat(tr("preparing the views..."));
+    const quint64 generation = ++mPrepareGeneration;
+    auto prepared = std::make_shared<Prepared>();
+    prepared->weights = mResults.weights();
+    auto outcome = mJob->lastOutcome();
+    auto *watcher = new QFutureWatcher<void>(this);
+    mPrepare = watcher;
+    connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, prepared, generation] {
+        watcher->deleteLater();
+        if (generation == mPrepareGeneration) // else a newer result is being prepared
+            applyResults(*prepared);
+    });
+    watcher->setFuture(QtConcurrent::run([prepared, outcome] {
+        prepared->results.setOutcome(outcome, prepared->weights);
+        prepared->points = prepared->results.points();
+    }));
+}
+
+void ResultsPanel::applyResults(Prepared &prepared)
+{
+    if (!mJob->isRunning()) { // else a newer search runs: keep its progress
+        setSearching(false);
+        mProgress->setValue(mProgress->maximum());
+        mProgress->setFormat(tr("done"));
+    }
+    const ObjectiveWeights current = mResults.weights(); // the sliders may have moved meanwhile
+    mResults = std::move(prepared.results);
+    QVector<PlanPoint> points = std::move(prepared.points);
+    if (!(mResults.weights() == current)) {
+        mResults.setWeights(current);
+        points = mResults.points();
+    }
     mCounts->setText(mResults.countsText());
     mCounts->setToolTip(mResults.countsText());
     mSelection->select(0);
-    mModel->setPlans(mResults.points());
+    mModel->setPlans(points);
     // Compact numeric columns so the plan summary (last, stretched) stays visible.
     const int digit = mTable->fontMetrics().horizontalAdvance(QLatin1Char('0'));
     const QFontMetrics header = mTable->horizontalHeader()->fontMetrics();
@@ -266,13 +306,20 @@ void ResultsPanel::onFinished()
         const QString title = mModel->headerData(c, Qt::Horizontal).toString();
         mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
     }
-    mPareto->setPoints(mResults.points());
     mSelection->select(mResults.topPlanId());
     if (mResults.isEmpty())
         mCounts->setText(tr("<span style='color:#b00'>No valid plan: every configuration is out of memory or does "
                             "not divide the batch.</span> %1")
                              .arg(mResults.countsText()));
-    emit resultsShown();
+    // The chart in a later event-loop pass, so the UI thread is never busy with both at once.
+    const quint64 generation = mPrepareGeneration;
+    QTimer::singleShot(0, this, [this, generation, points = std::move(points)] {
+        if (generation != mPrepareGeneration)
+            return; // a newer result is being prepared
+        mPareto->setPoints(points);
+        mPareto->setSelectedPlan(mSelection->current());
+        emit resultsShown();
+    });
 }
 
 void ResultsPanel::setWeights(const ObjectiveWeights &weights)

@@ -235,7 +235,8 @@ void ChangeWeightsCommand::redo()
 
 void ChangeWeightsCommand::updateText()
 {
-    setText(QObject::tr("Change objective weights to %1").arg(weightsText(mAfter)));
+    // Before the newline: the History view's entry; after it: the Edit menu's "Undo ..." text.
+    setText(QObject::tr("Objective weights %1\nChange objective weights").arg(weightsText(mAfter)));
 }
 
 } // namespace memx::ui

@@ -51,9 +51,15 @@ public:
     bool openClusterFile(const QString &path, bool ask = false) { return openFile(path, ask); }
     /// Saves the document to `path` (format by suffix: .memx project or cluster JSON).
     bool saveTo(const QString &path);
-    /// Grabs the window into a PNG once the first search's results are drawn, then quits.
+    /// What saveScreenshotAndQuit() grabs.
+    enum class ScreenshotView {
+        Window, ///< the whole window with the first search's results
+        Profiles, ///< the Profiles dock after planning and running the plan on the virtual testbed
+        ExportDialog, ///< the export dialog of the selected plan
+    };
+    /// Grabs `view` into a PNG once the first search's results are drawn, then quits.
     /// `selectRank` > 0 selects the plan of that rank first.
-    void saveScreenshotAndQuit(const QString &path, int selectRank = 0, int tab = -1);
+    void saveScreenshotAndQuit(const QString &path, int selectRank = 0, ScreenshotView view = ScreenshotView::Window);
     /// Opens the export dialog for the selected plan (modal); returns the dialog's result.
     void exportSelectedPlan();
 
@@ -64,7 +70,7 @@ public:
     ProfilesPanel *profiles() const { return mProfiles; }
 
     /// When false (tests), load/save problems are not shown in modal dialogs; lastError() has them.
-    void setInteractive(bool on) { mInteractive = on; }
+    void setInteractive(bool on);
     QString lastError() const { return mLastError; }
 
 protected:

@@ -4,6 +4,8 @@
 #include "memx/ui/planresults.h"
 #include "memx/ui/resultsviewtypes.h"
 
+#include <QFutureWatcher>
+#include <QPointer>
 #include <QWidget>
 
 #include <memory>
@@ -91,7 +93,14 @@ signals:
     void statusMessage(const QString &message);
 
 private:
+    /// A search result mapped to the views' values in a worker (PlanResults + its points).
+    struct Prepared {
+        ObjectiveWeights weights;
+        PlanResults results;
+        QVector<PlanPoint> points;
+    };
     void onFinished();
+    void applyResults(Prepared &prepared);
     void showSelection(quint32 id);
     void refreshChart();
     void setSearching(bool on);
@@ -103,6 +112,8 @@ private:
     SearchJob *mJob = nullptr;
     QTimer *mDebounce = nullptr;
     QTimer *mChartRefresh = nullptr;
+    QPointer<QFutureWatcher<void>> mPrepare; // the result being prepared in a worker
+    quint64 mPrepareGeneration = 0;
 
     QPushButton *mRun = nullptr;
     QPushButton *mCancel = nullptr;
