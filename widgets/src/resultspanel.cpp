@@ -306,19 +306,26 @@ void ResultsPanel::applyResults(Prepared &prepared)
         const QString title = mModel->headerData(c, Qt::Horizontal).toString();
         mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
     }
-    mSelection->select(mResults.topPlanId());
     if (mResults.isEmpty())
         mCounts->setText(tr("<span style='color:#b00'>No valid plan: every configuration is out of memory or does "
                             "not divide the batch.</span> %1")
                              .arg(mResults.countsText()));
-    // The chart in a later event-loop pass, so the UI thread is never busy with both at once.
+    // The selection (memory bars, stage diagram: one estimatePlan) and then the chart each in a
+    // later event-loop pass, so the UI thread is never busy with two of them at once. The 1 ms
+    // timers (not 0 ms, which Qt posts as one more queued event processed in the same batch) let
+    // input, paint and other timers run in between (tests/bench/bench_gui.cpp measures the gaps).
     const quint64 generation = mPrepareGeneration;
-    QTimer::singleShot(0, this, [this, generation, points = std::move(points)] {
+    QTimer::singleShot(1, this, [this, generation, points = std::move(points)]() mutable {
         if (generation != mPrepareGeneration)
             return; // a newer result is being prepared
-        mPareto->setPoints(points);
-        mPareto->setSelectedPlan(mSelection->current());
-        emit resultsShown();
+        mSelection->select(mResults.topPlanId());
+        QTimer::singleShot(1, this, [this, generation, points = std::move(points)] {
+            if (generation != mPrepareGeneration)
+                return;
+            mPareto->setPoints(points);
+            mPareto->setSelectedPlan(mSelection->current());
+            emit resultsShown();
+        });
     });
 }
 
