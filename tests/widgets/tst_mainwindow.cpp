@@ -3,7 +3,9 @@
 #include "memx/io/formats.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
+#include "memx/store/sqlitestore.h"
 #include "memx/ui/clusterdocument.h"
+#include "memx/ui/documentstorage.h"
 #include "memx/ui/exportdialog.h"
 #include "memx/ui/mainwindow.h"
 #include "memx/ui/memorybarchart.h"
@@ -15,6 +17,8 @@
 #include "memx/ui/searchjob.h"
 #include "memx/ui/stagediagram.h"
 #include "memx/ui/weightsliders.h"
+
+#include <nlohmann/json.hpp>
 
 #include <QAbstractItemModelTester>
 #include <QChartView>
@@ -316,6 +320,11 @@ private slots:
         batch.profiles.push_back(p);
         QVERIFY(doc->importData(batch));
         QVERIFY(doc->isModified());
+        // The project keeps the objective weights (set as a user does: one undoable edit).
+        const ObjectiveWeights before = mWindow->weightSliders()->weights();
+        const ObjectiveWeights saved {0.8, 0.25, 0.75};
+        doc->undoStack()->push(new ChangeWeightsCommand(mWindow->weightSliders(), before, saved));
+        QVERIFY(mWindow->weightSliders()->weights() == saved);
         QTemporaryDir dir;
         const QString path = dir.path() + QStringLiteral("/project.memx");
         QVERIFY2(mWindow->saveTo(path), qPrintable(mWindow->lastError()));
@@ -332,6 +341,42 @@ private slots:
         QCOMPARE(other.document()->projectData().profiles().size(), size_t(1));
         QVERIFY(other.document()->projectData().profiles().profiles().front() == p);
         QCOMPARE(other.document()->filePath(), path);
+        QVERIFY(other.weightSliders()->weights() == saved);
+        QVERIFY(other.document()->objectiveWeights() == saved);
+        doc->undoStack()->undo(); // back to the weights the other tests expect
+        QVERIFY(mWindow->weightSliders()->weights() == before);
+
+        // The core's caches (predictor, prediction cache, whole-search results) survive a load/save
+        // round trip of the project, byte for byte.
+        {
+            DocumentContent content {doc->cluster(), doc->model(), memx::MemoryStore(), saved};
+            const std::vector<std::uint8_t> bytes {1, 2, 3, 250};
+            content.projectData->putBlob("search-result", "k1", bytes);
+            content.projectData->putBlob("predictor", "default", bytes);
+            const QString cachePath = dir.path() + QStringLiteral("/caches.memx");
+            ProjectStorage().save(content, cachePath);
+            const DocumentContent back = ProjectStorage().load(cachePath);
+            QVERIFY(back.projectData && back.projectData->blob("search-result", "k1") == bytes);
+            QVERIFY(back.projectData->blob("predictor", "default") == bytes);
+            QVERIFY(back.weights == saved);
+            // A weight out of range in the project is refused with the field named.
+            {
+                memx::SqliteStore store(cachePath.toStdString(), false);
+                nlohmann::json badDoc {{"cluster", doc->cluster().name},
+                                       {"objective", {{"time", 1}, {"memory", 7}, {"balance", 0}}}};
+                const std::string bad = badDoc.dump();
+                store.putBlob("workbench", "document", std::vector<std::uint8_t>(bad.begin(), bad.end()));
+            }
+            try {
+                ProjectStorage().load(cachePath);
+                QFAIL("expected a load error");
+            } catch (const memx::LoadError &e) {
+                const QString what = QString::fromStdString(e.diagnostics().front().toString());
+                QVERIFY2(what.contains(QStringLiteral("/blobs/workbench/document/objective/memory"))
+                             && what.contains(QStringLiteral("expected a weight between 0 and 1")),
+                         qPrintable(what));
+            }
+        }
 
         // A file that is not a project is refused with its name.
         const QString bad = dir.path() + QStringLiteral("/bad.memx");

@@ -93,13 +93,15 @@ void ClusterDocument::load(const QString &path, const DocumentStorage &storage)
 {
     DocumentContent content = storage.load(path); // throws; nothing changed yet
     reset(content.cluster, content.model.value_or(mModel), std::move(content.projectData));
+    if (content.weights)
+        mWeights = content.weights;
     mFilePath = path;
     emit filePathChanged(mFilePath);
 }
 
 void ClusterDocument::save(const QString &path, const DocumentStorage &storage)
 {
-    storage.save({mCluster, mModel, mProjectData}, path);
+    storage.save({mCluster, mModel, mProjectData, mWeights}, path);
     mFilePath = path;
     const bool dataWasModified = mDataModified;
     mDataModified = false;

@@ -1,6 +1,9 @@
 #include "memx/ui/documentstorage.h"
 
 #include "memx/io/formats.h"
+#include "memx/predict/learnedpredictor.h"
+#include "memx/predict/predictioncache.h"
+#include "memx/predict/searchresultcache.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
 
@@ -10,6 +13,7 @@
 #include <QFileInfo>
 #include <QUuid>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -57,6 +61,10 @@ QString ProjectStorage::defaultSuffix() const
 namespace {
 constexpr const char *kDocumentBlobKind = "workbench";
 constexpr const char *kDocumentBlobKey = "document";
+/// The core's blobs a project carries (kept through open and save): the learned predictor, the
+/// per-plan prediction cache and the whole-search result cache.
+constexpr const char *kProjectBlobKinds[] = {memx::kPredictorBlobKind, memx::kPredictionCacheBlobKind,
+                                             memx::kSearchResultBlobKind};
 
 std::vector<std::uint8_t> bytesOf(const std::string &s)
 {
@@ -77,6 +85,20 @@ DocumentContent ProjectStorage::load(const QString &path) const
             const nlohmann::json j = nlohmann::json::parse(doc->begin(), doc->end());
             clusterName = j.value("cluster", std::string());
             modelId = j.value("model", std::string());
+            if (j.contains("objective")) {
+                const nlohmann::json &o = j.at("objective");
+                ObjectiveWeights w;
+                for (auto [key, field] : {std::pair {"time", &w.time}, std::pair {"memory", &w.memory},
+                                          std::pair {"balance", &w.balance}}) {
+                    const auto it = o.is_object() ? o.find(key) : o.end();
+                    if (it == o.end() || !it->is_number() || !std::isfinite(it->get<double>())
+                        || it->get<double>() < 0 || it->get<double>() > 1)
+                        throw memx::LoadError(file, std::string("/blobs/workbench/document/objective/") + key,
+                                              "expected a weight between 0 and 1");
+                    *field = it->get<double>();
+                }
+                content.weights = w;
+            }
         } catch (const nlohmann::json::exception &e) {
             throw memx::LoadError(file, "/blobs/workbench/document", std::string("unreadable: ") + e.what());
         }
@@ -107,7 +129,7 @@ DocumentContent ProjectStorage::load(const QString &path) const
         data.putRun(r);
     for (const memx::NetworkMeasurement &n : store.networkMeasurements())
         data.putNetwork(n);
-    for (const char *kind : {"predictor", "prediction-cache"})
+    for (const char *kind : kProjectBlobKinds)
         for (const std::string &key : store.blobKeys(kind))
             data.putBlob(kind, key, *store.blob(kind, key));
     tx.commit();
@@ -148,7 +170,7 @@ void ProjectStorage::save(const DocumentContent &content, const QString &path) c
                     store.putRun(r);
                 for (const memx::NetworkMeasurement &n : d.networkMeasurements())
                     store.putNetwork(n);
-                for (const char *kind : {"predictor", "prediction-cache"})
+                for (const char *kind : kProjectBlobKinds)
                     for (const std::string &key : d.blobKeys(kind))
                         store.putBlob(kind, key, *d.blob(kind, key));
             }
@@ -158,6 +180,10 @@ void ProjectStorage::save(const DocumentContent &content, const QString &path) c
                 store.putModel(*content.model);
                 doc["model"] = content.model->id;
             }
+            if (content.weights)
+                doc["objective"] = {{"time", content.weights->time},
+                                    {"memory", content.weights->memory},
+                                    {"balance", content.weights->balance}};
             store.putBlob(kDocumentBlobKind, kDocumentBlobKey, bytesOf(doc.dump()));
             tx.commit();
         } // closed: the WAL is checkpointed into the file

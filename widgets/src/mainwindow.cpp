@@ -154,6 +154,7 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     // Megatron log is imported as a run of the selected plan).
     connect(mWeights, &WeightSliders::weightsChanged, this, [this](double t, double m, double b) {
         mResults->setWeights({t, m, b});
+        mDocument->setObjectiveWeights({t, m, b}); // saved with a .memx project
     });
     connect(mWeights, &WeightSliders::weightsEditFinished, this, [this](double t, double m, double b) {
         if (mRememberLayout)
@@ -185,6 +186,7 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     }
     mWeights->setWeights(weights);
     mResults->setWeights(weights);
+    mDocument->setObjectiveWeights(weights);
 
     // Start with an empty cluster and the last model; main() opens a file next.
     memx::Model model = memx::resolveModel("llama2-7b");
@@ -414,6 +416,8 @@ bool MainWindow::openFile(const QString &path, bool ask)
         return false;
     try {
         mDocument->load(path, storageFor(path));
+        if (const auto w = mDocument->objectiveWeights())
+            mWeights->setWeights(*w); // the project's weights (not an undo step: the stack was just cleared)
     } catch (const memx::LoadError &e) {
         showLoadErrors(tr("Cannot open %1").arg(QFileInfo(path).fileName()), e);
         if (mRememberLayout && !QFileInfo::exists(path)) {

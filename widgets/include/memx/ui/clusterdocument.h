@@ -3,6 +3,7 @@
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
 #include "memx/store/memorystore.h"
+#include "memx/ui/resultsviewtypes.h"
 
 #include <QObject>
 #include <QPointF>
@@ -64,6 +65,12 @@ public:
     /// Saves to `path` with `storage`, marks the document clean and remembers the path.
     /// Throws std::exception on failure (document unchanged).
     void save(const QString &path, const DocumentStorage &storage);
+    /// Objective weights saved with the document (a .memx project stores them; cluster JSON does
+    /// not). load() sets them from the file (unset when it has none); the window keeps them current.
+    /// Changing them emits nothing and does not mark the document modified: weight edits are undo
+    /// commands (ChangeWeightsCommand) on the undo stack, which does.
+    std::optional<ObjectiveWeights> objectiveWeights() const { return mWeights; }
+    void setObjectiveWeights(const ObjectiveWeights &weights) { mWeights = weights; }
 
     // --- validated, undoable edits (return false and set *error when rejected) ---
 
@@ -142,6 +149,7 @@ private:
     QUndoStack *mUndoStack = nullptr;
     QString mFilePath;
     memx::MemoryStore mProjectData;
+    std::optional<ObjectiveWeights> mWeights;
     bool mDataModified = false; // imports since the last load/save (not on the undo stack)
 };
 

@@ -3,6 +3,7 @@
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
 #include "memx/store/memorystore.h"
+#include "memx/ui/resultsviewtypes.h"
 
 #include <QString>
 
@@ -17,6 +18,9 @@ struct DocumentContent {
     /// Profiles, measured runs, network measurements (and other clusters/models) of a project;
     /// unset: the format does not store them.
     std::optional<memx::MemoryStore> projectData;
+    /// Objective weights saved with a project; unset: the format does not store them (cluster
+    /// JSON) or the project has none (the window keeps its current weights).
+    std::optional<ObjectiveWeights> weights;
 };
 
 /// How a ClusterDocument is read from and written to disk. The cluster JSON implementation is
