@@ -1,6 +1,7 @@
 // memx profile plan | run-simulated | augment: minimal-set profiling plans, the virtual testbed,
 // interpolation-based augmentation.
 #include "command.h"
+#include "progress.h"
 #include "searchoptions.h"
 
 #include "memx/io/formats.h"
@@ -11,9 +12,7 @@
 #include "memx/testbed/virtualtestbed.h"
 #include "memx/util/fileio.h"
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -92,11 +91,6 @@ simulated profiles are the source; they are never overwritten. Earlier interpola
 replaced.
 )txt";
 
-std::atomic<bool> gInterrupted {false};
-extern "C" void onProfileSigint(int)
-{
-    gInterrupted = true;
-}
 
 std::string fmt(double v, int prec)
 {
@@ -301,15 +295,8 @@ int runSimulated(const std::vector<std::string> &argv)
     std::vector<std::pair<std::string, std::string>> logs; // file name -> content
     const size_t total = jobs.size() + plans.size();
     size_t done = 0, failed = 0;
-    const bool bar = stderrIsTerminal();
-    gInterrupted = false;
-    auto previous = std::signal(SIGINT, onProfileSigint);
-    auto tick = [&](const std::string &what) {
-        ++done;
-        if (bar)
-            std::cerr << "\r[testbed] " << done << "/" << total << " " << what << "          " << std::flush;
-        return !gInterrupted.load();
-    };
+    CliProgress progress("testbed jobs and runs");
+    auto tick = [&]() { return progress(++done, total); };
     auto runOne = [&](const Plan &plan, const std::string &jobId, const std::string &logFile) {
         const TestbedRun r = tb.runPlan(plan, cluster, model);
         nlohmann::json j {{"job", jobId},
@@ -369,27 +356,23 @@ int runSimulated(const std::vector<std::string> &argv)
             } else {
                 runOne(*job.plan, job.id, job.logFiles.empty() ? "" : job.logFiles.front());
             }
-            if (!tick(job.id)) {
+            if (!tick()) {
                 cancelled = true;
                 break;
             }
         }
         for (size_t i = 0; i < plans.size() && !cancelled; ++i) {
             runOne(plans[i], plans[i].name.empty() ? "plan" + std::to_string(i + 1) : plans[i].name, "");
-            if (!tick(plans[i].name))
+            if (!tick())
                 cancelled = true;
         }
     } catch (const std::invalid_argument &e) {
-        std::signal(SIGINT, previous);
-        if (bar)
-            std::cerr << "\n";
+        progress.finish();
         std::cerr << "error: " << e.what() << "\n";
         return Failure;
     }
-    if (bar)
-        std::cerr << "\n";
+    progress.finish();
     if (cancelled) {
-        std::signal(SIGINT, previous);
         std::cerr << "cancelled: nothing written\n";
         return Cancelled;
     }
@@ -400,13 +383,11 @@ int runSimulated(const std::vector<std::string> &argv)
     }
     if (!args.has("no-import")) {
         SqliteStore store(project, true);
-        if (!writeImport(store, batch, [&](size_t, size_t) { return !gInterrupted.load(); })) {
-            std::signal(SIGINT, previous);
+        if (!writeImport(store, batch, [&](size_t, size_t) { return !progress.interrupted(); })) {
             std::cerr << "cancelled: nothing written\n";
             return Cancelled;
         }
     }
-    std::signal(SIGINT, previous);
     if (args.has("json")) {
         std::cout << nlohmann::json {{"simulated", true},
                                      {"source", tb.sourceLabel()},

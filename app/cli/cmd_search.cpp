@@ -1,4 +1,5 @@
 #include "command.h"
+#include "progress.h"
 #include "searchoptions.h"
 
 #include "memx/cost/costjson.h"
@@ -11,9 +12,7 @@
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <optional>
 #include <iomanip>
@@ -64,12 +63,6 @@ Options:
 A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels and prints partial counts.
 )";
 
-std::atomic<bool> gInterrupted {false};
-
-extern "C" void onSigint(int)
-{
-    gInterrupted = true;
-}
 
 std::string fmtBytesGiB(double b)
 {
@@ -115,24 +108,6 @@ int run(const std::vector<std::string> &argv)
         for (const std::string &n : narrowed)
             std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
 
-    const bool bar = stderrIsTerminal();
-    gInterrupted = false;
-    auto previous = std::signal(SIGINT, onSigint);
-    auto lastDraw = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-    auto progress = [&](size_t done, size_t total) {
-        if (bar) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now - lastDraw > std::chrono::milliseconds(100) || done == total) {
-                lastDraw = now;
-                const int width = 40;
-                const int filled = total ? static_cast<int>(width * static_cast<double>(done) / total) : width;
-                std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
-                          << std::string(static_cast<size_t>(width - filled), ' ') << "] " << done << "/" << total
-                          << " base configurations" << std::flush;
-            }
-        }
-        return !gInterrupted.load();
-    };
     SearchResult res;
     // The same request with the same predictor and profiles: the stored result is reused whole
     // (no enumeration, no prediction); the key is verified in full (memx/predict/searchresultcache.h).
@@ -146,18 +121,13 @@ int run(const std::vector<std::string> &argv)
         }
     }
     try {
+        CliProgress progress("base configurations");
         if (!resultFromCache)
-            res = runSearch(req, progress);
+            res = runSearch(req, progress.callback());
     } catch (const std::invalid_argument &e) {
-        std::signal(SIGINT, previous);
-        if (bar)
-            std::cerr << "\n";
         std::cerr << "error: " << e.what() << "\n";
         return Failure;
     }
-    std::signal(SIGINT, previous);
-    if (bar && !resultFromCache)
-        std::cerr << "\n";
 
     LearnedSearchStats learnedStats;
     const bool useCache = learned && !args.has("no-cache") && !res.cancelled;

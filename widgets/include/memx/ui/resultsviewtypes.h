@@ -1,5 +1,7 @@
 #pragma once
 
+#include "memx/ui/objectiveweights.h"
+
 #include <QColor>
 #include <QList>
 #include <QMetaType>
@@ -89,14 +91,6 @@ struct StageInfo {
     double commMs = 0.0; ///< Communication time of the stage per iteration, milliseconds.
 };
 
-/// Relative weights of the three objectives (each >= 0; only ratios matter).
-struct ObjectiveWeights {
-    double time = 1.0; ///< Weight of T (iteration time).
-    double memory = 0.5; ///< Weight of M (peak memory fraction).
-    double balance = 0.5; ///< Weight of B (imbalance CV).
-
-    bool operator==(const ObjectiveWeights &) const = default;
-};
 
 /// Re-scores `plans` from their cached metrics with the core objective (memx::logScores over
 /// these plans: score = T'^wT x M'^wM x B'^wB, X' = X / max X over `plans`, lower is better), so a
