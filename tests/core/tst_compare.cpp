@@ -128,6 +128,19 @@ private slots:
             QCOMPARE(o->top1MemoryBalance, o->memoryBalanceRank == 1);
             if (o->measuredOk)
                 QVERIFY2(o->timeRank >= 1 && o->measuredTimeMs >= bestT.timeMs, o->id.c_str());
+            if (!o->measuredOk)
+                continue;
+            // Regret, recomputed by hand: time = T / best T - 1; memory-balance = ratio of the
+            // weighted products T'^1 M'^0.5 B'^0.5 (the maxima cancel in the ratio, B' = 1 + B).
+            QVERIFY(std::abs(o->timeRegretPct - 100.0 * (o->measuredTimeMs / bestT.timeMs - 1.0)) < 1e-9);
+            const TruthCandidate &bestMB = r.truth.candidates[r.truth.memoryBalanceOrder.front()];
+            const double ratio = (o->measuredTimeMs / bestMB.timeMs) * std::sqrt(o->measuredPeak / bestMB.peak)
+                                 * std::sqrt((1 + o->measuredImbalance) / (1 + bestMB.imbalance));
+            QVERIFY2(std::abs(o->memoryBalanceRegretPct - 100.0 * (ratio - 1.0)) < 1e-6,
+                     qPrintable(QString("%1: %2 vs %3").arg(o->id.c_str()).arg(o->memoryBalanceRegretPct)
+                                    .arg(100.0 * (ratio - 1.0))));
+            QVERIFY(o->timeRegretPct >= 0 && o->memoryBalanceRegretPct >= -1e-9);
+            QCOMPARE(o->timeRegretPct == 0, o->timeRank == 1 || o->measuredTimeMs == bestT.timeMs);
         }
         // Deterministic (fixed testbed seed).
         const CompareReport again = runCompare(req);

@@ -369,6 +369,25 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
         o.memoryBalanceRank = positionIn(truth.memoryBalanceOrder, cand);
         o.top1Time = o.timeRank == 1;
         o.top1MemoryBalance = o.memoryBalanceRank == 1;
+        if (c.ok && !truth.timeOrder.empty()) {
+            const TruthCandidate &bestT = truth.candidates[truth.timeOrder.front()];
+            o.timeRegretPct = 100.0 * (c.timeMs / bestT.timeMs - 1.0);
+            // Scores against the ok candidates' scale, as rankGroundTruth ranks them.
+            std::vector<double> t, m, b;
+            for (const TruthCandidate &x : truth.candidates)
+                if (x.ok) {
+                    t.push_back(x.timeMs);
+                    m.push_back(x.peak);
+                    b.push_back(x.imbalance);
+                }
+            const ObjectiveScale sc = objectiveScaleOf(MetricView {t.data(), m.data(), b.data(), t.size()});
+            const TruthCandidate &bestMB = truth.candidates[truth.memoryBalanceOrder.front()];
+            o.memoryBalanceRegretPct
+                = 100.0
+                  * (std::exp(logScore(sc, memxW, c.timeMs, c.peak, c.imbalance)
+                              - logScore(sc, memxW, bestMB.timeMs, bestMB.peak, bestMB.imbalance))
+                     - 1.0);
+        }
     };
 
     MethodOutcome memx = makeOutcome(CompareMethod::MemX, "MemX",
@@ -468,6 +487,10 @@ nlohmann::json toJson(const CompareReport &report, const Cluster &cluster)
         m["memoryBalanceRank"] = o.memoryBalanceRank;
         m["top1Time"] = o.top1Time;
         m["top1MemoryBalance"] = o.top1MemoryBalance;
+        if (o.measuredOk) {
+            m["timeRegretPct"] = o.timeRegretPct;
+            m["memoryBalanceRegretPct"] = o.memoryBalanceRegretPct;
+        }
         if (o.method == CompareMethod::Exhaustive)
             m["profilingSeconds"] = o.profilingSeconds;
         methods.push_back(std::move(m));

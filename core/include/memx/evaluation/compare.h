@@ -85,6 +85,11 @@ struct MethodOutcome {
     uint64_t validConfigs = 0; ///< configurations the method evaluated
     int timeRank = 0, memoryBalanceRank = 0; ///< 1-based rank of the pick in the ground truth (0: not ranked)
     bool top1Time = false, top1MemoryBalance = false;
+    /// Regret of the pick on the testbed, in percent (0 for the true Top-1; only when measuredOk):
+    /// time: measured T / best measured T - 1; memory-balance: measured weighted-product score /
+    /// the best candidate's score - 1 (same normalisation as the ranking, so a plan that is 2%
+    /// worse under the objective has regret 2% however many plans sit between them).
+    double timeRegretPct = 0, memoryBalanceRegretPct = 0;
     double profilingSeconds = 0; ///< exhaustive: valid configurations x secondsPerProfiledRun
 };
 
