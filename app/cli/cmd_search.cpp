@@ -123,7 +123,7 @@ int run(const std::vector<std::string> &argv)
             if (now - lastDraw > std::chrono::milliseconds(100) || done == total) {
                 lastDraw = now;
                 const int width = 40;
-                const int filled = total ? static_cast<int>(width * static_cast<double>(done) / total) : width;
+                const int filled = total ? static_cast<int>(width * static_cast<double>(done) / total) : 0; // 0/0: set-up
                 std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
                           << std::string(static_cast<size_t>(width - filled), ' ') << "] " << done << "/" << total
                           << " base configurations" << std::flush;
