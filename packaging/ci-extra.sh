@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Extra CI checks run after `packaging/dev.sh test` (see docs/reliability.md):
 #   1. ASan + UBSan: the whole test suite built with -fsanitize=address,undefined (preset "asan",
-#      clang -O1; the same build also holds the libFuzzer targets)
+#      the team's compiler (GCC) at -O1)
 #   2. fuzz smoke: every libFuzzer target (tests/fuzz) on its committed corpus for FUZZ_SECONDS each
 #   3. packaging: cpack DEB + TGZ in build/, install the .deb, run the installed memx
 # Environment: SECTIONS (default "asan fuzz package"), FUZZ_SECONDS (default 20), JOBS (default 2).
@@ -21,27 +21,15 @@ wants() { [[ " $sections " == *" $1 "* ]]; }
 
 bash packaging/install-deps.sh
 
-# The asan preset (build-asan/, clang -O1, ASan + UBSan) builds the sanitized test suite AND the
-# libFuzzer targets in one tree: the core is compiled once for both.
-asan_configured=""
-configure_asan() {
-    if [ -z "$asan_configured" ]; then
-        cmake --preset asan >/dev/null
-        asan_configured=1
-    fi
-}
-
 # ---------------------------------------------------------------------------------------------
 if wants asan; then
-    section "1/3 ASan + UBSan test suite (preset asan: clang -O1, build-asan/)"
+    section "1/3 ASan + UBSan test suite (preset asan: -O1, build-asan/)"
     timer_start
-    configure_asan
-    # Everything CTest runs (memx + every tst_* incl. the widget tests) and the fuzz targets, in
-    # one build; the GUI application itself is not needed by any test and is skipped.
+    cmake --preset asan >/dev/null
+    # Everything CTest runs (memx + every tst_* incl. the widget tests); the GUI application
+    # itself is not needed by any test and is skipped to save build time.
     targets=$(ninja -C build-asan -t targets all | sed -n 's/^\(tst_[a-z0-9_]*\): .*/\1/p' | grep -v _autogen | sort -u)
-    build_targets=(memx $targets)
-    if wants fuzz; then build_targets+=(memx_fuzz_all); fi
-    cmake --build build-asan -j "$jobs" --target "${build_targets[@]}"
+    cmake --build build-asan -j "$jobs" --target memx $targets
     timer_end asan-build
     timer_start
     # ASAN/LSAN/UBSAN_OPTIONS and QTEST_FUNCTION_TIMEOUT come from the test preset
@@ -53,16 +41,21 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 if wants fuzz; then
-    section "2/3 fuzz smoke (libFuzzer + ASan + UBSan from build-asan/, ${fuzz_seconds}s per target)"
+    section "2/3 fuzz smoke (clang libFuzzer + ASan + UBSan, build-fuzz/, ${fuzz_seconds}s per target)"
     timer_start
-    configure_asan
-    cmake --build build-asan -j "$jobs" --target memx_fuzz_all
+    # Only the core and the fuzz targets are built with clang (no Qt, no tests, no GUI).
+    cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_COMPILER=clang++ -DMEMX_FUZZ=ON -DMEMX_BUILD_GUI=OFF -DMEMX_BUILD_TESTS=ON \
+        -DMEMX_BUILD_BENCH=OFF >/dev/null
+    cmake --build build-fuzz -j "$jobs" --target memx_fuzz_all
+    timer_end fuzz-build
+    timer_start
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     failed=()
     for corpus in tests/fuzz/corpus/*/; do
         name=$(basename "$corpus")
-        bin=build-asan/tests/fuzz/fuzz_$name
+        bin=build-fuzz/tests/fuzz/fuzz_$name
         work=$(mktemp -d)
         echo "--- fuzz_$name: $(ls "$corpus" | wc -l) corpus files"
         # New inputs go to a scratch folder; the committed corpus is only read.
@@ -83,7 +76,7 @@ if wants fuzz; then
         echo "ci-extra: fuzz targets failed: ${failed[*]}" >&2
         exit 1
     fi
-    timer_end fuzz
+    timer_end fuzz-run
 fi
 
 # ---------------------------------------------------------------------------------------------
