@@ -20,11 +20,12 @@ namespace {
 
 constexpr size_t kBasesPerChunk = 32;
 
-/// How often the set-up phase (pipeline enumeration, kernel tables) calls the progress callback.
-constexpr auto kSetupPollInterval = std::chrono::milliseconds(10);
+/// How often the progress callback is called (and so a cancel seen), in set-up (pipeline
+/// enumeration, kernel tables) and while the chunks are evaluated.
+constexpr auto kPollInterval = std::chrono::milliseconds(10);
 
 /// The progress callback during set-up, before the number of base configurations is known: calls
-/// it with (0, 0) on the first poll and then at most every kSetupPollInterval, and remembers a
+/// it with (0, 0) on the first poll and then at most every kPollInterval, and remembers a
 /// cancel (the callback returned false), so that cancel is honoured before the first chunk too.
 class SetupPoll {
 public:
@@ -39,7 +40,7 @@ public:
         if (mCancelled || !mProgress)
             return mCancelled;
         const auto now = std::chrono::steady_clock::now();
-        if (mPolled && now - mLast < kSetupPollInterval)
+        if (mPolled && now - mLast < kPollInterval)
             return false;
         mPolled = true;
         mLast = now;
@@ -787,9 +788,10 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     for (int i = 0; i < threads; ++i)
         pool.emplace_back(worker);
     {
+        // The callback is polled every 10 ms: a cancel waits at most that long to be seen.
         std::unique_lock<std::mutex> lock(mu);
         while (running.load() > 0) {
-            cv.wait_for(lock, std::chrono::milliseconds(50));
+            cv.wait_for(lock, kPollInterval);
             if (progress && !cancel.load()) {
                 lock.unlock();
                 const bool go = progress(basesDone.load(), static_cast<size_t>(ctx.totalBases));
