@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Extra CI checks run after `packaging/dev.sh test` (see docs/reliability.md):
-#   1. ASan + UBSan: the whole test suite built with -fsanitize=address,undefined (preset "asan")
+#   1. ASan + UBSan: the whole test suite built with -fsanitize=address,undefined (preset "asan",
+#      the team's compiler (GCC) at -O1)
 #   2. fuzz smoke: every libFuzzer target (tests/fuzz) on its committed corpus for FUZZ_SECONDS each
 #   3. packaging: cpack DEB + TGZ in build/, install the .deb, run the installed memx
 # Environment: SECTIONS (default "asan fuzz package"), FUZZ_SECONDS (default 20), JOBS (default 2).
@@ -22,27 +23,33 @@ bash packaging/install-deps.sh
 
 # ---------------------------------------------------------------------------------------------
 if wants asan; then
-    section "1/3 ASan + UBSan test suite (preset asan, build-asan/)"
+    section "1/3 ASan + UBSan test suite (preset asan: -O1, build-asan/)"
     timer_start
     cmake --preset asan >/dev/null
     # Everything CTest runs (memx + every tst_* incl. the widget tests); the GUI application
     # itself is not needed by any test and is skipped to save build time.
     targets=$(ninja -C build-asan -t targets all | sed -n 's/^\(tst_[a-z0-9_]*\): .*/\1/p' | grep -v _autogen | sort -u)
     cmake --build build-asan -j "$jobs" --target memx $targets
-    # ASAN/LSAN/UBSAN_OPTIONS come from the test preset (CMakePresets.json): leak detection on,
-    # abort on the first error, LeakSanitizer suppressions from packaging/lsan.supp (none needed).
+    timer_end asan-build
+    timer_start
+    # ASAN/LSAN/UBSAN_OPTIONS and QTEST_FUNCTION_TIMEOUT come from the test preset
+    # (CMakePresets.json): leak detection on, abort on the first error, LeakSanitizer
+    # suppressions from packaging/lsan.supp (none needed).
     ctest --preset asan -j "$jobs"
-    timer_end asan
+    timer_end asan-ctest
 fi
 
 # ---------------------------------------------------------------------------------------------
 if wants fuzz; then
     section "2/3 fuzz smoke (clang libFuzzer + ASan + UBSan, build-fuzz/, ${fuzz_seconds}s per target)"
     timer_start
+    # Only the core and the fuzz targets are built with clang (no Qt, no tests, no GUI).
     cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_CXX_COMPILER=clang++ -DMEMX_FUZZ=ON -DMEMX_BUILD_GUI=OFF -DMEMX_BUILD_TESTS=ON \
         -DMEMX_BUILD_BENCH=OFF >/dev/null
     cmake --build build-fuzz -j "$jobs" --target memx_fuzz_all
+    timer_end fuzz-build
+    timer_start
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     failed=()
@@ -69,7 +76,7 @@ if wants fuzz; then
         echo "ci-extra: fuzz targets failed: ${failed[*]}" >&2
         exit 1
     fi
-    timer_end fuzz
+    timer_end fuzz-run
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +87,12 @@ if wants package; then
     cmake --build build -j "$jobs" --target memx memx-workbench
     (cd build && rm -f memx-workbench_*.deb memx-workbench-*.tar.gz && cpack -G "DEB;TGZ")
     deb=$(ls build/memx-workbench_*.deb)
+    ls -l "$deb" build/memx-workbench-*.tar.gz
     dpkg-deb --info "$deb"
+    # Stripped (CPACK_STRIP_FILES): no .debug_info section left in the packaged binaries.
+    ( x=$(mktemp -d) && dpkg-deb -x "$deb" "$x" && for b in "$x"/usr/bin/*; do
+        if readelf -S "$b" | grep -q '\.debug_info'; then echo "ci-extra: $b is not stripped" >&2; exit 1; fi
+      done && rm -rf "$x" )
     dpkg-deb --contents "$deb"
     tar -tzf build/memx-workbench-*.tar.gz >/dev/null
     if command -v desktop-file-validate >/dev/null; then

@@ -40,11 +40,11 @@ bool CliProgress::operator()(size_t done, size_t total)
 {
     if (mBar) {
         const auto now = std::chrono::steady_clock::now();
-        if (now - mLastDraw > std::chrono::milliseconds(100) || done == total) {
+        if (now - mLastDraw > std::chrono::milliseconds(100) || (total > 0 && done == total)) {
             mLastDraw = now;
             const int width = 40;
-            const int filled = total ? static_cast<int>(width * static_cast<double>(std::min(done, total)) / total)
-                                     : width;
+            // (0, 0): the work is still being set up - an empty bar, not a full one.
+            const int filled = total ? static_cast<int>(width * static_cast<double>(std::min(done, total)) / total) : 0;
             std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
                       << std::string(static_cast<size_t>(width - filled), ' ') << "] " << done << "/" << total << " "
                       << mUnit << std::flush;

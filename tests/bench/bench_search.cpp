@@ -8,7 +8,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <ctime>
+#include <thread>
 
 using namespace memx;
 
@@ -102,6 +106,90 @@ void BM_SearchOneMillion(benchmark::State &state)
     runFull(state, r);
 }
 BENCHMARK(BM_SearchOneMillion)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+
+/// Cancel latency: another thread requests the cancel `range(0)` ms after runSearch starts (as the
+/// GUI's Cancel button or the CLI's SIGINT handler do: the progress callback then returns false);
+/// the time reported (manual time) is from that request to runSearch returning. Counters:
+/// inSetup = share of iterations whose cancel landed in the set-up phase (before the first
+/// progress call with a total, i.e. before evaluation), setupMs = mean set-up duration when
+/// evaluation was reached, maxMs = worst latency, kept = mean configurations in the cancelled
+/// result (runSearch hands back the chunks completed before the cancel: copying them into the
+/// result's flat arrays is the part of the latency that grows with the time searched).
+void cancelLatency(benchmark::State &state, const SearchRequest &req)
+{
+    using Clock = std::chrono::steady_clock;
+    const auto delay = std::chrono::milliseconds(state.range(0));
+    double worstMs = 0, inSetup = 0, setupMs = 0, setupRuns = 0, kept = 0;
+    for (auto _ : state) {
+        std::atomic<bool> cancel {false};
+        Clock::time_point cancelAt {}, evaluationAt {};
+        bool refusedInSetup = false, evaluating = false;
+        const Clock::time_point start = Clock::now();
+        std::thread canceller([&] {
+            std::this_thread::sleep_until(start + delay);
+            cancelAt = Clock::now();
+            cancel = true;
+        });
+        const SearchResult r = runSearch(req, [&](size_t, size_t total) {
+            if (total > 0 && !evaluating) {
+                evaluating = true;
+                evaluationAt = Clock::now();
+            }
+            const bool stop = cancel.load();
+            if (stop && total == 0)
+                refusedInSetup = true;
+            return !stop;
+        });
+        const Clock::time_point end = Clock::now();
+        canceller.join();
+        if (!r.cancelled) {
+            state.SkipWithError("the search finished before the cancel: use a shorter delay");
+            break;
+        }
+        const double ms = std::chrono::duration<double, std::milli>(end - cancelAt).count();
+        state.SetIterationTime(ms / 1000);
+        worstMs = std::max(worstMs, ms);
+        kept += static_cast<double>(r.size());
+        inSetup += refusedInSetup ? 1 : 0;
+        if (evaluating) {
+            setupMs += std::chrono::duration<double, std::milli>(evaluationAt - start).count();
+            ++setupRuns;
+        }
+    }
+    state.counters["maxMs"] = worstMs;
+    state.counters["inSetup"] = inSetup / std::max<double>(1, static_cast<double>(state.iterations()));
+    state.counters["setupMs"] = setupRuns > 0 ? setupMs / setupRuns : -1;
+    state.counters["kept"] = kept / std::max<double>(1, static_cast<double>(state.iterations()));
+}
+
+/// The 512-GPU sample as `memx search` runs it by default: narrowed to 500 k base configurations
+/// (in-process: set-up ~0.1 s, then ~0.4 s of evaluation on 2 threads).
+void BM_Cancel512(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("cross-vendor-512gpu", 2);
+    narrowToBudget(r, 500000);
+    cancelLatency(state, r);
+}
+BENCHMARK(BM_Cancel512)->Arg(5)->Arg(50)->Arg(150)->Arg(300)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+
+/// A wider space on the same cluster (`--radius 3 --max-bases 4000000`, tests/cli/tst_scale.cpp):
+/// minutes of evaluation, cancelled during it.
+void BM_Cancel512Wide(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("cross-vendor-512gpu", 2);
+    r.space.neighbourRadius = 3;
+    narrowToBudget(r, 4000000);
+    cancelLatency(state, r);
+}
+BENCHMARK(BM_Cancel512Wide)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+
+/// The full ~48 M-base space (budget lifted): its set-up alone (pipeline enumeration over every
+/// group order) takes tens of seconds, cancelled in it.
+void BM_Cancel512Full(benchmark::State &state)
+{
+    cancelLatency(state, makeRequest("cross-vendor-512gpu", 2));
+}
+BENCHMARK(BM_Cancel512Full)->Arg(100)->Arg(3000)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
 
 /// Cached metrics of the first 31,240 configurations of the 20-GPU default space.
 struct Cached {

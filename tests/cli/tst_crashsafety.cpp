@@ -35,8 +35,15 @@ constexpr unsigned kSeed = 20261130;
 
 /// ASan/UBSan builds run the writers ~50x slower: smaller workloads keep the test within Qt's
 /// 5-minute limit there (the kill moments still cover the whole write).
+#if defined(__SANITIZE_ADDRESS__) // GCC
+#define MEMX_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) // clang (the asan preset)
+#define MEMX_TEST_SANITIZED 1
+#endif
+#endif
 static constexpr bool kSanitized =
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(MEMX_TEST_SANITIZED)
     true;
 #else
     false;

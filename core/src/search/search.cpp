@@ -20,6 +20,41 @@ namespace {
 
 constexpr size_t kBasesPerChunk = 32;
 
+/// How often the progress callback is called (and so a cancel seen), in set-up (pipeline
+/// enumeration, kernel tables) and while the chunks are evaluated.
+constexpr auto kPollInterval = std::chrono::milliseconds(10);
+
+/// The progress callback during set-up, before the number of base configurations is known: calls
+/// it with (0, 0) on the first poll and then at most every kPollInterval, and remembers a
+/// cancel (the callback returned false), so that cancel is honoured before the first chunk too.
+class SetupPoll {
+public:
+    explicit SetupPoll(const ProgressFn &progress)
+        : mProgress(progress)
+    {
+    }
+
+    /// True once the caller asked to stop. Cheap enough to call per pipeline shape or kernel.
+    bool cancelled()
+    {
+        if (mCancelled || !mProgress)
+            return mCancelled;
+        const auto now = std::chrono::steady_clock::now();
+        if (mPolled && now - mLast < kPollInterval)
+            return false;
+        mPolled = true;
+        mLast = now;
+        mCancelled = !mProgress(0, 0);
+        return mCancelled;
+    }
+
+private:
+    const ProgressFn &mProgress;
+    std::chrono::steady_clock::time_point mLast {};
+    bool mPolled = false;
+    bool mCancelled = false;
+};
+
 /// Static description of one stage of a pipeline shape, resolved against the cluster.
 struct StageShape {
     int group = 0;
@@ -504,7 +539,8 @@ private:
     uint64_t nDuplicates = 0;
 };
 
-void buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &nodes)
+/// Enumerates the pipeline shapes; false when cancelled through `poll` (then partly filled).
+bool buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &nodes, SetupPoll &poll)
 {
     const SearchRequest &r = *ctx.req;
     const Cluster &cl = r.cluster;
@@ -539,10 +575,12 @@ void buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &no
     std::vector<size_t> choice(static_cast<size_t>(G), 0);
     for (int g = 0; g < G; ++g)
         if (options[g].empty())
-            return; // a group that cannot be used at all: no pipelines
+            return true; // a group that cannot be used at all: no pipelines
     do {
         std::fill(choice.begin(), choice.end(), 0);
         while (true) {
+            if (poll.cancelled())
+                return false;
             int p = 0;
             for (int g = 0; g < G; ++g)
                 p += options[g][choice[g]].first;
@@ -598,6 +636,7 @@ void buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &no
                 break;
         }
     } while (r.space.permuteGroups && std::next_permutation(order.begin(), order.end()));
+    return true;
 }
 
 } // namespace
@@ -643,8 +682,23 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     if (ctx.tpValues.empty())
         throw std::invalid_argument("no tensor-parallel degree divides the model's heads");
 
+    // Set-up, before the first chunk: cancel is polled throughout (the 48 M-base space of the
+    // 512-GPU sample takes ~40 s here). A result cancelled in set-up holds nothing.
+    SetupPoll poll(progress);
+    auto cancelledInSetup = [&] {
+        res.cancelled = true;
+        res.pipelines.clear();
+        res.enumerated = 0;
+        res.pruned = PruneCounts {};
+        res.enumerateEvaluateMs
+            = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        return res;
+    };
+    if (poll.cancelled())
+        return cancelledInSetup();
     const std::vector<Node> nodes = req.cluster.nodes();
-    buildPipelines(ctx, res, nodes);
+    if (!buildPipelines(ctx, res, nodes, poll))
+        return cancelledInSetup();
     ctx.modelParams = static_cast<double>(req.model.totalParams());
     for (const NodeGroup &g : req.cluster.groups) {
         const GpuSpec &dev = req.cluster.deviceOf(g);
@@ -660,10 +714,13 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         const NodeGroup &ng = req.cluster.groups[g];
         const Link intra = req.cluster.intraLink(ng);
         for (size_t ti = 0; ti < nTp; ++ti)
-            for (int mb = 1; mb <= ctx.maxMb; ++mb)
+            for (int mb = 1; mb <= ctx.maxMb; ++mb) {
+                if (poll.cancelled())
+                    return cancelledInSetup();
                 ctx.layerKernels[(g * nTp + ti) * (ctx.maxMb + 1) + mb]
                     = makeLayerKernel(req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb,
                                       req.space.sequenceParallel, profiles, req.cost);
+            }
     }
     ctx.memKernels.resize(nTp * (ctx.maxMb + 1) * 2);
     for (size_t ti = 0; ti < nTp; ++ti)
@@ -688,6 +745,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     // Parallel evaluation over fixed chunks of bases; chunk outputs are concatenated in order,
     // so the result does not depend on the thread count.
     const size_t nChunks = static_cast<size_t>((ctx.totalBases + kBasesPerChunk - 1) / kBasesPerChunk);
+    if (poll.cancelled())
+        return cancelledInSetup();
     std::vector<ChunkOut> chunks(nChunks);
     std::vector<char> chunkDone(nChunks, 0);
     std::atomic<size_t> next {0};
@@ -738,9 +797,10 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     for (int i = 0; i < threads; ++i)
         pool.emplace_back(worker);
     {
+        // The callback is polled every 10 ms: a cancel waits at most that long to be seen.
         std::unique_lock<std::mutex> lock(mu);
         while (running.load() > 0) {
-            cv.wait_for(lock, std::chrono::milliseconds(50));
+            cv.wait_for(lock, kPollInterval);
             if (progress && !cancel.load()) {
                 lock.unlock();
                 const bool go = progress(basesDone.load(), static_cast<size_t>(ctx.totalBases));
