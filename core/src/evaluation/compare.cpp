@@ -164,7 +164,8 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
             cancelled = true;
         return !cancelled;
     };
-    auto searchProgress = [&](size_t d, size_t t) { return report01(t ? static_cast<double>(d) / t : 1.0); };
+    // (0, 0) is the search's set-up: nothing of the phase done yet.
+    auto searchProgress = [&](size_t d, size_t t) { return report01(t ? static_cast<double>(d) / t : 0.0); };
     auto step = [&]() {
         ++phase;
         report01(0.0);

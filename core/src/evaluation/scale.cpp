@@ -58,7 +58,7 @@ std::vector<ScalePoint> runScale(const ScaleRequest &request, const ProgressFn &
         const auto t0 = std::chrono::steady_clock::now();
         bool cancelled = false;
         const SearchResult res = runSearch(req, [&](size_t d, size_t t) {
-            const double f = (k + (t ? static_cast<double>(d) / t : 1.0)) / factors.size();
+            const double f = (k + (t ? static_cast<double>(d) / t : 0.0 /* (0, 0): set-up */)) / factors.size();
             if (progress && !progress(static_cast<size_t>(1000 * std::min(f, 1.0)), 1000))
                 cancelled = true;
             return !cancelled;
