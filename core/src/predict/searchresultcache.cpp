@@ -100,7 +100,8 @@ struct Reader {
         if (n > (b.size() - pos) / sizeof(T))
             throw std::runtime_error("search result: truncated at byte " + std::to_string(pos));
         std::vector<T> v(n);
-        std::memcpy(v.data(), b.data() + pos, n * sizeof(T));
+        if (n > 0) // an empty vector's data() may be null: memcpy must not see it (UBSan)
+            std::memcpy(v.data(), b.data() + pos, n * sizeof(T));
         pos += n * sizeof(T);
         return v;
     }
