@@ -67,7 +67,7 @@ int run(const std::vector<std::string> &argv)
         }
     if (learned)
         lp = learned->predict(encodeFeatures(featureInputs(plan, cluster, model, e)), e.iterationTimeMs, e.peakBytes,
-                              capacity);
+                              e.peakUtilisation);
     const std::string predictorName = learned ? learned->describe() : "analytic";
 
     if (args.has("json")) {
@@ -82,6 +82,7 @@ int run(const std::vector<std::string> &argv)
                             {"peakBytes", lp->peakBytes},
                             {"peakSpreadBytes", lp->peakSpreadBytes},
                             {"capacityBytes", capacity},
+                            {"peakUtilisation", lp->peakUtilisation},
                             {"oomRisk", lp->oomRisk}};
         std::cout << j.dump(2) << "\n";
         return e.oom ? Failure : Ok;
@@ -90,7 +91,8 @@ int run(const std::vector<std::string> &argv)
     std::cout << "predictor: " << predictorName << "\n";
     if (lp)
         std::cout << "Learned: iteration time " << lp->timeMs << " ms +- " << lp->timeSpreadMs << ", peak memory "
-                  << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity) << " GiB"
+                  << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity) << " GiB, M "
+                  << std::setprecision(3) << lp->peakUtilisation << std::setprecision(2)
                   << (lp->oomRisk ? "   ** risk of OOM **" : "") << "\n   (the breakdown below is the analytic model's)\n";
     std::cout << "Plan: " << plan.summary(cluster) << (plan.distributedOptimizer ? " dist-opt" : "") << "\n";
     std::cout << "Model " << model.id << ", cluster \"" << cluster.name << "\", " << e.microBatches

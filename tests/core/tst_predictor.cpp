@@ -158,7 +158,7 @@ private slots:
         QVERIFY2(r.learned.all.timeMapePct > 5.0, qPrintable(QString::number(r.learned.all.timeMapePct)));
         // Sanity of the same set-up with leakage: train on everything, predict a training run.
         const LearnedPredictor all = LearnedPredictor::train(s, o);
-        const Prediction p = all.predict(s[4].features, 100, 1e9, 0);
+        const Prediction p = all.predict(s[4].features, 100, 1e9, 0.5);
         QVERIFY2(std::abs(p.timeMs - s[4].measuredTimeMs) / s[4].measuredTimeMs < 0.02,
                  "the model can memorise a training plan, so the check above is meaningful");
     }
@@ -178,8 +178,10 @@ private slots:
         QCOMPARE(QString::fromStdString(b.describe()),
                  QString("learned (xgboost, 41 runs, schema v%1)").arg(kFeatureSchemaVersion));
         for (const TrainingSample &s : samples) {
-            const Prediction pa = a.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.capacityBytes);
-            const Prediction pb = b.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.capacityBytes);
+            const Prediction pa = a.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes,
+                                           s.analyticPeakBytes / s.capacityBytes);
+            const Prediction pb = b.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes,
+                                           s.analyticPeakBytes / s.capacityBytes);
             QCOMPARE(pa.timeMs, pb.timeMs);
             QCOMPARE(pa.peakBytes, pb.peakBytes);
             QVERIFY(pa.timeSpreadMs > 0 && pa.peakSpreadBytes > 0);
@@ -207,18 +209,24 @@ private slots:
         QVERIFY(!loadPredictor(empty).has_value());
     }
 
-    /// Risk of OOM: predicted peak + spread >= capacity, computed by hand for one sample.
+    /// Risk of OOM: predicted peak utilisation x (1 + relative spread) >= 1, by hand for one
+    /// sample: the analytic utilisation that puts the prediction exactly at the edge, then just
+    /// below and just above it.
     void oomRiskBand()
     {
         const auto samples = samplesFromStore(publicStore(), CostOptions {});
         const LearnedPredictor m = LearnedPredictor::train(samples, PredictorOptions {});
         const TrainingSample &s = samples.front();
-        const Prediction p = m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, 0);
-        const double edge = p.peakBytes + p.peakSpreadBytes;
-        QVERIFY(m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, edge * 0.999).oomRisk);
-        QVERIFY(m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, p.peakBytes * 1.0001).oomRisk
-                == (p.peakSpreadBytes > 0.0001 * p.peakBytes));
-        QVERIFY(!m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, edge * 1.001).oomRisk);
+        const Prediction unit = m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, 1.0);
+        const double ratio = unit.peakBytes / s.analyticPeakBytes; // learned memory ratio
+        QVERIFY(std::abs(unit.peakUtilisation - ratio) <= 1e-12 * ratio);
+        const double spread = unit.peakSpreadBytes / unit.peakBytes;
+        const double edge = 1.0 / (ratio * (1.0 + spread)); // analytic utilisation at the edge
+        QVERIFY(m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, edge * 1.001).oomRisk);
+        QVERIFY(!m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, edge * 0.999).oomRisk);
+        const Prediction half = m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, 0.5);
+        QVERIFY(std::abs(half.peakUtilisation - 0.5 * ratio) <= 1e-12 * ratio);
+        QCOMPARE(half.oomRisk, isOomRisk(0.5 * ratio, spread));
     }
 
     /// Search integration: learned metrics are deterministic across thread counts, a warm cache
@@ -254,10 +262,13 @@ private slots:
         const Plan plan = analytic.materialize(i);
         const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
         const Prediction p = model.predict(encodeFeatures(featureInputs(plan, req.cluster, req.model, e)),
-                                           e.iterationTimeMs, e.peakBytes, 0);
+                                           e.iterationTimeMs, e.peakBytes, e.peakUtilisation);
         QVERIFY2(std::abs(p.timeMs - r1.timeMs[i]) <= 1e-4 * p.timeMs,
                  qPrintable(QString("%1 vs %2").arg(p.timeMs).arg(r1.timeMs[i])));
         QVERIFY(std::abs(r1.peakMemory[i] / analytic.peakMemory[i] - p.peakBytes / e.peakBytes) < 1e-4);
+        // `memx predict` and the search report the same M and the same risk of OOM.
+        QVERIFY(std::abs(r1.peakMemory[i] - p.peakUtilisation) <= 1e-4 * p.peakUtilisation);
+        QCOMPARE(r1.oomRisk[i] != 0, p.oomRisk);
         QCOMPARE(r1.imbalance, analytic.imbalance);
         // A result without features is refused.
         SearchRequest plain = req;

@@ -245,6 +245,38 @@ private slots:
                 QCOMPARE(m, RecomputeMethod::Full);
     }
 
+    /// A distributed optimizer over DP 1 shards nothing: when the space offers both optimizers,
+    /// such a configuration is the plain one again and is pruned as a duplicate. Checked against
+    /// the two one-optimizer searches: both = plain + (dist-opt - dist-opt ones with every DP 1).
+    void distributedOptimizerOverDp1IsADuplicate()
+    {
+        SearchRequest both = request20(2);
+        both.space.tensorParallel = {2, 4, 8}; // wide TP: stages with DP 1 exist
+        both.space.stagesPerGroup = {1, 2};
+        both.space.microBatches = {1, 2};
+        SearchRequest plain = both, dist = both;
+        plain.space.distributedOptimizer = {false};
+        dist.space.distributedOptimizer = {true};
+        const SearchResult rb = runSearch(both), rp = runSearch(plain), rd = runSearch(dist);
+        const auto allDp1 = [](const SearchResult &r, size_t i) {
+            const Plan plan = r.materialize(i);
+            return std::all_of(plan.stages.begin(), plan.stages.end(),
+                               [](const Stage &s) { return s.replicas.size() == 1; });
+        };
+        uint64_t distDp1 = 0, plainDp1 = 0;
+        for (size_t i = 0; i < rd.size(); ++i)
+            distDp1 += allDp1(rd, i);
+        for (size_t i = 0; i < rp.size(); ++i)
+            plainDp1 += allDp1(rp, i);
+        QVERIFY(distDp1 > 0); // the check is not vacuous
+        QCOMPARE(distDp1, plainDp1); // the same plans, one per optimizer
+        QCOMPARE(rb.evaluated, rp.evaluated + rd.evaluated - distDp1);
+        for (size_t i = 0; i < rb.size(); ++i)
+            if (rb.materialize(i).distributedOptimizer)
+                QVERIFY(!allDp1(rb, i));
+        QCOMPARE(rb.enumerated, rb.evaluated + rb.pruned.total());
+    }
+
     void sensiblePlans()
     {
         // Fast GPUs get more layers: in the time-best plan, the H100 stage (4 x 989 TFLOP/s)

@@ -100,7 +100,7 @@ private slots:
         QCOMPARE(panel()->selectedPlan(), shownTop);
         QCOMPARE(panel()->paretoChart()->selectedPlan(), shownTop);
         QCOMPARE(panel()->selectedDetail().id, shownTop);
-        QVERIFY(panel()->countsLabel()->text().contains(QStringLiteral("477,917 valid")));
+        QVERIFY(panel()->countsLabel()->text().contains(QStringLiteral("465,719 valid")));
     }
 
     void memorySliderChangesTopPlan()

@@ -260,7 +260,7 @@ void LearnedPredictor::setThreads(int threads)
 }
 
 Prediction LearnedPredictor::predict(const FeatureVector &features, double analyticTimeMs, double analyticPeakBytes,
-                                     double capacityBytes) const
+                                     double analyticPeakUtilisation) const
 {
     std::vector<float> tl, ml, ts, ms;
     predictLogRatios(features.data(), 1, tl, ml, ts, ms);
@@ -269,7 +269,8 @@ Prediction LearnedPredictor::predict(const FeatureVector &features, double analy
     p.peakBytes = analyticPeakBytes * std::exp(static_cast<double>(ml[0]));
     p.timeSpreadMs = p.timeMs * ts[0];
     p.peakSpreadBytes = p.peakBytes * ms[0];
-    p.oomRisk = capacityBytes > 0 && p.peakBytes + p.peakSpreadBytes >= capacityBytes;
+    p.peakUtilisation = analyticPeakUtilisation * std::exp(static_cast<double>(ml[0]));
+    p.oomRisk = isOomRisk(p.peakUtilisation, ms[0]);
     return p;
 }
 

@@ -77,7 +77,7 @@ LearnedSearchStats applyLearnedPredictor(SearchResult &res, const LearnedPredict
         res.peakBytes[i] *= fm;
         res.timeSpread[i] = out[i].timeSpread;
         res.memSpread[i] = out[i].memSpread;
-        res.oomRisk[i] = res.peakMemory[i] * (1.0 + out[i].memSpread) >= 1.0;
+        res.oomRisk[i] = isOomRisk(res.peakMemory[i], out[i].memSpread);
     }
     res.predictor = predictor.describe();
     const auto t3 = Clock::now();

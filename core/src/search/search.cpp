@@ -90,6 +90,9 @@ struct Context {
     std::vector<double> groupPeakTflops; ///< per cluster group, for the learned predictor's features
     double modelParams = 0;
     size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0;
+    /// The space also offers the plain optimizer: a distributed-optimizer base whose stages all
+    /// have DP 1 is then the same plan (sharding over one rank changes nothing) and is pruned.
+    bool hasPlainOptimizer = false;
     uint64_t totalBases = 0;
 
     const LayerKernel &lk(int group, int tpIndex, int mb) const
@@ -174,6 +177,11 @@ public:
         const int p = static_cast<int>(ps.stages.size());
         const int mb = r.space.microBatches[d.mbIndex];
         const bool distOpt = r.space.distributedOptimizer[d.distIndex];
+        if (distOpt && ps.maxDp == 1 && c.hasPlainOptimizer) {
+            ++out.enumerated;
+            ++out.pruned.duplicates;
+            return;
+        }
         const int stepSamples = mb * ps.maxDp;
         if (c.gbs % stepSamples != 0) {
             ++out.enumerated;
@@ -736,6 +744,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     for (size_t i = 0; i < ctx.nTypes; ++i)
         ctx.nRcCombos *= ctx.nRc;
     ctx.nDist = req.space.distributedOptimizer.size();
+    for (bool d : req.space.distributedOptimizer)
+        ctx.hasPlainOptimizer = ctx.hasPlainOptimizer || !d;
     ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nDist;
     if (ctx.totalBases > 0xFFFFFFFFull)
         throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)

@@ -61,9 +61,19 @@ struct Prediction {
     double peakBytes = 0;
     double timeSpreadMs = 0;
     double peakSpreadBytes = 0;
-    /// predicted peak + spread >= capacity
+    /// M: the analytic peak utilisation (largest used / capacity over the GPUs) x the learned
+    /// memory ratio, as the learned search reports it
+    double peakUtilisation = 0;
+    /// isOomRisk(peakUtilisation, spread)
     bool oomRisk = false;
 };
+
+/// "Risk of OOM": the predicted peak utilisation plus its one-sigma relative spread reaches
+/// capacity. One definition for `memx predict`, the evaluation and the learned search.
+inline bool isOomRisk(double predictedUtilisation, double relativeMemSpread)
+{
+    return predictedUtilisation * (1.0 + relativeMemSpread) >= 1.0;
+}
 
 /// Dual-output XGBoost correction of the analytic cost model: each ensemble member predicts
 /// (log(measured / analytic time), log(measured / analytic peak memory)) from the feature vector
@@ -92,9 +102,10 @@ public:
     /// XGBoost threads used by predictLogRatios (default 1). Results do not depend on it.
     void setThreads(int threads);
 
-    /// Corrected prediction for one plan from its features and analytic figures.
+    /// Corrected prediction for one plan from its features and analytic figures (its iteration
+    /// time, the device-used bytes of its peak GPU and its peak utilisation M).
     Prediction predict(const FeatureVector &features, double analyticTimeMs, double analyticPeakBytes,
-                       double capacityBytes) const;
+                       double analyticPeakUtilisation) const;
 
     /// Serialised form (BSON: manifest + the members' UBJSON models) for the project store.
     std::vector<std::uint8_t> serialize() const;

@@ -62,7 +62,8 @@ struct PruneCounts {
     uint64_t microBatchLimit = 0; ///< a replica would need a micro-batch > maxReplicaMicroBatch
     uint64_t layers = 0; ///< more stages than layers, or a split leaves a stage without layers
     uint64_t outOfMemory = 0; ///< some GPU exceeds its capacity
-    uint64_t duplicates = 0; ///< a split already produced for the same base
+    uint64_t duplicates = 0; ///< a split already produced for the same base, or a distributed-optimizer
+                             ///< base whose stages all have DP 1 (same plan as the plain optimizer)
     uint64_t total() const { return divisibility + microBatchLimit + layers + outOfMemory + duplicates; }
 };
 
