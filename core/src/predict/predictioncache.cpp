@@ -1,9 +1,10 @@
 #include "memx/predict/predictioncache.h"
 
-#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/profile/profileio.h"
 #include "memx/store/store.h"
+#include "memx/util/bytes.h"
+#include "memx/util/hash.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -223,40 +224,16 @@ void PredictionCache::insert(const PlanSignature &sig, const CachedPrediction &v
     ++mSize;
 }
 
-namespace {
-
-void put64(std::vector<std::uint8_t> &o, std::uint64_t v)
-{
-    for (int i = 0; i < 8; ++i)
-        o.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-
-struct Reader {
-    const std::vector<std::uint8_t> &b;
-    size_t pos = 0;
-    void need(size_t n) const
-    {
-        if (pos + n > b.size())
-            throw std::runtime_error("prediction cache is truncated at byte " + std::to_string(pos));
-    }
-    std::uint64_t u64()
-    {
-        need(8);
-        std::uint64_t v = 0;
-        for (int i = 0; i < 8; ++i)
-            v |= static_cast<std::uint64_t>(b[pos + i]) << (8 * i);
-        pos += 8;
-        return v;
-    }
-};
-
-} // namespace
 
 std::vector<std::uint8_t> PredictionCache::serialize() const
 {
-    std::vector<std::uint8_t> o = {'M', 'X', 'P', 'C', 2, 0, 0, 0};
-    put64(o, mContext);
-    put64(o, mSize);
+    ByteWriter w({'M', 'X', 'P', 'C', 2, 0, 0, 0});
+    w.u64(mContext);
+    w.u64(mSize);
+    const auto value = [&w](const CachedPrediction &p) {
+        const float v[4] = {p.timeLogRatio, p.memLogRatio, p.timeSpread, p.memSpread};
+        w.raw(v, sizeof v);
+    };
     // Sorted by (hash, key): identical caches serialise to identical bytes.
     std::vector<std::pair<std::uint64_t, const Entry *>> all;
     for (const auto &[h, bucket] : mBuckets)
@@ -266,19 +243,14 @@ std::vector<std::uint8_t> PredictionCache::serialize() const
         return a.first != b.first ? a.first < b.first : a.second->key < b.second->key;
     });
     for (const auto &[h, e] : all) {
-        put64(o, h);
-        put64(o, e->key.size());
-        o.insert(o.end(), e->key.begin(), e->key.end());
-        const float v[4] = {e->value.timeLogRatio, e->value.memLogRatio, e->value.timeSpread, e->value.memSpread};
-        const auto *p = reinterpret_cast<const std::uint8_t *>(v);
-        o.insert(o.end(), p, p + sizeof v);
+        w.u64(h);
+        w.str(e->key);
+        value(e->value);
     }
-    put64(o, mClasses.size());
-    for (const std::string &c : mClasses) {
-        put64(o, c.size());
-        o.insert(o.end(), c.begin(), c.end());
-    }
-    put64(o, mCompactSize);
+    w.u64(mClasses.size());
+    for (const std::string &c : mClasses)
+        w.str(c);
+    w.u64(mCompactSize);
     std::vector<std::pair<std::uint64_t, const CompactEntry *>> compact;
     for (const auto &[h, bucket] : mCompact)
         for (const CompactEntry &e : bucket)
@@ -287,15 +259,12 @@ std::vector<std::uint8_t> PredictionCache::serialize() const
         return a.first != b.first ? a.first < b.first : a.second->words < b.second->words;
     });
     for (const auto &[h, e] : compact) {
-        put64(o, e->words.size());
-        for (std::uint32_t w : e->words)
-            for (int b = 0; b < 4; ++b)
-                o.push_back(static_cast<std::uint8_t>(w >> (8 * b)));
-        const float v[4] = {e->value.timeLogRatio, e->value.memLogRatio, e->value.timeSpread, e->value.memSpread};
-        const auto *p = reinterpret_cast<const std::uint8_t *>(v);
-        o.insert(o.end(), p, p + sizeof v);
+        w.u64(e->words.size());
+        for (std::uint32_t x : e->words)
+            w.u32(x);
+        value(e->value);
     }
-    return o;
+    return w.take();
 }
 
 PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &bytes)
@@ -304,55 +273,41 @@ PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &by
     const bool v2 = bytes.size() >= 8 && std::memcmp(bytes.data(), "MXPC\x02\0\0\0", 8) == 0;
     if (!v1 && !v2)
         throw std::runtime_error("prediction cache: expected the MXPC version 1 or 2 header");
-    Reader r {bytes, 8};
+    ByteReader r(bytes, "prediction cache", 8);
+    const auto value = [&r] {
+        float v[4];
+        r.raw(v, sizeof v);
+        return CachedPrediction {v[0], v[1], v[2], v[3]};
+    };
     PredictionCache c(r.u64());
     const std::uint64_t n = r.u64();
     for (std::uint64_t i = 0; i < n; ++i) {
         const std::uint64_t h = r.u64();
-        const std::uint64_t len = r.u64();
-        r.need(len + 16);
-        std::string key(reinterpret_cast<const char *>(bytes.data() + r.pos), len);
-        r.pos += len;
-        float v[4];
-        std::memcpy(v, bytes.data() + r.pos, sizeof v);
-        r.pos += sizeof v;
+        std::string key = r.str();
+        const CachedPrediction v = value();
         if (fnv1a64(key) != h)
             throw std::runtime_error("prediction cache: entry " + std::to_string(i) + " has a wrong hash");
-        c.insert(PlanSignature {h, std::move(key)}, CachedPrediction {v[0], v[1], v[2], v[3]});
+        c.insert(PlanSignature {h, std::move(key)}, v);
     }
     if (v2) {
         const std::uint64_t nc = r.u64();
-        for (std::uint64_t i = 0; i < nc; ++i) {
-            const std::uint64_t len = r.u64();
-            r.need(len);
-            const std::string cls(reinterpret_cast<const char *>(bytes.data() + r.pos), len);
-            r.pos += len;
-            if (c.internClass(cls) != i)
+        for (std::uint64_t i = 0; i < nc; ++i)
+            if (c.internClass(r.str()) != i)
                 throw std::runtime_error("prediction cache: class " + std::to_string(i) + " is a duplicate");
-        }
         const std::uint64_t ne = r.u64();
         for (std::uint64_t i = 0; i < ne; ++i) {
             const std::uint64_t nw = r.u64();
-            if (nw > (bytes.size() - r.pos) / 4)
-                throw std::runtime_error("prediction cache is truncated at byte " + std::to_string(r.pos));
-            r.need(nw * 4 + 16);
+            r.needItems(nw, 4);
             CompactSignature sig;
             sig.words.resize(nw);
-            for (std::uint64_t w = 0; w < nw; ++w) {
-                std::uint32_t x = 0;
-                for (int b = 0; b < 4; ++b)
-                    x |= static_cast<std::uint32_t>(bytes[r.pos + w * 4 + b]) << (8 * b);
-                sig.words[w] = x;
-            }
-            r.pos += nw * 4;
-            float v[4];
-            std::memcpy(v, bytes.data() + r.pos, sizeof v);
-            r.pos += sizeof v;
+            for (std::uint64_t k = 0; k < nw; ++k)
+                sig.words[k] = r.u32();
+            const CachedPrediction v = value();
             sig.hash = hashWords(sig.words.data(), sig.words.size());
-            c.insert(sig, CachedPrediction {v[0], v[1], v[2], v[3]});
+            c.insert(sig, v);
         }
     }
-    if (r.pos != bytes.size())
+    if (!r.atEnd())
         throw std::runtime_error("prediction cache: trailing bytes after " + std::to_string(n) + " entries");
     return c;
 }

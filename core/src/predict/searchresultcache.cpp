@@ -3,6 +3,7 @@
 #include "memx/io/formats.h"
 #include "memx/profile/profileio.h"
 #include "memx/store/store.h"
+#include "memx/util/bytes.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/hash.h"
 
@@ -46,67 +47,6 @@ std::string hex16(std::uint64_t h)
     return buf;
 }
 
-// ---- binary writer / reader (little-endian) ----
-
-struct Writer {
-    std::vector<std::uint8_t> o;
-    void u64(std::uint64_t v)
-    {
-        for (int i = 0; i < 8; ++i)
-            o.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-    }
-    void str(const std::string &s)
-    {
-        u64(s.size());
-        o.insert(o.end(), s.begin(), s.end());
-    }
-    template<typename T> void pod(const std::vector<T> &v)
-    {
-        static_assert(std::is_trivially_copyable_v<T>);
-        u64(v.size());
-        const auto *p = reinterpret_cast<const std::uint8_t *>(v.data());
-        o.insert(o.end(), p, p + v.size() * sizeof(T));
-    }
-};
-
-struct Reader {
-    const std::vector<std::uint8_t> &b;
-    size_t pos = 0;
-    void need(std::uint64_t n) const
-    {
-        if (n > b.size() - pos)
-            throw std::runtime_error("search result: truncated at byte " + std::to_string(pos));
-    }
-    std::uint64_t u64()
-    {
-        need(8);
-        std::uint64_t v = 0;
-        for (int i = 0; i < 8; ++i)
-            v |= static_cast<std::uint64_t>(b[pos + i]) << (8 * i);
-        pos += 8;
-        return v;
-    }
-    std::string str()
-    {
-        const std::uint64_t n = u64();
-        need(n);
-        std::string s(reinterpret_cast<const char *>(b.data() + pos), n);
-        pos += n;
-        return s;
-    }
-    template<typename T> std::vector<T> pod()
-    {
-        const std::uint64_t n = u64();
-        if (n > (b.size() - pos) / sizeof(T))
-            throw std::runtime_error("search result: truncated at byte " + std::to_string(pos));
-        std::vector<T> v(n);
-        if (n > 0) // an empty vector's data() may be null: memcpy must not see it (UBSan)
-            std::memcpy(v.data(), b.data() + pos, n * sizeof(T));
-        pos += n * sizeof(T);
-        return v;
-    }
-};
-
 } // namespace
 
 SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predictorDigest)
@@ -139,8 +79,7 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 {
-    Writer w;
-    w.o = {'M', 'X', 'S', 'R', 1, 0, 0, 0};
+    ByteWriter w({'M', 'X', 'S', 'R', 1, 0, 0, 0});
     w.u64(r.enumerated);
     w.pod(std::vector<std::uint64_t> {r.pruned.divisibility, r.pruned.microBatchLimit, r.pruned.layers,
                                       r.pruned.outOfMemory, r.pruned.duplicates});
@@ -184,14 +123,14 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.pod(r.timeSpread);
     w.pod(r.memSpread);
     w.pod(r.oomRisk);
-    return std::move(w.o);
+    return w.take();
 }
 
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
 {
     if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x01\0\0\0", 8) != 0)
         throw std::runtime_error("search result: expected the MXSR version 1 header");
-    Reader rd {bytes, 8};
+    ByteReader rd(bytes, "search result", 8);
     SearchResult r;
     r.enumerated = rd.u64();
     const auto pr = rd.pod<std::uint64_t>();
@@ -257,7 +196,7 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     r.timeSpread = rd.pod<float>();
     r.memSpread = rd.pod<float>();
     r.oomRisk = rd.pod<std::uint8_t>();
-    if (rd.pos != bytes.size())
+    if (!rd.atEnd())
         throw std::runtime_error("search result: trailing bytes");
     const size_t n = r.timeMs.size();
     if (r.peakMemory.size() != n || r.imbalance.size() != n || r.peakBytes.size() != n || r.baseOf.size() != n
@@ -331,10 +270,10 @@ std::optional<SearchResult> loadSearchResult(const Store &store, const SearchReq
     if (!bytes)
         return std::nullopt;
     try {
-        Reader rd {*bytes, 0};
+        ByteReader rd(*bytes, "search result");
         if (rd.str() != key.key)
             return std::nullopt; // another request with the same hash
-        const std::vector<std::uint8_t> rest(bytes->begin() + static_cast<std::ptrdiff_t>(rd.pos), bytes->end());
+        const std::vector<std::uint8_t> rest(bytes->begin() + static_cast<std::ptrdiff_t>(rd.pos()), bytes->end());
         return deserializeSearchResult(rest);
     } catch (const std::exception &) {
         return std::nullopt; // an unreadable entry is only lost time
@@ -343,9 +282,9 @@ std::optional<SearchResult> loadSearchResult(const Store &store, const SearchReq
 
 void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchResult &result, size_t keep)
 {
-    Writer w;
+    ByteWriter w;
     w.str(key.key);
-    std::vector<std::uint8_t> bytes = std::move(w.o);
+    std::vector<std::uint8_t> bytes = w.take();
     const std::vector<std::uint8_t> body = serializeSearchResult(result);
     bytes.insert(bytes.end(), body.begin(), body.end());
     const std::string name = hex16(key.hash);
