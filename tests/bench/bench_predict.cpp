@@ -79,9 +79,20 @@ void learnedSearch(benchmark::State &state, const SearchRequest &req, Prediction
     state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
 }
 
+/// The request with one more H100 node (4 -> 8 H100 GPUs).
+SearchRequest requestPlusNode()
+{
+    SearchRequest r = request();
+    r.cluster.groups[2].count += 1;
+    return r;
+}
+
+/// Analytic search only (no features, no prediction). Arg 0: the sample; arg 1: one more H100
+/// node - the floor of any re-search after adding the node that evaluates every configuration
+/// of the new space.
 void BM_AnalyticSearch(benchmark::State &state)
 {
-    SearchRequest req = request();
+    SearchRequest req = state.range(0) == 1 ? requestPlusNode() : request();
     req.collectFeatures = false;
     double cpu = 0;
     size_t n = 0;
@@ -152,9 +163,13 @@ void BM_LearnedSearchAddNode(benchmark::State &state)
     PredictionCache cache(1);
     SearchResult res = runSearch(request());
     applyLearnedPredictor(res, predictor(), &cache);
-    SearchRequest bigger = request();
-    bigger.cluster.groups[2].count += 1;
-    learnedSearch(state, bigger, &cache, true);
+    learnedSearch(state, requestPlusNode(), &cache, true);
+}
+
+/// The cold search of the cluster with the added node (the reference of the re-search above).
+void BM_LearnedSearchAddNodeCold(benchmark::State &state)
+{
+    learnedSearch(state, requestPlusNode(), nullptr, true);
 }
 
 /// A weight change re-ranks the cached learned metrics: no search, no prediction.
@@ -183,12 +198,13 @@ void BM_PredictBatch31240(benchmark::State &state)
 
 } // namespace
 
-BENCHMARK(BM_AnalyticSearch)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AnalyticSearch)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchNoCache)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchColdCache)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchWarmCache)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchWarmResult)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchAddNode)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LearnedSearchAddNodeCold)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RerankAfterWeightChange)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PredictBatch31240)->Unit(benchmark::kMillisecond)->UseRealTime();
 
