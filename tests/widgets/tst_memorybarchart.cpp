@@ -121,6 +121,22 @@ private slots:
         QCOMPARE(chart.captionText(), QString("No plan selected"));
     }
 
+    /// The legend wraps instead of clipping its labels: at a narrow width it takes more rows,
+    /// so the plot (the top of a full-capacity bar) starts lower than at a wide width.
+    void legendWrapsInNarrowPanes()
+    {
+        MemoryBarChart chart;
+        chart.setBars({bar("n0", 0, "nvidia", 40, 10, 10, 10, 8, 2)}); // used = capacity = 40 GiB
+        chart.resize(1200, 360);
+        const int wideTop = chart.barRect(0).top();
+        chart.resize(260, 360);
+        const int narrowTop = chart.barRect(0).top();
+        const int rowH = chart.fontMetrics().height();
+        QVERIFY2(narrowTop >= wideTop + rowH, qPrintable(QString("%1 vs %2").arg(narrowTop).arg(wideTop)));
+        QVERIFY(chart.barRect(0).bottom() < chart.height());
+        QVERIFY(chart.barRect(0).height() > 0);
+    }
+
     void sizeHintGrowsWithBars()
     {
         MemoryBarChart chart;

@@ -3,6 +3,7 @@
 #include <QChartView>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QLabel>
 #include <QLineSeries>
 #include <QXYSeries>
 #include <QtTest>
@@ -134,6 +135,38 @@ private slots:
         // Axis titles carry units.
         QVERIFY(v.chart()->axes(Qt::Horizontal).first()->titleText().contains("ms"));
         QVERIFY(v.chart()->axes(Qt::Vertical).first()->titleText().contains("%"));
+    }
+
+    /// The "N plans, K on the front" count never shows a text cut on the left: narrow panes get
+    /// the short "K on the front", elided at the right if even that does not fit; the full text
+    /// stays in the tooltip.
+    void countLabelFitsNarrowPanes()
+    {
+        ParetoChartView v;
+        v.setPoints(handMade());
+        QLabel *count = nullptr;
+        for (QLabel *l : v.findChildren<QLabel *>())
+            if (l->toolTip().contains(QLatin1String("on the front")))
+                count = l;
+        QVERIFY(count);
+        QCOMPARE(count->toolTip(), QStringLiteral("7 plans, 4 on the front"));
+        v.resize(900, 500);
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        QTRY_COMPARE(count->text(), QStringLiteral("7 plans, 4 on the front"));
+        const QString shortText = QStringLiteral("4 on the front");
+        bool sawShort = false;
+        for (int width = 900; width >= 300; width -= 10) {
+            v.resize(width, 500);
+            QTRY_VERIFY(count->fontMetrics().horizontalAdvance(count->text()) <= count->contentsRect().width());
+            const int room = count->contentsRect().width();
+            if (room >= count->fontMetrics().horizontalAdvance(shortText)) {
+                QVERIFY2(count->text() == count->toolTip() || count->text() == shortText,
+                         qPrintable(QString("%1 px: '%2'").arg(room).arg(count->text())));
+                sawShort = sawShort || count->text() == shortText;
+            }
+        }
+        QVERIFY(sawShort); // some width between full and nothing showed the short form
     }
 
     void axisSwitchChangesSeries()

@@ -26,6 +26,49 @@ QString gib(double bytes)
     return QStringLiteral("%1 GiB").arg(bytes / GiB, 0, 'f', bytes / GiB < 10.0 ? 2 : 1);
 }
 
+/// One legend entry: a filled square (memory component), a line (capacity) or an outlined square.
+struct LegendItem {
+    enum Kind { Fill, Line, Outline } kind;
+    QColor colour;
+    QString label;
+};
+constexpr int LegendLineLength = 16;
+constexpr int LegendRowPad = 6;
+
+std::vector<LegendItem> legendItems()
+{
+    std::vector<LegendItem> items;
+    for (int c = 0; c < MemoryBarChart::ComponentCount; ++c)
+        items.push_back({LegendItem::Fill, MemoryBarChart::componentColour(c), MemoryBarChart::componentName(c)});
+    items.push_back({LegendItem::Line, CapacityColour, MemoryBarChart::tr("Capacity")});
+    items.push_back({LegendItem::Outline, OomColour, MemoryBarChart::tr("OOM")});
+    items.push_back({LegendItem::Outline, RiskColour, MemoryBarChart::tr("Risk of OOM")});
+    return items;
+}
+
+/// Where each legend item goes when the items flow left to right and wrap to a new row at
+/// `width` (a narrow pane gets two or three rows instead of clipped labels).
+struct LegendFlow {
+    std::vector<QPoint> at; ///< x offset and row of every item
+    int rows = 1;
+};
+LegendFlow flowLegend(const std::vector<LegendItem> &items, const QFontMetrics &fm, int width)
+{
+    const int sw = fm.height() - 4;
+    LegendFlow f;
+    int x = 0;
+    for (const LegendItem &it : items) {
+        const int w = (it.kind == LegendItem::Line ? LegendLineLength : sw) + 4 + fm.horizontalAdvance(it.label);
+        if (x > 0 && x + w > width) {
+            x = 0;
+            ++f.rows;
+        }
+        f.at.push_back(QPoint(x, f.rows - 1));
+        x += w + 12;
+    }
+    return f;
+}
+
 } // namespace
 
 QString MemoryBarChart::componentName(int component)
@@ -169,7 +212,8 @@ MemoryBarChart::Geometry MemoryBarChart::geometry() const
     const int lineH = fm.height();
     const QRect r = rect().adjusted(8, 6, -8, -6);
     g.caption = QRect(r.left(), r.top(), r.width(), lineH + 4);
-    g.legend = QRect(r.left(), g.caption.bottom() + 2, r.width(), lineH + 6);
+    const int legendRows = flowLegend(legendItems(), fm, r.width()).rows;
+    g.legend = QRect(r.left(), g.caption.bottom() + 2, r.width(), legendRows * (lineH + LegendRowPad));
 
     double top = 1.0;
     for (const auto &b : mBars)
@@ -250,36 +294,37 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
                QFontMetrics(bold).elidedText(captionText(), Qt::ElideRight, g.caption.width()));
     p.setFont(font());
 
-    // Legend: components, capacity, OOM and risk outlines.
-    int x = g.legend.left();
-    const int sw = fm.height() - 4;
-    const int ly = g.legend.center().y();
-    for (int c = 0; c < ComponentCount; ++c) {
-        p.fillRect(QRect(x, ly - sw / 2, sw, sw), componentColour(c));
-        x += sw + 4;
-        const QString name = componentName(c);
-        p.setPen(text);
-        p.drawText(QRect(x, g.legend.top(), fm.horizontalAdvance(name) + 2, g.legend.height()), Qt::AlignVCenter, name);
-        x += fm.horizontalAdvance(name) + 12;
-    }
-    p.setPen(QPen(CapacityColour, 2));
-    p.drawLine(x, ly, x + 16, ly);
-    x += 20;
-    p.setPen(text);
-    const QString capText = tr("Capacity");
-    p.drawText(QRect(x, g.legend.top(), fm.horizontalAdvance(capText) + 2, g.legend.height()), Qt::AlignVCenter,
-               capText);
-    x += fm.horizontalAdvance(capText) + 12;
-    const QPair<QColor, QString> outlines[2] = {{OomColour, tr("OOM")}, {RiskColour, tr("Risk of OOM")}};
-    for (const auto &[colour, label] : outlines) {
-        p.setPen(QPen(colour, 2));
-        p.setBrush(Qt::NoBrush);
-        p.drawRect(QRect(x, ly - sw / 2, sw, sw));
-        x += sw + 4;
-        p.setPen(text);
-        p.drawText(QRect(x, g.legend.top(), fm.horizontalAdvance(label) + 2, g.legend.height()), Qt::AlignVCenter,
-                   label);
-        x += fm.horizontalAdvance(label) + 12;
+    // Legend: components, capacity, OOM and risk outlines, wrapped over as many rows as needed.
+    {
+        const std::vector<LegendItem> items = legendItems();
+        const LegendFlow flow = flowLegend(items, fm, g.legend.width());
+        const int sw = fm.height() - 4;
+        const int rowH = fm.height() + LegendRowPad;
+        for (size_t i = 0; i < items.size(); ++i) {
+            const LegendItem &it = items[i];
+            int x = g.legend.left() + flow.at[i].x();
+            const int top = g.legend.top() + flow.at[i].y() * rowH;
+            const int ly = top + rowH / 2;
+            switch (it.kind) {
+            case LegendItem::Fill:
+                p.fillRect(QRect(x, ly - sw / 2, sw, sw), it.colour);
+                x += sw + 4;
+                break;
+            case LegendItem::Line:
+                p.setPen(QPen(it.colour, 2));
+                p.drawLine(x, ly, x + LegendLineLength, ly);
+                x += LegendLineLength + 4;
+                break;
+            case LegendItem::Outline:
+                p.setPen(QPen(it.colour, 2));
+                p.setBrush(Qt::NoBrush);
+                p.drawRect(QRect(x, ly - sw / 2, sw, sw));
+                x += sw + 4;
+                break;
+            }
+            p.setPen(text);
+            p.drawText(QRect(x, top, fm.horizontalAdvance(it.label) + 2, rowH), Qt::AlignVCenter, it.label);
+        }
     }
 
     // Y axis: grid, labels in GiB, rotated title.

@@ -252,6 +252,7 @@ ParetoChartView::ParetoChartView(QWidget *parent)
     // Takes only the room left after the axis pickers and the legend (narrow windows).
     mCountLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     mCountLabel->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    mCountLabel->installEventFilter(this); // re-fit the text on resize
     mLegend = new ParetoColourLegend(this);
 
     auto *bar = new QHBoxLayout;
@@ -467,8 +468,30 @@ void ParetoChartView::rebuild()
 
     mLegend->setRange(cm, clo, chi, any);
     const int nFront = int(std::count_if(mPoints.begin(), mPoints.end(), [](const PlanPoint &p) { return p.onFront; }));
-    mCountLabel->setText(tr("%1 plans, %2 on the front").arg(locale.toString(mPoints.size())).arg(nFront));
+    mCountFull = tr("%1 plans, %2 on the front").arg(locale.toString(mPoints.size())).arg(nFront);
+    mCountShort = tr("%1 on the front").arg(nFront);
+    fitCountLabel();
     updateSelectionSeries();
+}
+
+bool ParetoChartView::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched == mCountLabel && event->type() == QEvent::Resize)
+        fitCountLabel();
+    return QWidget::eventFilter(watched, event);
+}
+
+void ParetoChartView::fitCountLabel()
+{
+    const QFontMetrics fm(mCountLabel->font());
+    const int w = mCountLabel->contentsRect().width();
+    QString text = mCountFull;
+    if (fm.horizontalAdvance(text) > w)
+        text = mCountShort;
+    if (fm.horizontalAdvance(text) > w)
+        text = fm.elidedText(mCountShort, Qt::ElideRight, w);
+    mCountLabel->setText(text);
+    mCountLabel->setToolTip(mCountFull);
 }
 
 void ParetoChartView::updateSelectionSeries()

@@ -115,7 +115,13 @@ private:
     QComboBox *mXCombo = nullptr;
     QComboBox *mYCombo = nullptr;
     QLabel *mCountLabel = nullptr;
+    QString mCountFull, mCountShort; ///< "N plans, K on the front" / "K on the front"
     ParetoColourLegend *mLegend = nullptr;
+
+    bool eventFilter(QObject *watched, QEvent *event) override;
+    /// Shows the full count text if it fits the label, else the short one, else the short one
+    /// elided at the right (never clipped on the left); the full text is the tooltip.
+    void fitCountLabel();
 };
 
 /// Colour of bucket `bucket` (0 = lowest = best value of the colour metric) of `buckets`.
