@@ -91,7 +91,7 @@ int run(const std::vector<std::string> &argv)
     std::cout << "predictor: " << predictorName << "\n";
     if (lp)
         std::cout << "Learned: iteration time " << lp->timeMs << " ms +- " << lp->timeSpreadMs << ", peak memory "
-                  << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity) << " GiB, M "
+                  << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity) << " GiB, M (peak utilisation) "
                   << std::setprecision(3) << lp->peakUtilisation << std::setprecision(2)
                   << (lp->oomRisk ? "   ** risk of OOM **" : "") << "\n   (the breakdown below is the analytic model's)\n";
     std::cout << "Plan: " << plan.summary(cluster) << (plan.distributedOptimizer ? " dist-opt" : "") << "\n";

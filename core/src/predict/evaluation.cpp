@@ -313,7 +313,7 @@ std::string formatReport(const EvaluationReport &r)
     int risk = 0;
     for (const RunPrediction &p : r.runs)
         risk += p.oomRisk;
-    o << "Runs flagged 'risk of OOM' (predicted peak + spread >= capacity): " << risk << "\n";
+    o << "Runs flagged 'risk of OOM' (predicted peak utilisation x (1 + spread) >= 1): " << risk << "\n";
     return o.str();
 }
 
