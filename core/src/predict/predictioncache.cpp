@@ -14,24 +14,13 @@
 
 namespace memx {
 
-namespace {
-
-std::string num(double v)
-{
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
-
-} // namespace
-
 std::string linkDescriptor(const Link &link)
 {
-    std::string s = num(link.bandwidthGBps) + "," + num(link.latencyUs);
+    std::string s = exactNumber(link.bandwidthGBps) + "," + exactNumber(link.latencyUs);
     if (!link.curve.empty()) {
         std::string c;
         for (const CurvePoint &p : link.curve)
-            c += num(p.bytes) + ":" + num(p.bandwidthGBps) + ";";
+            c += exactNumber(p.bytes) + ":" + exactNumber(p.bandwidthGBps) + ";";
         s += ",c" + fnv1a64Hex(c);
     }
     return s;
@@ -122,7 +111,7 @@ std::uint64_t predictionContext(const Cluster &cluster, const Model &model, cons
                      cost.optimizerBandwidthEfficiency, cost.optimizerBytesPerParam, cost.flashAttention ? 1.0 : 0.0,
                      cost.gradReduceBytesPerParam, cost.runtimeContextBytes, cost.communicatorBytesPerGroup,
                      cost.allocatorReserveFraction})
-        s += " " + num(v);
+        s += " " + exactNumber(v);
     s += "\npredictor " + std::to_string(predictorDigest);
     return fnv1a64(s);
 }
@@ -312,16 +301,9 @@ PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &by
     return c;
 }
 
-static std::string contextKey(std::uint64_t context)
-{
-    char buf[20];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(context));
-    return buf;
-}
-
 PredictionCache loadPredictionCache(const Store &store, std::uint64_t context)
 {
-    const auto bytes = store.blob(kPredictionCacheBlobKind, contextKey(context));
+    const auto bytes = store.blob(kPredictionCacheBlobKind, hex16(context));
     if (!bytes)
         return PredictionCache(context);
     try {
@@ -336,7 +318,7 @@ PredictionCache loadPredictionCache(const Store &store, std::uint64_t context)
 
 void savePredictionCache(Store &store, const PredictionCache &cache)
 {
-    store.putBlob(kPredictionCacheBlobKind, contextKey(cache.context()), cache.serialize());
+    store.putBlob(kPredictionCacheBlobKind, hex16(cache.context()), cache.serialize());
 }
 
 } // namespace memx

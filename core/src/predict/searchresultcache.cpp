@@ -17,13 +17,6 @@ namespace memx {
 
 namespace {
 
-std::string num(double v)
-{
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
-
 template<typename T> std::string list(const std::vector<T> &v)
 {
     std::string s;
@@ -38,13 +31,6 @@ template<typename T> std::string list(const std::vector<T> &v)
             s += std::to_string(v[i]);
     }
     return s;
-}
-
-std::string hex16(std::uint64_t h)
-{
-    char buf[20];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-    return buf;
 }
 
 } // namespace
@@ -65,7 +51,7 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
          {c.nvidiaEfficiency, c.amdEfficiency, c.otherEfficiency, c.halfSaturationFlops, c.optimizerBandwidthEfficiency,
           c.optimizerBytesPerParam, c.flashAttention ? 1.0 : 0.0, c.gradReduceBytesPerParam, c.runtimeContextBytes,
           c.communicatorBytesPerGroup, c.allocatorReserveFraction})
-        s += " " + num(v);
+        s += " " + exactNumber(v);
     std::string p;
     for (const LayerProfile &lp : r.profiles.profiles())
         p += toJson(lp).dump();

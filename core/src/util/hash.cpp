@@ -14,10 +14,22 @@ std::uint64_t fnv1a64(const std::string &bytes)
     return h;
 }
 
-std::string fnv1a64Hex(const std::string &bytes)
+std::string hex16(std::uint64_t value)
 {
     char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes)));
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
+    return buf;
+}
+
+std::string fnv1a64Hex(const std::string &bytes)
+{
+    return hex16(fnv1a64(bytes));
+}
+
+std::string exactNumber(double value)
+{
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", value);
     return buf;
 }
 
