@@ -179,9 +179,9 @@ private slots:
                  QString("learned (xgboost, 41 runs, schema v%1)").arg(kFeatureSchemaVersion));
         for (const TrainingSample &s : samples) {
             const Prediction pa = a.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes,
-                                           s.analyticPeakBytes / s.capacityBytes);
+                                           s.analyticPeakUtilisation);
             const Prediction pb = b.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes,
-                                           s.analyticPeakBytes / s.capacityBytes);
+                                           s.analyticPeakUtilisation);
             QCOMPARE(pa.timeMs, pb.timeMs);
             QCOMPARE(pa.peakBytes, pb.peakBytes);
             QVERIFY(pa.timeSpreadMs > 0 && pa.peakSpreadBytes > 0);

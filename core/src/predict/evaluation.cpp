@@ -192,8 +192,8 @@ EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme 
         const LearnedPredictor model = LearnedPredictor::train(train, options);
         for (size_t i : tests[f]) {
             const TrainingSample &s = samples[i];
-            const Prediction p = model.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes,
-                                                 s.capacityBytes > 0 ? s.analyticPeakBytes / s.capacityBytes : 0.0);
+            const Prediction p
+                = model.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.analyticPeakUtilisation);
             RunPrediction &r = rep.runs[i];
             r.runId = s.runId;
             r.group = s.group;

@@ -46,6 +46,7 @@ std::vector<TrainingSample> buildSamples(const std::vector<MeasuredRun> &runs,
         s.features = encodeFeatures(featureInputs(run.plan, run.cluster, *model, e));
         s.analyticTimeMs = e.iterationTimeMs;
         s.analyticPeakBytes = e.peakBytes;
+        s.analyticPeakUtilisation = e.peakUtilisation;
         for (const GpuMemory &g : e.gpus)
             if (g.totalBytes == e.peakBytes) {
                 s.capacityBytes = g.capacityBytes;

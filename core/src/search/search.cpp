@@ -744,8 +744,9 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     for (size_t i = 0; i < ctx.nTypes; ++i)
         ctx.nRcCombos *= ctx.nRc;
     ctx.nDist = req.space.distributedOptimizer.size();
-    for (bool d : req.space.distributedOptimizer)
-        ctx.hasPlainOptimizer = ctx.hasPlainOptimizer || !d;
+    ctx.hasPlainOptimizer = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(),
+                                      false)
+        != req.space.distributedOptimizer.end();
     ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nDist;
     if (ctx.totalBases > 0xFFFFFFFFull)
         throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)

@@ -29,6 +29,7 @@ struct TrainingSample {
     double analyticTimeMs = 0;
     double analyticPeakBytes = 0;
     double capacityBytes = 0; ///< capacity of the analytic peak GPU
+    double analyticPeakUtilisation = 0; ///< M of the analytic estimate (the fullest GPU)
     double measuredTimeMs = 0;
     std::optional<double> measuredPeakBytes; ///< device-used peak
 };

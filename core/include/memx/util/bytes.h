@@ -52,7 +52,6 @@ public:
             raw(v.data(), v.size() * sizeof(T));
     }
 
-    const std::vector<std::uint8_t> &bytes() const { return mOut; }
     std::vector<std::uint8_t> take() { return std::move(mOut); }
 
 private:
