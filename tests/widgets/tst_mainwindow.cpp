@@ -44,6 +44,27 @@ QString sample(const char *name)
 {
     return QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters/") + QLatin1String(name);
 }
+
+/// With the core objective: the best plan under (1, 0, 0), the first memory weight step (1..10,
+/// tenths) whose best plan differs (-1: none), and that plan.
+struct MemoryWeightChange {
+    uint32_t timeOnly = 0;
+    int changeAt = -1;
+    uint32_t expected = 0;
+};
+MemoryWeightChange firstMemoryWeightChangingTop(const memx::SearchResult &result)
+{
+    MemoryWeightChange c;
+    c.timeOnly = memx::rank(result, memx::Objective {1.0, 0.0, 0.0}, 1).front();
+    for (int step = 1; step <= 10 && c.changeAt < 0; ++step) {
+        const uint32_t top = memx::rank(result, memx::Objective {1.0, step / 10.0, 0.0}, 1).front();
+        if (top != c.timeOnly) {
+            c.changeAt = step;
+            c.expected = top;
+        }
+    }
+    return c;
+}
 } // namespace
 
 class TestMainWindow : public QObject {
@@ -107,13 +128,8 @@ private slots:
     {
         const auto outcome = panel()->results().outcome();
         // Find, with the core objective, a memory weight that changes the best plan of (1, 0, 0).
-        const auto timeOnly = memx::rank(outcome->result, memx::Objective {1.0, 0.0, 0.0}, 1).front();
-        int changeAt = -1;
-        for (int step = 1; step <= 10 && changeAt < 0; ++step)
-            if (memx::rank(outcome->result, memx::Objective {1.0, step / 10.0, 0.0}, 1).front() != timeOnly)
-                changeAt = step;
+        const auto [timeOnly, changeAt, expected] = firstMemoryWeightChangingTop(outcome->result);
         QVERIFY2(changeAt > 0, "no memory weight changes the time-only best plan: the test would be vacuous");
-        const auto expected = memx::rank(outcome->result, memx::Objective {1.0, changeAt / 10.0, 0.0}, 1).front();
 
         WeightSliders *w = mWindow->weightSliders();
         w->setWeights({1.0, 0.0, 0.0});
@@ -141,13 +157,8 @@ private slots:
         QUndoStack *stack = mWindow->document()->undoStack();
         WeightSliders *w = mWindow->weightSliders();
         w->setWeights({1.0, 0.0, 0.0}); // programmatic: not an undo step
-        const auto timeOnly = memx::rank(outcome->result, memx::Objective {1.0, 0.0, 0.0}, 1).front();
-        int changeAt = -1;
-        for (int step = 1; step <= 10 && changeAt < 0; ++step)
-            if (memx::rank(outcome->result, memx::Objective {1.0, step / 10.0, 0.0}, 1).front() != timeOnly)
-                changeAt = step;
+        const auto [timeOnly, changeAt, expected] = firstMemoryWeightChangingTop(outcome->result);
         QVERIFY2(changeAt > 0, "no memory weight changes the time-only best plan: the test would be vacuous");
-        const auto expected = memx::rank(outcome->result, memx::Objective {1.0, changeAt / 10.0, 0.0}, 1).front();
         QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(timeOnly));
 
         // One continuous drag through several positions is one undo step.

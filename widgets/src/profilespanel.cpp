@@ -249,6 +249,19 @@ memx::Cluster withoutPositions(memx::Cluster c)
     return c;
 }
 
+/// A read-only row table: no row numbers, compact rows, whole-row selection, no wrapping.
+QTableView *compactTableView(QAbstractItemModel *model)
+{
+    auto *view = new QTableView;
+    view->setModel(model);
+    view->verticalHeader()->hide();
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);
+    view->horizontalHeader()->setStretchLastSection(true);
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view->setWordWrap(false);
+    return view;
+}
+
 } // namespace
 
 ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
@@ -256,13 +269,7 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     , mDocument(document)
 {
     mModel = new MeasurementTableModel(this);
-    mView = new QTableView;
-    mView->setModel(mModel);
-    mView->verticalHeader()->hide();
-    mView->verticalHeader()->setDefaultSectionSize(mView->fontMetrics().height() + 6);
-    mView->horizontalHeader()->setStretchLastSection(true);
-    mView->setSelectionBehavior(QAbstractItemView::SelectRows);
-    mView->setWordWrap(false);
+    mView = compactTableView(mModel);
     mCoverage = new QTextBrowser;
     mCoverage->setOpenLinks(false);
     mSummary = new QLabel;
@@ -316,13 +323,7 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     mProgressRow->setVisible(false);
 
     mJobModel = new ProfilingJobModel(this);
-    mJobView = new QTableView;
-    mJobView->setModel(mJobModel);
-    mJobView->verticalHeader()->hide();
-    mJobView->verticalHeader()->setDefaultSectionSize(mJobView->fontMetrics().height() + 6);
-    mJobView->horizontalHeader()->setStretchLastSection(true);
-    mJobView->setSelectionBehavior(QAbstractItemView::SelectRows);
-    mJobView->setWordWrap(false);
+    mJobView = compactTableView(mJobModel);
     mPlanSummary = new QLabel;
     mPlanSummary->setWordWrap(true);
     mPlanSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
