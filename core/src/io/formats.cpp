@@ -75,7 +75,8 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
         return d;
     r.rejectUnknownKeys({"id", "aliases", "vendor", "name", "segment", "memoryGiB", "memoryBandwidthGBps",
                          "denseBf16Tflops", "denseFp16Tflops", "bf16Supported", "scaleUp", "hostLink",
-                         "devicesPerPackage", "nic", "tdpWatts", "verified", "notes", "sources", "measured"});
+                         "devicesPerPackage", "nic", "tdpWatts", "verified", "notes", "sources", "measured",
+                         "architecture", "flashAttention", "runtimeMemory", "computeUnits"});
     d.id = r.requireString("id");
     if (d.id.empty() && r.has("id"))
         r.error("id", "expected a non-empty device id, found \"\"");
@@ -115,6 +116,20 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
         d.nicDescription = s.optionalString("description").value_or("");
     }
     d.tdpWatts = r.has("tdpWatts") ? r.nullableNumber("tdpWatts", 1, 1e5) : std::nullopt;
+    d.architecture = r.optionalString("architecture").value_or("");
+    if (auto cu = r.optionalInt("computeUnits", 1, 1 << 20))
+        d.computeUnits = static_cast<int>(*cu);
+    d.flashAttention = r.optionalBool("flashAttention").value_or(false);
+    if (const json *rm = r.optionalObject("runtimeMemory")) {
+        JsonObjectReader s(*rm, r.pointerTo("runtimeMemory"), diags);
+        s.rejectUnknownKeys({"contextGiB", "communicatorGiB", "reserveFraction", "source"});
+        d.runtimeMemory.contextGiB = s.has("contextGiB") ? s.nullableNumber("contextGiB", 0, 64) : std::nullopt;
+        d.runtimeMemory.communicatorGiB
+            = s.has("communicatorGiB") ? s.nullableNumber("communicatorGiB", 0, 64) : std::nullopt;
+        d.runtimeMemory.reserveFraction
+            = s.has("reserveFraction") ? s.nullableNumber("reserveFraction", 0, 1) : std::nullopt;
+        d.runtimeMemory.source = s.optionalString("source").value_or("");
+    }
     d.verified = r.optionalBool("verified").value_or(true);
     d.notes = r.optionalString("notes").value_or("");
     if (const json *src = r.optionalObject("sources")) {
@@ -157,6 +172,17 @@ json toJson(const GpuSpec &d)
     j["devicesPerPackage"] = d.devicesPerPackage;
     j["nic"] = {{"gbps", optionalToJson(d.nicGbps)}, {"description", d.nicDescription}};
     j["tdpWatts"] = optionalToJson(d.tdpWatts);
+    if (d.computeUnits)
+        j["computeUnits"] = *d.computeUnits;
+    if (!d.architecture.empty())
+        j["architecture"] = d.architecture;
+    j["flashAttention"] = d.flashAttention;
+    const GpuSpec::RuntimeMemory &rm = d.runtimeMemory;
+    if (rm.contextGiB || rm.communicatorGiB || rm.reserveFraction || !rm.source.empty())
+        j["runtimeMemory"] = {{"contextGiB", optionalToJson(rm.contextGiB)},
+                              {"communicatorGiB", optionalToJson(rm.communicatorGiB)},
+                              {"reserveFraction", optionalToJson(rm.reserveFraction)},
+                              {"source", rm.source}};
     j["verified"] = d.verified;
     j["notes"] = d.notes;
     j["sources"] = d.sources;
@@ -392,10 +418,12 @@ Model parseModel(const json &j, Diagnostics &diags)
     }
     if (const json *tr = r.requireObject("training")) {
         JsonObjectReader t(*tr, "/training", diags);
-        t.rejectUnknownKeys({"globalBatch", "precision", "optimizer"});
+        t.rejectUnknownKeys({"globalBatch", "precision", "optimizer", "attention"});
         m.training.globalBatch = static_cast<int>(t.requireInt("globalBatch", 1, 1 << 24));
         m.training.precision = static_cast<Precision>(t.optionalEnum("precision", {"bf16", "fp16"}).value_or(0));
         m.training.optimizer = static_cast<Optimizer>(t.optionalEnum("optimizer", {"adam", "sgd"}).value_or(0));
+        m.training.attention = static_cast<AttentionBackend>(
+            t.optionalEnum("attention", {"auto", "flash", "fused", "unfused"}).value_or(0));
     }
     return m;
 }
@@ -431,7 +459,8 @@ json toJson(const Model &m)
                   {"positionEmbedding", toString(s.positionEmbedding)}};
     j["training"] = {{"globalBatch", m.training.globalBatch},
                      {"precision", toString(m.training.precision)},
-                     {"optimizer", toString(m.training.optimizer)}};
+                     {"optimizer", toString(m.training.optimizer)},
+                     {"attention", toString(m.training.attention)}};
     return j;
 }
 

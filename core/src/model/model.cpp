@@ -6,6 +6,29 @@ const char *toString(Normalization v) { return v == Normalization::RMSNorm ? "RM
 const char *toString(PositionEmbedding v) { return v == PositionEmbedding::Rope ? "rope" : "learned"; }
 const char *toString(Precision v) { return v == Precision::FP16 ? "fp16" : "bf16"; }
 const char *toString(Optimizer v) { return v == Optimizer::SGD ? "sgd" : "adam"; }
+const char *toString(AttentionBackend v)
+{
+    switch (v) {
+    case AttentionBackend::Flash:
+        return "flash";
+    case AttentionBackend::Fused:
+        return "fused";
+    case AttentionBackend::Unfused:
+        return "unfused";
+    case AttentionBackend::Auto:
+        break;
+    }
+    return "auto";
+}
+
+std::optional<AttentionBackend> attentionFromString(const std::string &text)
+{
+    for (AttentionBackend a :
+         {AttentionBackend::Auto, AttentionBackend::Flash, AttentionBackend::Fused, AttentionBackend::Unfused})
+        if (text == toString(a))
+            return a;
+    return std::nullopt;
+}
 
 static long long normSize(const ModelShape &s)
 {

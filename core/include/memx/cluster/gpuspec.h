@@ -36,6 +36,23 @@ struct GpuSpec
     std::optional<double> nicGbps;  ///< typical scale-out NIC per device, Gbit/s
     std::string nicDescription;
     std::optional<double> tdpWatts;
+    std::optional<int> computeUnits; ///< SMs (NVIDIA) / CUs (AMD) / cores: GEMM wave quantisation
+    std::string architecture;       ///< "volta", "turing", "ampere", "ada", "hopper", "cdna2", ... (empty: unknown)
+    /// The device runs FlashAttention-class kernels (flash-attn / cuDNN fused attention on NVIDIA
+    /// Ampere and newer, ROCm CK flash kernels on CDNA2+, ...): `attention: auto` resolves to flash
+    /// there and to unfused elsewhere. Unknown devices: false (sizes memory the safe way).
+    bool flashAttention = false;
+    /// Device-used memory the training framework adds on top of the allocator's peak: the runtime
+    /// context (CUDA/HIP context, kernels, cuBLAS/cuDNN workspaces), the communicator buffers per
+    /// TP/DP/PP/CP group the GPU is in, and the caching allocator's reserve (fragmentation and
+    /// rounding) as a fraction of the allocator peak. Unset: CostOptions' defaults.
+    struct RuntimeMemory {
+        std::optional<double> contextGiB;
+        std::optional<double> communicatorGiB;
+        std::optional<double> reserveFraction;
+        std::string source; ///< where the figures come from (catalogue note, calibration run set)
+        bool operator==(const RuntimeMemory &) const = default;
+    } runtimeMemory;
     bool verified = true;           ///< false: figures unconfirmed, the user must calibrate
     std::string notes;
     std::map<std::string, std::string> sources; ///< figure name -> where it comes from

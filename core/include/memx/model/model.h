@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace memx {
@@ -8,11 +9,19 @@ enum class Normalization { LayerNorm, RMSNorm };
 enum class PositionEmbedding { Learned, Rope };
 enum class Precision { BF16, FP16 };
 enum class Optimizer { Adam, SGD };
+/// How attention is computed. Flash and Fused (FlashAttention, cuDNN / TE fused attention, ROCm CK
+/// flash kernels) never store the s x s score, softmax and dropout-mask tensors; Unfused (Megatron's
+/// "local"/"unfused" core attention) stores them. Auto resolves per device the way Megatron-LM's
+/// `--attention-backend auto` does (see resolveAttention in memx/cost/costmodel.h).
+enum class AttentionBackend { Auto, Flash, Fused, Unfused };
 
 const char *toString(Normalization v);
 const char *toString(PositionEmbedding v);
 const char *toString(Precision v);
 const char *toString(Optimizer v);
+const char *toString(AttentionBackend v);
+/// "auto", "flash", "fused" or "unfused"; nullopt for anything else.
+std::optional<AttentionBackend> attentionFromString(const std::string &text);
 
 /// Shape of a decoder-only transformer.
 struct ModelShape
@@ -37,6 +46,7 @@ struct TrainingSettings
     int globalBatch = 0;   ///< sequences per iteration
     Precision precision = Precision::BF16;
     Optimizer optimizer = Optimizer::Adam;
+    AttentionBackend attention = AttentionBackend::Auto; ///< what the run uses (the export emits it)
 
     bool operator==(const TrainingSettings &) const = default;
 };
