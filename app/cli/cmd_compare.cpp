@@ -35,6 +35,8 @@ when its pick is the measured best of those candidates.
 Options:
   --cluster FILE        cluster file (memx.cluster/1)
   --model ID|FILE       model preset id or model file
+  --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
+                        unfused on V100/Turing), flash, fused or unfused (default: the model's)
   --gbs N               global batch (default: the model's)
   --weights T,M,B       MemX's weights (default 1,0.5,0.5)
   --project FILE        per-layer profiles and learned predictor of a project (memx train)
@@ -74,6 +76,7 @@ int run(const std::vector<std::string> &argv)
     std::set<std::string> values {"cluster", "model",           "gbs",     "weights", "project",  "candidates",
                                   "seed",    "seconds-per-run", "threads", "out",     "max-bases"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
+    values.insert(kModelValueOptions.begin(), kModelValueOptions.end());
     std::set<std::string> switches {"json"};
     switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
     Args args(argv, values, switches);
@@ -89,11 +92,9 @@ int run(const std::vector<std::string> &argv)
         store = std::make_unique<SqliteStore>(*project, false);
         learned = loadPredictor(*store);
         req.search.profiles = store->profiles();
+        applyProjectCalibration(*store, req.search.cluster, req.search.cost);
     }
-    if (auto m = store ? store->model(args.require("model")) : std::nullopt)
-        req.search.model = *m;
-    else
-        req.search.model = resolveModel(args.require("model"));
+    req.search.model = modelOption(args, store.get());
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     applySpaceOptions(args, req.search.space);

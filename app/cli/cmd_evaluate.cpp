@@ -12,19 +12,23 @@
 namespace memx::cli {
 namespace {
 
-const char *kUsage = R"(Usage: memx evaluate [--project FILE] [--k K] [--loo] [--json]
+const char *kUsage = R"(Usage: memx evaluate [--project FILE] [--k K] [--loo] [--analytic] [--json]
 
 Cross-validates the learned predictor on the project's measured runs and scores the analytic cost
 model on the same runs, side by side, per hardware group: MAPE of iteration time and of device-used
 peak memory; within each ranking set (runs of one group on one cluster) Kendall tau, Top-1 hit and
 regret under the time ranking and the memory-balance ranking (T x M). A held-out plan's reruns are
-excluded from training. Also prints the noise floor (the same plan measured twice).
+excluded from training. Also prints the noise floor (the same plan measured twice), the signed
+median errors and the out-of-memory confusion table: runs that ran / failed out of memory against
+the predicted verdict on the fullest GPU (fits, risk of OOM, does not fit). Runs that failed out
+of memory never train; a model of every run that ran predicts them.
 
 Options:
   --project FILE   project file (default ./memx-project.memx)
   --loo            leave-one-out
   --k K            k-fold with K folds
                    (neither: both leave-one-out and 5-fold)
+  --analytic       the analytic cost model alone (nothing trained; any number of runs)
   --ensemble N     bootstrap members (default 5)
   --rounds N       boosting rounds per member (default 120)
   --json           JSON: per scheme the metrics of both methods and every run's predictions
@@ -32,7 +36,7 @@ Options:
 
 int run(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"project", "k", "ensemble", "rounds"}, {"json", "loo"});
+    Args args(argv, {"project", "k", "ensemble", "rounds"}, {"json", "loo", "analytic"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const std::string path = args.value("project").value_or("memx-project.memx");
@@ -53,9 +57,11 @@ int run(const std::vector<std::string> &argv)
         std::cerr << "note: " << n << "\n";
     std::vector<EvaluationReport> reports;
     try {
-        if (loo)
+        if (args.has("analytic"))
+            reports.push_back(analyticReport(samples));
+        if (loo && !args.has("analytic"))
             reports.push_back(crossValidate(samples, CvScheme::LeaveOneOut, 0, opts));
-        if (kfold)
+        if (kfold && !args.has("analytic"))
             reports.push_back(crossValidate(samples, CvScheme::KFold, folds, opts));
     } catch (const std::invalid_argument &e) {
         throw LoadError(path, "/runs", e.what());

@@ -1,4 +1,5 @@
 #include "command.h"
+#include "searchoptions.h"
 
 #include "memx/export/export.h"
 #include "memx/io/formats.h"
@@ -28,6 +29,8 @@ Formats:
 Options:
   --cluster CLUSTER     cluster file
   --model MODEL         model preset id (e.g. llama2-7b) or model file
+  --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
+                        unfused on V100/Turing), flash, fused or unfused (default: the model's)
   --plan PLAN           plan file (memx.plan/1)
   --out DIR             output folder; every file is written atomically
   --force               overwrite existing files (otherwise nothing is written when any exists)
@@ -45,7 +48,7 @@ int run(const std::vector<std::string> &argv)
 {
     Args args(argv,
               {"cluster", "model", "plan", "format", "out", "master-addr", "master-port", "split-style", "metrics",
-               "predictor", "date"},
+               "predictor", "date", "attention"},
               {"force", "json"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument '" + args.positional().front() + "'"};
@@ -58,7 +61,7 @@ int run(const std::vector<std::string> &argv)
     ExportRequest request;
     request.format = *format;
     request.cluster = loadCluster(args.require("cluster"));
-    request.model = resolveModel(args.require("model"));
+    request.model = modelOption(args);
     request.planFile = args.require("plan");
     request.plan = loadPlan(request.planFile);
     if (auto addr = args.value("master-addr"))

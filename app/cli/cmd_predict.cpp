@@ -1,4 +1,5 @@
 #include "command.h"
+#include "searchoptions.h"
 
 #include "memx/cost/costjson.h"
 #include "memx/cost/costmodel.h"
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 #include <iomanip>
+#include <map>
 #include <memory>
 #include <optional>
 #include <iostream>
@@ -18,7 +20,8 @@
 namespace memx::cli {
 namespace {
 
-const char *kUsage = R"(Usage: memx predict --cluster CLUSTER --model MODEL --plan PLAN [--project FILE] [--json]
+const char *kUsage = R"(Usage: memx predict --cluster CLUSTER --model MODEL --plan PLAN [--project FILE]
+                    [--attention auto|flash|fused|unfused] [--json]
 
 Prints the analytic cost model's full breakdown of one plan: per stage forward, backward,
 recompute, TP communication, pipeline send, data-parallel sync, optimizer and bubble times;
@@ -36,11 +39,12 @@ std::string gib(double bytes)
 
 int run(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"cluster", "model", "plan", "project"}, {"json"});
+    Args args(argv, {"cluster", "model", "plan", "project", "attention"}, {"json"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const std::string planPath = args.require("plan");
-    const Cluster cluster = loadCluster(args.require("cluster"));
+    Cluster cluster = loadCluster(args.require("cluster"));
+    CostOptions cost;
     std::unique_ptr<SqliteStore> store;
     std::optional<LearnedPredictor> learned;
     ProfileSet profiles;
@@ -50,14 +54,14 @@ int run(const std::vector<std::string> &argv)
         store = std::make_unique<SqliteStore>(*project, false);
         learned = loadPredictor(*store);
         profiles = store->profiles();
+        applyProjectCalibration(*store, cluster, cost);
     }
-    std::optional<Model> stored = store ? store->model(args.require("model")) : std::nullopt;
-    const Model model = stored ? *stored : resolveModel(args.require("model"));
+    const Model model = modelOption(args, store.get());
     const Plan plan = loadPlan(planPath);
     Diagnostics diags(planPath);
     validatePlan(plan, cluster, model, diags);
     diags.throwIfAny();
-    const PlanEstimate e = estimatePlan(plan, cluster, model, profiles.empty() ? nullptr : &profiles, CostOptions {});
+    const PlanEstimate e = estimatePlan(plan, cluster, model, profiles.empty() ? nullptr : &profiles, cost);
     std::optional<Prediction> lp;
     double capacity = 0;
     for (const GpuMemory &g : e.gpus)
@@ -83,7 +87,11 @@ int run(const std::vector<std::string> &argv)
                             {"peakSpreadBytes", lp->peakSpreadBytes},
                             {"capacityBytes", capacity},
                             {"peakUtilisation", lp->peakUtilisation},
-                            {"oomRisk", lp->oomRisk}};
+                            {"oomRisk", lp->oomRisk},
+                            {"verdict", toString(memoryVerdict(lp->peakUtilisation,
+                                                               lp->peakBytes > 0 ? lp->peakSpreadBytes / lp->peakBytes : 0))},
+                            {"extrapolating", lp->extrapolating},
+                            {"extrapolationReason", lp->extrapolationReason}};
         std::cout << j.dump(2) << "\n";
         return e.oom ? Failure : Ok;
     }
@@ -93,7 +101,11 @@ int run(const std::vector<std::string> &argv)
         std::cout << "Learned: iteration time " << lp->timeMs << " ms +- " << lp->timeSpreadMs << ", peak memory "
                   << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity) << " GiB, M (peak utilisation) "
                   << std::setprecision(3) << lp->peakUtilisation << std::setprecision(2)
-                  << (lp->oomRisk ? "   ** risk of OOM **" : "") << "\n   (the breakdown below is the analytic model's)\n";
+                  << (lp->oomRisk ? "   ** risk of OOM **" : "") << "\n"
+                  << (lp->extrapolating ? "   EXTRAPOLATING: " + lp->extrapolationReason
+                                              + " (spreads widened; trust the analytic figures more)\n"
+                                        : std::string())
+                  << "   (the breakdown below is the analytic model's)\n";
     std::cout << "Plan: " << plan.summary(cluster) << (plan.distributedOptimizer ? " dist-opt" : "") << "\n";
     std::cout << "Model " << model.id << ", cluster \"" << cluster.name << "\", " << e.microBatches
               << " micro-batches\n\n";
@@ -101,7 +113,28 @@ int run(const std::vector<std::string> &argv)
               << e.dpSyncMs << " + optimizer " << e.optimizerMs << "\n";
     std::cout << "Peak memory " << gib(e.peakBytes) << " GiB, M (peak utilisation) " << std::setprecision(3)
               << e.peakUtilisation << ", B (CV of utilisation) " << e.imbalance
-              << (e.oom ? "   ** OUT OF MEMORY **" : "") << "\n\n";
+              << (e.oom ? "   ** OUT OF MEMORY **" : "") << "\n";
+    if (e.fullestGpu >= 0) {
+        const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];
+        std::cout << "Memory verdict: " << toString(e.verdict) << " (fullest GPU " << f.node << ":" << f.gpuIndex
+                  << " " << f.device << ", margin " << gib(e.marginBytes) << " GiB of " << gib(f.capacityBytes)
+                  << ", +-" << std::setprecision(0) << cost.memoryUncertainty * 100 << "% band)\n"
+                  << std::setprecision(2) << "  peaks there: allocated " << gib(f.allocatedBytes) << " GiB, reserved "
+                  << gib(f.reservedBytes) << " GiB, device-used " << gib(f.totalBytes) << " GiB\n";
+    }
+    {
+        std::map<std::string, std::string> attention;
+        bool measured = false;
+        for (const GpuMemory &g : e.gpus) {
+            attention[g.device] = toString(g.attention);
+            measured = measured || g.activationsMeasured;
+        }
+        std::cout << "Attention (" << toString(model.training.attention) << "):";
+        for (const auto &[dev, a] : attention)
+            std::cout << " " << dev << "=" << a;
+        std::cout << "; activations from " << (measured ? "measured profiles where held, else formula" : "formula")
+                  << "\n\n";
+    }
     std::cout << std::setprecision(2) << "  per stage, ms (fwd/bwd/recompute/TP/step per micro-batch; p2p per send; "
               << "DP, optimizer, bubble per iteration)\n";
     std::cout << "  stage layers  inflight      fwd      bwd    recomp       TP     step      p2p     DPsync      "

@@ -4,6 +4,7 @@
 #include "memx/io/formats.h"
 #include "memx/profile/augment.h"
 #include "memx/profile/megatronlog.h"
+#include "memx/profile/runtableimporter.h"
 #include "memx/profile/minimalset.h"
 #include "memx/profile/profileio.h"
 #include "memx/profile/sailorimporter.h"
@@ -23,7 +24,7 @@ namespace {
 constexpr const char *kDefaultProject = "memx-project.memx";
 
 const char *kImportUsage
-    = R"txt(Usage: memx profile import --format sailor|megatron|csv|json [--project FILE] [OPTIONS] SOURCE...
+    = R"txt(Usage: memx profile import --format sailor|megatron|runs-csv|vtrain|csv|json [--project FILE] [OPTIONS] SOURCE...
 
 Imports measurements into a project file (created when absent; default ./memx-project.memx).
 Everything from one command goes in one transaction: if any SOURCE is bad, nothing is written.
@@ -37,6 +38,12 @@ Formats:
              Iteration time = mean of the "elapsed time per iteration (ms)" lines after skipping
              the first --skip (default 1) as warm-up; peak memory = max over ranks of
              "max allocated" (allocator peak).
+  runs-csv   SOURCE is a table of measured end-to-end runs with the columns of the public
+             megatron-tutorials h100_runs.csv (docs/profiles.md): one run per row, OOM rows
+             kept as out-of-memory runs; rows the plan format cannot express yet (context
+             parallelism, interleaved schedule) are listed as warnings, not imported.
+  vtrain     SOURCE is vTrain's ground_truth_single.csv (iteration times of one A100 node,
+             recompute on); --gpu overrides the device (default a100-80gb-sxm).
   csv, json  MemX profile files (docs/formats-profiles.md).
 
 Options:
@@ -49,6 +56,11 @@ Options:
                    each job's warm-up iterations)
   --group LABEL    (megatron) hardware group label stored with the run
   --run-id ID      (megatron, one SOURCE) run id (default: the log's file name)
+  --gpu ID         (runs-csv) catalogue device the runs ran on (default h100-sxm)
+  --vocab N        (runs-csv) tokenizer vocabulary (default 50257, GPT-2 BPE)
+  --attention A    (runs-csv) attention backend of the runs (default auto)
+  --memory-unit B  (runs-csv) bytes per unit of mem_GB_per_gpu (default 1048576000: the
+                   tutorial's GB is nvidia-smi MiB / 1000)
   --json           print the summary as JSON
 )txt";
 
@@ -90,10 +102,13 @@ struct ProgressLine {
 
 int runImport(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id", "manifest"}, {"json"});
+    Args args(argv,
+              {"format", "project", "plan", "cluster", "model", "skip", "group", "run-id", "manifest", "gpu", "vocab",
+               "attention", "memory-unit"},
+              {"json"});
     const auto format = args.value("format");
     if (!format)
-        throw UsageError {"--format is required (sailor, megatron, csv or json)"};
+        throw UsageError {"--format is required (sailor, megatron, runs-csv, vtrain, csv or json)"};
     if (args.positional().empty())
         throw UsageError {"expected at least one SOURCE"};
     ImportBatch batch;
@@ -123,6 +138,21 @@ int runImport(const std::vector<std::string> &argv)
             batch.runs.push_back(importMegatronLog(log, plan, cluster, model, o));
         batch.clusters.push_back(cluster);
         batch.models.push_back(model);
+    } else if (*format == "runs-csv" || *format == "vtrain") {
+        RunTableOptions o = *format == "vtrain" ? vTrainOptions() : RunTableOptions {};
+        o.gpu = args.value("gpu").value_or(o.gpu);
+        o.vocab = static_cast<int>(args.intValue("vocab", 1, 1 << 24).value_or(o.vocab));
+        if (auto a = args.value("attention")) {
+            const auto backend = attentionFromString(*a);
+            if (!backend)
+                throw UsageError {"--attention: expected auto, flash, fused or unfused, found \"" + *a + "\""};
+            o.attention = *backend;
+        }
+        o.memoryUnitBytes = static_cast<double>(
+            args.intValue("memory-unit", 1, 1LL << 40).value_or(static_cast<long long>(o.memoryUnitBytes)));
+        for (const std::string &file : args.positional())
+            batch.append(*format == "vtrain" ? importVTrainTable(readTextFile(file), file, o)
+                                             : importRunTable(readTextFile(file), file, o));
     } else if (*format == "csv" || *format == "json") {
         for (const std::string &file : args.positional()) {
             const std::string text = readTextFile(file);
@@ -130,7 +160,7 @@ int runImport(const std::vector<std::string> &argv)
             batch.profiles.insert(batch.profiles.end(), ps.begin(), ps.end());
         }
     } else {
-        throw UsageError {"unknown --format \"" + *format + "\" (expected sailor, megatron, csv or json)"};
+        throw UsageError {"unknown --format \"" + *format + "\" (expected sailor, megatron, runs-csv, vtrain, csv or json)"};
     }
 
     const std::string project = projectPath(args);

@@ -51,6 +51,7 @@ Options:
   --threads N          search threads
   --date ISO8601       date written into the scripts (default: now)
   --json               print the plan as JSON
+  --attention A        attention backend of the jobs: auto, flash, fused or unfused
 )txt";
 
 const char *kRunUsage
@@ -101,12 +102,14 @@ std::string fmt(double v, int prec)
 
 int runPlanCmd(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"cluster", "model", "out", "gbs", "tp", "mbs", "stages", "e2e", "iterations", "threads", "date"},
+    Args args(argv,
+              {"cluster", "model", "out", "gbs", "tp", "mbs", "stages", "e2e", "iterations", "threads", "date",
+               "attention"},
               {"json", "force", "tp-interpolation"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const Cluster cluster = loadCluster(args.require("cluster"));
-    const Model model = resolveModel(args.require("model"));
+    const Model model = modelOption(args);
     MinimalSetOptions o;
     o.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     o.space.tensorParallel = intList(args, "tp", o.space.tensorParallel, 1, 64);
@@ -218,7 +221,7 @@ int runSimulated(const std::vector<std::string> &argv)
 {
     Args args(argv,
               {"project", "jobs", "plan", "top", "spread", "cluster", "model", "seed", "group", "write-logs", "threads",
-               "tp", "mbs", "stages"},
+               "tp", "mbs", "stages", "attention"},
               {"json", "no-import"});
     const int modes = args.has("jobs") + args.has("plan") + args.has("top");
     if (modes != 1)
@@ -249,7 +252,7 @@ int runSimulated(const std::vector<std::string> &argv)
         if (!args.has("cluster") || !args.has("model"))
             throw UsageError {"--plan and --top need --cluster and --model"};
         cluster = loadCluster(args.require("cluster"));
-        model = resolveModel(args.require("model"));
+        model = modelOption(args);
         if (args.has("plan")) {
             for (const std::string &f : planFiles)
                 plans.push_back(loadPlan(f));

@@ -25,6 +25,8 @@ its metrics and the search cost change with scale.
 Options:
   --cluster FILE        cluster file (memx.cluster/1)
   --model ID|FILE       model preset id or model file
+  --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
+                        unfused on V100/Turing), flash, fused or unfused (default: the model's)
   --to LIST             target GPU counts, e.g. 40,60 (the cluster's own size is always included)
   --gbs N               global batch (default: the model's)
   --weights T,M,B       objective (default 1,0.5,0.5)
@@ -49,7 +51,7 @@ std::string fixed(double v, int digits)
 
 int run(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model", "to", "gbs", "weights", "threads", "max-bases", "out"};
+    std::set<std::string> values {"cluster", "model", "to", "gbs", "weights", "threads", "max-bases", "out", "attention"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     std::set<std::string> switches {"json"};
     switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
@@ -58,7 +60,7 @@ int run(const std::vector<std::string> &argv)
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     ScaleRequest req;
     req.search.cluster = loadCluster(args.require("cluster"));
-    req.search.model = resolveModel(args.require("model"));
+    req.search.model = modelOption(args);
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     applySpaceOptions(args, req.search.space);

@@ -35,6 +35,8 @@ product T^wt x M^wm x B^wb and keeps the 3-objective Pareto front.
 Options:
   --cluster FILE        cluster file (memx.cluster/1)
   --model ID|FILE       model preset id (e.g. llama2-7b) or model file
+  --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
+                        unfused on V100/Turing), flash, fused or unfused (default: the model's)
   --gbs N               global batch (default: the model's)
   --weights T,M,B       objective weights (default 1,0,0: time only)
   --top K               plans to show (default 10)
@@ -75,6 +77,7 @@ int run(const std::vector<std::string> &argv)
 {
     std::set<std::string> values {"cluster", "model", "gbs", "weights", "top", "threads", "max-bases", "project"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
+    values.insert(kModelValueOptions.begin(), kModelValueOptions.end());
     std::set<std::string> switches {"json", "no-cache"};
     switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
     Args args(argv, values, switches);
@@ -90,11 +93,9 @@ int run(const std::vector<std::string> &argv)
         store = std::make_unique<SqliteStore>(*project, false);
         learned = loadPredictor(*store);
         req.profiles = store->profiles();
+        applyProjectCalibration(*store, req.cluster, req.cost);
     }
-    if (auto m = store ? store->model(args.require("model")) : std::nullopt)
-        req.model = *m;
-    else
-        req.model = resolveModel(args.require("model"));
+    req.model = modelOption(args, store.get());
     req.collectFeatures = learned.has_value();
     req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));

@@ -1,5 +1,7 @@
 #include "searchoptions.h"
 
+#include "memx/io/formats.h"
+
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -118,6 +120,27 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
                 throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
         }
     }
+}
+
+const std::set<std::string> kModelValueOptions {"attention"};
+
+const char *const kModelOptionsUsage = R"(  --attention A         attention backend of the run: auto (per device, as Megatron-LM's
+                        --attention-backend auto: flash on Ampere/Hopper/CDNA2+, unfused on
+                        V100/Turing), flash, fused or unfused; default: the model file's
+)";
+
+Model modelOption(const Args &args, const Store *store)
+{
+    const std::string id = args.require("model");
+    std::optional<Model> stored = store ? store->model(id) : std::nullopt;
+    Model m = stored ? *stored : resolveModel(id);
+    if (auto a = args.value("attention")) {
+        const std::optional<AttentionBackend> backend = attentionFromString(*a);
+        if (!backend)
+            throw UsageError {"--attention: expected auto, flash, fused or unfused, found \"" + *a + "\""};
+        m.training.attention = *backend;
+    }
+    return m;
 }
 
 } // namespace memx::cli

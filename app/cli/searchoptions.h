@@ -4,6 +4,7 @@
 
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
+#include "memx/store/store.h"
 
 #include <set>
 #include <string>
@@ -28,5 +29,12 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &space);
 
 /// The usage lines describing kSpaceValueOptions and kSpaceSwitches.
 extern const char *const kSpaceOptionsUsage;
+
+/// --model ID|FILE: a model stored in `store` (when given) first, else a preset id or a model file;
+/// then --attention auto|flash|fused|unfused replaces its TrainingSettings::attention. Every
+/// command that predicts, searches or exports reads its model through this.
+Model modelOption(const Args &args, const Store *store = nullptr);
+extern const std::set<std::string> kModelValueOptions; ///< {"attention"}
+extern const char *const kModelOptionsUsage;
 
 } // namespace memx::cli

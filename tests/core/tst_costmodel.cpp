@@ -97,6 +97,8 @@ static Cluster syntheticCluster()
 class TestCostModel : public QObject {
     Q_OBJECT
 
+    static CostOptions opts() { return CostOptions {}; }
+
 private slots:
     void megatronTheoreticalMemory()
     {
@@ -155,9 +157,10 @@ private slots:
         // layer's working set without recompute: sbh (34 + 5as/h) = 8,388,608 * (34 + 80) = 956,301,312.
         // Stage 1 (no embedding, no logits): 2 x 8 x 16,777,216 + 956,301,312 = 1,224,736,768.
         QNEAR(e.gpus[1].activationBytes, 1224736768.0);
-        // Last stage: 1 x 8 x 16,777,216 + 956,301,312 + logits 4 sbh (1 + V/h) = 4 * 8,388,608 * 13.5
-        //   = 452,984,832 -> 1,543,503,872.
-        QNEAR(e.gpus[3].activationBytes, 1543503872.0);
+        // Last stage: 1 x 8 x 16,777,216 + 956,301,312 + the loss peak: 16-bit logits + their fp32
+        //   copy 6 sbh V/h (V = 51200, already a multiple of 128) + 4 sbh = 79 sbh = 662,700,032
+        //   -> 1,753,219,072.
+        QNEAR(e.gpus[3].activationBytes, 1753219072.0);
         // Selective drops the score term: per layer sbh (10 + 24) = 285,212,672; stage 1: 2 x 8 x that.
         const Plan sel = simplePlan("n", {8, 8, 8, 8}, 1, 1, 1, 2, RecomputeMethod::Selective);
         QNEAR(estimatePlan(sel, c, m, nullptr, o).gpus[1].activationBytes, 16.0 * 285212672.0);
@@ -173,23 +176,37 @@ private slots:
 
     void iterationTimeByHand()
     {
-        // 1 GPU, p = 1, t = 1, d = 1, b = 1, gbs 8 -> m = 8. Effective 50 TFLOP/s (100 x 0.5,
-        // halfSaturationFlops = 0 so the efficiency curve is flat).
-        const Cluster c = syntheticCluster();
+        // 1 GPU, p = 1, t = 1, d = 1, b = 1, gbs 8 -> m = 8; the kernel-level model with one
+        // compute unit (no wave quantisation), no host floor, flash attention. GEMM efficiency
+        // 0.5 (measured) of 100 TFLOP/s, HBM 1000 GB/s x 0.7, every dimension a multiple of 128.
+        Cluster c = syntheticCluster();
+        c.devices[0].computeUnits = 1;
         Model m;
         m.id = "tiny";
         m.shape = ModelShape {
             4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
         m.training.globalBatch = 8;
+        m.training.attention = AttentionBackend::Flash;
         CostOptions o;
-        o.halfSaturationFlops = 0;
+        o.hostOpMicroseconds = 0;
+        o.iterationOverheadMs = 0;
         const PlanEstimate e = estimatePlan(simplePlan("n", {4}, 1, 1, 1, 8), c, m, nullptr, o);
-        // Per token per layer: linear 2 (h (q + 2 kv g) + q h) = 8,388,608, MLP 2 h f 2 = 16,777,216,
-        // core 2 q s = 2,097,152 -> 27,262,976 x 1024 tokens = 27,917,287,424 FLOPs
-        // -> fwd 0.55834574848 ms, bwd 1.11669149696 ms.
-        // Head: 1024 x 2 h V = 67,108,864,000 FLOPs -> 1.34217728 ms fwd, 2.68435456 bwd.
-        // Embedding gather: b s h 2 bytes / 1000 GB/s = 0.002097152 ms fwd, 0.004194304 bwd.
-        const double step = 4 * (0.55834574848 + 1.11669149696) + 1.34217728 + 2.68435456 + 0.002097152 + 0.004194304;
+        // GEMM (M, N, K) = 2MNK / (5e13 x K / (K + 96)). Forward, T = 1024 tokens:
+        //   QKV (1024, 3072, 1024) 0.1409286 ms, proj (1024, 1024, 1024) 0.0469762 ms,
+        //   FC1 (1024, 4096, 1024) 0.1879048 ms, FC2 (1024, 1024, 4096) 0.1752202 ms
+        //   -> 0.55163486208 ms; backward (data + weight gradients) 1.107296256 ms.
+        // Flash attention: 2 x b a s^2 d = 2,147,483,648 FLOPs at 5e13 x 0.6 = 0.0715828 ms fwd,
+        //   x 2.5 backward.
+        // Memory-bound: 17.5 x 2Th + 2 T f x 2 = 53,477,376 bytes at 700 GB/s = 0.0763963 ms fwd,
+        //   x 2 backward.
+        //   -> layer fwd 0.699613901775 ms, bwd 1.439045729524 ms.
+        // Head (V = 32000, already a multiple of 128): logits GEMM + 10 T V bytes of cross-entropy
+        //   -> fwd 1.936120685714 ms, bwd 3.282324497554 ms. Embedding 6 T h bytes: 0.008987794 /
+        //   0.017975589 ms.
+        const double layerFwd = 0.699613901775238, layerBwd = 1.4390457295238095;
+        const double step = 4 * (layerFwd + layerBwd) + 1.9361206857142859 + 3.282324497554286 + 0.008987794285714286
+            + 0.017975588571428572;
+        QNEAR(e.stages[0].forwardMs, 4 * layerFwd + 1.9361206857142859 + 0.008987794285714286);
         QNEAR(e.stages[0].stepMs, step);
         QNEAR(e.pipelineMs, 8 * step); // (m - 1) step + step
         // Optimizer: params 4 x 12,587,008 + h V 32,768,000 + final norm 2,048 = 83,118,080
@@ -197,6 +214,15 @@ private slots:
         QNEAR(e.optimizerMs, 3.116928);
         QCOMPARE(e.dpSyncMs, 0.0);
         QNEAR(e.iterationTimeMs, 8 * step + 3.116928);
+        // The host floor: with 1 ms per op every pass is host-bound (24 / 36 ops per layer).
+        o.hostOpMicroseconds = 1000;
+        const PlanEstimate h = estimatePlan(simplePlan("n", {4}, 1, 1, 1, 8), c, m, nullptr, o);
+        QNEAR(h.stages[0].forwardMs, 4 * 24.0 + 8.0 + 4.0);
+        QNEAR(h.stages[0].backwardMs, 4 * 36.0 + 8.0 + 4.0);
+        o.hostOpMicroseconds = 0;
+        o.iterationOverheadMs = 2.5;
+        QNEAR(estimatePlan(simplePlan("n", {4}, 1, 1, 1, 8), c, m, nullptr, o).iterationTimeMs,
+              8 * step + 3.116928 + 2.5);
     }
 
     void collectivesAndPipeline()
@@ -219,10 +245,11 @@ private slots:
         const double sbh2 = 2048.0 * 4096 * 2;
         QNEAR(e.stages[1].tpCommMs, 16 * 4 * (2.0 * 1 / 2 * sbh2 / 100e9 * 1e3));
         QNEAR(e.stages[0].p2pMs, sbh2 / 100e9 * 1e3);
-        // 1F1B: (m - 1) max step + sum steps + 2 p2p per boundary.
-        const double s0 = e.stages[0].stepMs, s1 = e.stages[1].stepMs;
-        QNEAR(e.pipelineMs, 31 * std::max(s0, s1) + s0 + s1 + 2 * e.stages[0].p2pMs);
-        QNEAR(e.iterationTimeMs, e.pipelineMs + e.dpSyncMs + e.optimizerMs);
+        // 1F1B with blocking sends: (m - 1) (max step + its send or receive) + sum steps + 2 p2p
+        // per boundary.
+        const double s0 = e.stages[0].stepMs, s1 = e.stages[1].stepMs, x = e.stages[0].p2pMs;
+        QNEAR(e.pipelineMs, 31 * (std::max(s0, s1) + x) + s0 + s1 + 2 * x);
+        QNEAR(e.iterationTimeMs, e.pipelineMs + e.dpSyncMs + e.optimizerMs + CostOptions {}.iterationOverheadMs);
         QNEAR(e.stages[0].bubbleMs, e.pipelineMs - 32 * s0);
     }
 
@@ -296,6 +323,140 @@ private slots:
         // A key that is not in the set falls back to the analytic model.
         const PlanEstimate e2 = estimatePlan(simplePlan("n", {2, 2}, 1, 1, 2, 8), c, m, &ps, CostOptions {});
         QVERIFY(!e2.stages[0].profiled);
+    }
+
+    void attentionTermsKorthikanti()
+    {
+        // Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+        // Table 2, activation bytes per layer: TP alone sbh(10 + 24/t + 5as/(ht)); TP + SP
+        // sbh/t (34 + 5as/h); selective recompute drops the 5as/h term (= what flash/fused
+        // attention never stores). By hand for s = 2048, b = 1, h = 4096, a = 32, t = 8:
+        //   sbh = 8,388,608; 5as/h = 5 x 32 x 2048 / 4096 = 80
+        //   unfused, no SP: sbh (10 + 3 + 10)   = 23 sbh    = 192,937,984
+        //   flash,   no SP: sbh (10 + 3)        = 13 sbh    = 109,051,904
+        //   unfused, SP:    sbh / 8 (34 + 80)   = 14.25 sbh = 119,537,664
+        //   flash,   SP:    sbh / 8 x 34        = 4.25 sbh  =  35,651,584
+        //   full recompute keeps the input 2sbh (2sbh/t with SP) = 16,777,216 / 2,097,152
+        Model m = megatronModel();
+        const GpuSpec dev = syntheticCluster().devices[0];
+        CostOptions o;
+        struct Case {
+            AttentionBackend a;
+            bool sp;
+            double none, sel, full;
+        };
+        for (const Case &c : {Case {AttentionBackend::Unfused, false, 192937984.0, 109051904.0, 16777216.0},
+                              Case {AttentionBackend::Flash, false, 109051904.0, 109051904.0, 16777216.0},
+                              Case {AttentionBackend::Fused, false, 109051904.0, 109051904.0, 16777216.0},
+                              Case {AttentionBackend::Unfused, true, 119537664.0, 35651584.0, 2097152.0},
+                              Case {AttentionBackend::Flash, true, 35651584.0, 35651584.0, 2097152.0}}) {
+            m.training.attention = c.a;
+            const MemoryKernel k = makeMemoryKernel(m, dev, 8, 1, c.sp, 1, nullptr, o);
+            QCOMPARE(k.attention, c.a);
+            QNEAR(k.layerActivationBytes[static_cast<int>(RecomputeMethod::None)], c.none);
+            QNEAR(k.layerActivationBytes[static_cast<int>(RecomputeMethod::Selective)], c.sel);
+            QNEAR(k.layerActivationBytes[static_cast<int>(RecomputeMethod::Full)], c.full);
+        }
+    }
+
+    void attentionAutoResolvesPerDevice()
+    {
+        // `auto` is what Megatron-LM's --attention-backend auto picks: flash/fused on Ampere and
+        // newer and on CDNA2+, unfused on Volta, Turing and CDNA1.
+        Model m = megatronModel();
+        m.training.attention = AttentionBackend::Auto;
+        const Catalogue &cat = Catalogue::builtin();
+        for (const char *id : {"v100-16gb-sxm2", "rtx-2080", "titan-rtx", "mi100"})
+            QCOMPARE(resolveAttention(m, *cat.find(id)), AttentionBackend::Unfused);
+        for (const char *id : {"a100-80gb-sxm", "h100-sxm", "gh200-96gb", "rtx-3090", "rtx-4090", "mi250x", "mi300x"})
+            QCOMPARE(resolveAttention(m, *cat.find(id)), AttentionBackend::Flash);
+        m.training.attention = AttentionBackend::Flash; // the user's choice wins, even where unusual
+        QCOMPARE(resolveAttention(m, *cat.find("v100-16gb-sxm2")), AttentionBackend::Flash);
+        m.training.attention = AttentionBackend::Unfused;
+        QCOMPARE(resolveAttention(m, *cat.find("h100-sxm")), AttentionBackend::Unfused);
+        // Unfused attention also costs time (the s x s tensors go through HBM); flash does not.
+        Cluster c = syntheticCluster();
+        m.training.attention = AttentionBackend::Unfused;
+        const LayerKernel ku = makeLayerKernel(c.devices[0], Link {100, 0, {}}, m, 1, 1, false, nullptr, opts());
+        m.training.attention = AttentionBackend::Flash;
+        const LayerKernel kf = makeLayerKernel(c.devices[0], Link {100, 0, {}}, m, 1, 1, false, nullptr, opts());
+        // b = 1, a = 32, s = 2048, d = 128; 100 TFLOP/s x 0.5, 108 SMs, HBM 1000 GB/s x 0.7.
+        // Unfused: QK^T as one batched GEMM (M = 32 x 2048, N = 2048, K = 128): 8192 tiles in 76
+        //   waves of 108 (0.99805), K/(K+96) = 0.57143 -> 34,359,738,368 FLOPs in 1.204992 ms;
+        //   PV (M = 65536, N = 128, K = 2048): 512 tiles in 5 waves (0.94815), 0.95522 -> 0.758747 ms;
+        //   11 bytes x 32 x 2048^2 = 1,476,395,008 bytes at 700 GB/s = 2.109136 ms.
+        // Flash: 2 x 32 x 2048^2 x 128 FLOPs at 5e13 x 0.6 = 1.145325 ms.
+        const double unfused = 34359738368.0 / (5e13 * (8192.0 / (76 * 108)) * (128.0 / 224)) * 1e3
+            + 34359738368.0 / (5e13 * (512.0 / 540) * (2048.0 / 2144)) * 1e3 + 1476395008.0 / 7e11 * 1e3;
+        const double flash = 34359738368.0 / 3e13 * 1e3;
+        QNEAR(ku.forwardPrefixMs[1] - kf.forwardPrefixMs[1], unfused - flash);
+    }
+
+    void logitsAndVocabPadding()
+    {
+        // GPT-2 XL (megatron-tutorials): V = 50257 padded to 128 x t: 50304 at t = 1, 51200 at t = 8.
+        // Last stage at the loss, b = 1, s = 1024, h = 1600, t = 1:
+        //   16-bit logits + fp32 copy: 6 x s x 50304 = 309,067,776; + 4 sbh = 6,553,600 -> 315,621,376
+        Model m = megatronModel();
+        m.shape.vocab = 50257;
+        m.shape.hidden = 1600;
+        m.shape.heads = 25;
+        m.shape.kvGroups = 25;
+        m.shape.ffnHidden = 6400;
+        m.shape.seqLength = 1024;
+        QCOMPARE(paddedVocab(m, 1, opts()), 50304LL);
+        QCOMPARE(paddedVocab(m, 8, opts()), 51200LL);
+        const MemoryKernel k = makeMemoryKernel(m, syntheticCluster().devices[0], 1, 1, false, 1, nullptr, opts());
+        QNEAR(k.logitsBytes, 315621376.0);
+        QNEAR(k.embeddingParams, 50304.0 * 1600);
+    }
+
+    void memoryVerdictBand()
+    {
+        // fits below capacity / (1 + u), does not fit above capacity / (1 - u), risk between.
+        QCOMPARE(memoryVerdict(0.94, 0.05), MemoryVerdict::Fits); // 0.987
+        QCOMPARE(memoryVerdict(0.96, 0.05), MemoryVerdict::Risk); // 1.008
+        QCOMPARE(memoryVerdict(1.04, 0.05), MemoryVerdict::Risk); // 0.988 below
+        QCOMPARE(memoryVerdict(1.06, 0.05), MemoryVerdict::DoesNotFit); // 1.007
+        QCOMPARE(memoryVerdict(1.0, 0.0), MemoryVerdict::Risk);
+        // The estimate carries it for its fullest GPU, with the margin in bytes.
+        Cluster c = syntheticCluster();
+        const PlanEstimate e = estimatePlan(simplePlan("n", {16, 16}, 2, 2, 1, 64), c, megatronModel(), nullptr, opts());
+        QVERIFY(e.fullestGpu >= 0);
+        QNEAR(e.marginBytes, e.gpus[static_cast<size_t>(e.fullestGpu)].capacityBytes
+                                 - e.gpus[static_cast<size_t>(e.fullestGpu)].totalBytes);
+        QCOMPARE(e.verdict, memoryVerdict(e.peakUtilisation, opts().memoryUncertainty));
+        // Three peaks of the fullest GPU: allocated < reserved < device-used.
+        const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];
+        QNEAR(f.allocatedBytes, f.paramsBytes + f.gradsBytes + f.optimizerBytes + f.activationBytes);
+        QNEAR(f.reservedBytes, f.allocatedBytes * (1 + opts().allocatorReserveFraction));
+        QVERIFY(f.totalBytes > f.reservedBytes);
+    }
+
+    void measuredActivationBytesWin()
+    {
+        // A profile with measured activation bytes replaces the formula's stored bytes; selective
+        // drops the formula's score term from them; full keeps the layer input.
+        Model m = megatronModel();
+        m.shape.layers = 2;
+        m.training.attention = AttentionBackend::Unfused;
+        const GpuSpec dev = syntheticCluster().devices[0];
+        ProfileSet ps;
+        LayerProfile lp;
+        lp.key = ProfileKey {dev.id, m.id, 8, 1, m.shape.seqLength};
+        lp.layers.resize(4);
+        for (LayerMeasurement &l : lp.layers) {
+            l.forwardMs = 1;
+            l.activationBytes = 200e6;
+        }
+        ps.add(lp);
+        const MemoryKernel k = makeMemoryKernel(m, dev, 8, 1, false, 1, &ps, opts());
+        QVERIFY(k.activationsMeasured);
+        QNEAR(k.layerActivationBytes[0], 200e6);
+        QNEAR(k.layerActivationBytes[1], 200e6 - 10.0 * 8388608); // score term sbh x 80 / 8
+        QNEAR(k.layerActivationBytes[2], 2.0 * 8388608);
+        const MemoryKernel f = makeMemoryKernel(m, dev, 8, 2, false, 1, &ps, opts()); // no profile at mb 2
+        QVERIFY(!f.activationsMeasured);
     }
 
     void invalidPlanIsRejected()

@@ -269,7 +269,9 @@ private slots:
         const SearchResult analytic = runSearch(req);
         req.profiles = store.profiles();
         const SearchResult profiled = runSearch(req);
-        QCOMPARE(profiled.size(), analytic.size());
+        // Same space; the profiles' measured activation bytes may change which plans fit.
+        QCOMPARE(profiled.enumerated, analytic.enumerated);
+        QVERIFY(profiled.size() > 0);
         QVERIFY(profiled.timeMs != analytic.timeMs); // the profiles are used
         for (uint32_t i : rank(profiled, Objective {1, 0, 0}, 3)) {
             const TestbedRun r = tb.runPlan(profiled.materialize(i), c, m);

@@ -202,7 +202,7 @@ private slots:
         QVERIFY(predictionContext(c, m, nullptr, CostOptions {}, 12) != ctx);
         QVERIFY(predictionContext(c, resolveModel("llama2-13b"), nullptr, CostOptions {}, 11) != ctx);
         CostOptions other;
-        other.nvidiaEfficiency = 0.6;
+        other.nvidiaGemmEfficiency = 0.6;
         QVERIFY(predictionContext(c, m, nullptr, other, 11) != ctx);
         ProfileSet profiles;
         LayerProfile lp;

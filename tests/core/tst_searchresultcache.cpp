@@ -103,7 +103,7 @@ private slots:
             r.space.recompute = {RecomputeMethod::Full};
             break;
         case 6:
-            r.cost.amdEfficiency = 0.36;
+            r.cost.amdGemmEfficiency = 0.36;
             break;
         case 7: {
             LayerProfile lp;

@@ -75,6 +75,19 @@ ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent)
         applyDraft(0);
     });
     form->addRow(tr("P&recision:"), mPrecision);
+    mAttention = new QComboBox(this);
+    mAttention->addItem(tr("Auto (per GPU)"), int(memx::AttentionBackend::Auto));
+    mAttention->addItem(tr("Flash"), int(memx::AttentionBackend::Flash));
+    mAttention->addItem(tr("Fused"), int(memx::AttentionBackend::Fused));
+    mAttention->addItem(tr("Unfused"), int(memx::AttentionBackend::Unfused));
+    mAttention->setToolTip(tr("Attention backend of the run (Megatron-LM --attention-backend). Auto: flash/fused "
+                              "where the GPU supports it (NVIDIA Ampere and newer, AMD CDNA2+), unfused elsewhere. "
+                              "Flash and fused never store the s\u00d7s score tensors."));
+    connect(mAttention, &QComboBox::activated, this, [this] {
+        mDraft.training.attention = memx::AttentionBackend(mAttention->currentData().toInt());
+        applyDraft(0);
+    });
+    form->addRow(tr("A&ttention:"), mAttention);
 
     mInfo = new QLabel(this);
     mInfo->setWordWrap(true);
@@ -117,7 +130,8 @@ void ModelPanel::refresh()
         mSpins[f]->setValue(values[f]);
     }
     {
-        const QSignalBlocker b1(mSwiglu), b2(mTied), b3(mPreset), b4(mPrecision);
+        const QSignalBlocker b1(mSwiglu), b2(mTied), b3(mPreset), b4(mPrecision), b5(mAttention);
+        mAttention->setCurrentIndex(mAttention->findData(int(mDraft.training.attention)));
         mSwiglu->setChecked(s.swiglu);
         mTied->setChecked(s.tiedEmbeddings);
         mPrecision->setCurrentIndex(mPrecision->findData(int(mDraft.training.precision)));

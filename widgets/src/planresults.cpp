@@ -127,7 +127,8 @@ QVector<PlanPoint> PlanResults::points() const
         p.score = std::exp(mLogScores[i]);
         p.onFront = mOnFront[i];
         p.oom = r.peakMemory[k] > 1.0; // the search prunes OOM plans; kept for safety
-        p.riskOfOom = !p.oom && r.peakMemory[k] > RiskOfOomFraction;
+        p.riskOfOom = !p.oom && memx::memoryVerdict(r.peakMemory[k], memx::CostOptions {}.memoryUncertainty)
+                != memx::MemoryVerdict::Fits;
         p.summary = summaryOf(k);
         out.push_back(std::move(p));
     }
@@ -183,7 +184,9 @@ PlanDetail PlanResults::detail(quint32 id) const
                 bar.overheadBytes = m.overheadBytes;
                 bar.capacityBytes = m.capacityBytes;
                 bar.oom = m.oom;
-                bar.riskOfOom = !m.oom && m.utilisation() > RiskOfOomFraction;
+                bar.riskOfOom = !m.oom
+                    && memx::memoryVerdict(m.utilisation(), memx::CostOptions {}.memoryUncertainty)
+                        != memx::MemoryVerdict::Fits;
             }
             d.bars.push_back(bar);
         }

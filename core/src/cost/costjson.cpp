@@ -14,6 +14,15 @@ nlohmann::json toJson(const PlanEstimate &e)
     j["imbalance"] = e.imbalance;
     j["peakBytes"] = e.peakBytes;
     j["oom"] = e.oom;
+    j["verdict"] = toString(e.verdict);
+    j["marginBytes"] = e.marginBytes;
+    if (e.fullestGpu >= 0) {
+        const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];
+        j["fullestGpu"] = {{"node", f.node}, {"gpu", f.gpuIndex}, {"device", f.device}};
+        j["peaks"] = {{"allocatedBytes", f.allocatedBytes},
+                      {"reservedBytes", f.reservedBytes},
+                      {"deviceUsedBytes", f.totalBytes}};
+    }
     j["peakKind"] = "device-used (allocator peak + runtime context + communicator buffers + allocator reserve)";
     nlohmann::json stages = nlohmann::json::array();
     for (const StageEstimate &s : e.stages)
@@ -45,7 +54,14 @@ nlohmann::json toJson(const PlanEstimate &e)
                         {"optimizerBytes", g.optimizerBytes},
                         {"activationBytes", g.activationBytes},
                         {"overheadBytes", g.overheadBytes},
+                        {"allocatedBytes", g.allocatedBytes},
+                        {"reservedBytes", g.reservedBytes},
                         {"totalBytes", g.totalBytes},
+                        {"attention", toString(g.attention)},
+                        {"sources",
+                         {{"activations", g.activationsMeasured ? "measured profile" : "formula"},
+                          {"weights", "formula"},
+                          {"overhead", "device runtime figures"}}},
                         {"capacityBytes", g.capacityBytes},
                         {"headroomBytes", g.headroomBytes},
                         {"utilisation", g.utilisation()},

@@ -1,7 +1,10 @@
 #include "memx/cost/costmodel.h"
 
+#include "memx/cost/compute.h"
+
 #include "memx/profile/layerprofile.h"
 #include "memx/util/diagnostic.h"
+#include "memx/util/hash.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,17 +15,6 @@
 namespace memx {
 
 namespace {
-
-double maxEfficiency(const GpuSpec &device, const CostOptions &o)
-{
-    if (device.measuredComputeEfficiency && *device.measuredComputeEfficiency > 0)
-        return *device.measuredComputeEfficiency;
-    if (device.vendor == "NVIDIA")
-        return o.nvidiaEfficiency;
-    if (device.vendor == "AMD")
-        return o.amdEfficiency;
-    return o.otherEfficiency;
-}
 
 double normSize(const Model &m)
 {
@@ -50,14 +42,6 @@ double headForwardFlops(const Model &model, int tp, int microBatch)
     // logits: 2*h*V per token (section 1.9: 6*h*V for fwd+bwd).
     const double tokens = static_cast<double>(microBatch) * model.shape.seqLength;
     return tokens * 2.0 * model.shape.hidden * model.shape.vocab / tp;
-}
-
-double effectiveFlopsPerSecond(const GpuSpec &device, const Model &model, double layerFlops, const CostOptions &options)
-{
-    const bool bf16 = model.training.precision == Precision::BF16;
-    const double peak = device.peakTflops(bf16).value_or(device.peakTflops(!bf16).value_or(1.0)) * 1e12;
-    const double eff = maxEfficiency(device, options) * layerFlops / (layerFlops + options.halfSaturationFlops);
-    return peak * eff;
 }
 
 double allReduceMs(int n, double bytes, const Link &link)
@@ -112,19 +96,21 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
         k.headBackwardMs = prof->layers.back().backwardMs;
         k.headOptimizerMs = prof->layers.back().optimizerMs;
     } else {
-        // Section 5: t_fwd = FLOPs / (peak x efficiency), t_bwd = 2 t_fwd.
-        const double fwdMs = fwdFlops / effectiveFlopsPerSecond(device, model, fwdFlops, options) * 1e3;
+        // Kernel-level model (memx/cost/compute.h): GEMMs with tile and wave quantisation,
+        // attention by backend, memory-bound kernels, a host floor per pass.
+        const ComputeParams cp = computeParams(device, model, options);
+        const PassSeconds layer
+            = transformerLayerSeconds(cp, model, tp, microBatch, resolveAttention(model, device), options);
         for (int i = 0; i < L; ++i) {
-            k.forwardPrefixMs[i + 1] = k.forwardPrefixMs[i] + fwdMs;
-            k.backwardPrefixMs[i + 1] = k.backwardPrefixMs[i] + 2.0 * fwdMs;
+            k.forwardPrefixMs[i + 1] = k.forwardPrefixMs[i] + layer.forward * 1e3;
+            k.backwardPrefixMs[i + 1] = k.backwardPrefixMs[i] + layer.backward * 1e3;
         }
-        const double headFlops = headForwardFlops(model, tp, microBatch);
-        k.headForwardMs = headFlops / effectiveFlopsPerSecond(device, model, headFlops, options) * 1e3;
-        k.headBackwardMs = 2.0 * k.headForwardMs;
-        // Embedding: a gather of b*s*h 16-bit values, memory bound.
-        const double memBw = device.memoryBandwidthGBps.value_or(1000.0) * 1e9;
-        k.embeddingForwardMs = static_cast<double>(microBatch) * s.seqLength * s.hidden * 2.0 / memBw * 1e3;
-        k.embeddingBackwardMs = 2.0 * k.embeddingForwardMs;
+        const PassSeconds head = headSeconds(cp, model, tp, microBatch, options);
+        k.headForwardMs = head.forward * 1e3;
+        k.headBackwardMs = head.backward * 1e3;
+        const PassSeconds emb = embeddingSeconds(cp, model, microBatch, options);
+        k.embeddingForwardMs = emb.forward * 1e3;
+        k.embeddingBackwardMs = emb.backward * 1e3;
     }
     const double memBw = device.memoryBandwidthGBps.value_or(1000.0) * 1e9 * options.optimizerBandwidthEfficiency;
     k.optimizerMsPerParam = options.optimizerBytesPerParam / memBw * 1e3;
@@ -132,7 +118,8 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
     // Section 5, TP: per layer per micro-batch 2 all-reduces forward + 2 backward of b*s*h*2
     // bytes (with SP the same volume as all-gathers + reduce-scatters); full recompute adds
     // the 2 forward all-reduces again.
-    if (tp > 1) {
+    // A profile measured inside its TP group already contains these collectives.
+    if (tp > 1 && !(prof && k.profiled && prof->includesTpCommunication)) {
         const double bytes = static_cast<double>(microBatch) * s.seqLength * s.hidden * 2.0;
         const double one
             = sequenceParallel ? 2.0 * allGatherMs(tp, bytes, intraLink) : allReduceMs(tp, bytes, intraLink);
@@ -142,16 +129,104 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
     return k;
 }
 
-MemoryKernel makeMemoryKernel(const Model &model, int tp, int microBatch, bool sequenceParallel, int pipelineStages,
+AttentionBackend resolveAttention(const Model &model, const GpuSpec &device)
+{
+    if (model.training.attention != AttentionBackend::Auto)
+        return model.training.attention;
+    return device.flashAttention ? AttentionBackend::Flash : AttentionBackend::Unfused;
+}
+
+std::string costOptionsSignature(const CostOptions &o)
+{
+    std::string s;
+    for (double v : {o.nvidiaGemmEfficiency, o.amdGemmEfficiency, o.otherGemmEfficiency, o.attentionKernelEfficiency,
+                     o.memoryBoundEfficiency, static_cast<double>(o.gemmTile), o.hostOpMicroseconds,
+                     o.opsPerLayerForward, o.opsPerLayerBackward, o.opsPerHead, o.opsPerEmbedding,
+                     o.iterationOverheadMs, o.optimizerBandwidthEfficiency, o.optimizerBytesPerParam,
+                     o.gradReduceBytesPerParam, o.runtimeContextBytes, o.communicatorBytesPerGroup,
+                     o.allocatorReserveFraction, static_cast<double>(o.vocabDivisibleBy)})
+        s += exactNumber(v) + " ";
+    return s;
+}
+
+bool storesNoScores(AttentionBackend resolved)
+{
+    return resolved == AttentionBackend::Flash || resolved == AttentionBackend::Fused;
+}
+
+long long paddedVocab(const Model &model, int tp, const CostOptions &options)
+{
+    const long long multiple = static_cast<long long>(std::max(1, options.vocabDivisibleBy)) * std::max(1, tp);
+    return (model.shape.vocab + multiple - 1) / multiple * multiple;
+}
+
+double peakOfKind(const PlanEstimate &e, MemoryKind kind)
+{
+    double peak = 0;
+    for (const GpuMemory &g : e.gpus)
+        peak = std::max(peak, kind == MemoryKind::AllocatorMax ? g.allocatedBytes
+                                  : kind == MemoryKind::Reserved ? g.reservedBytes
+                                                                  : g.totalBytes);
+    return peak;
+}
+
+const char *toString(MemoryVerdict v)
+{
+    switch (v) {
+    case MemoryVerdict::Fits:
+        return "fits";
+    case MemoryVerdict::Risk:
+        return "risk of OOM";
+    case MemoryVerdict::DoesNotFit:
+        break;
+    }
+    return "does not fit";
+}
+
+MemoryVerdict memoryVerdict(double peakUtilisation, double relativeSpread)
+{
+    const double u = std::max(0.0, relativeSpread);
+    if (peakUtilisation * (1.0 + u) < 1.0)
+        return MemoryVerdict::Fits;
+    if (peakUtilisation * (1.0 - u) > 1.0)
+        return MemoryVerdict::DoesNotFit;
+    return MemoryVerdict::Risk;
+}
+
+namespace {
+
+/// Mean measured activation bytes of one transformer layer (layers[1..L]), or 0 when the
+/// profile has none.
+double measuredLayerActivationBytes(const LayerProfile &prof, int layers)
+{
+    if (static_cast<int>(prof.layers.size()) != layers + 2)
+        return 0;
+    double sum = 0;
+    for (int i = 1; i <= layers; ++i) {
+        const auto &a = prof.layers[static_cast<size_t>(i)].activationBytes;
+        if (!a || *a <= 0)
+            return 0;
+        sum += *a;
+    }
+    return sum / layers;
+}
+
+} // namespace
+
+MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch,
+                              bool sequenceParallel, int pipelineStages, const ProfileSet *profiles,
                               const CostOptions &options)
 {
     const ModelShape &s = model.shape;
     MemoryKernel k;
-    const double h = s.hidden, V = s.vocab, a = s.heads, g = s.kvGroups, f = s.ffnHidden;
+    const double h = s.hidden, a = s.heads, g = s.kvGroups, f = s.ffnHidden;
+    const double V = static_cast<double>(paddedVocab(model, tp, options));
     const double norms = 2.0 * h * normSize(model);
     // Section 1.8: attention + MLP weights are TP-sharded, norms are replicated.
     k.layerParams = (static_cast<double>(model.paramsPerLayer()) - norms) / tp + norms;
-    k.embeddingParams = static_cast<double>(model.embeddingParams()) / tp;
+    // Word embedding (padded vocabulary) is sharded over TP; a learned position embedding is not.
+    k.embeddingParams
+        = V * h / tp + (s.positionEmbedding == PositionEmbedding::Learned ? static_cast<double>(s.seqLength) * h : 0.0);
     // Output layer: its own weight when untied; with tied embeddings and p > 1 the last stage
     // keeps a copy of the word embedding (Megatron's shared embedding). Plus the final norm.
     double out = 0;
@@ -162,20 +237,41 @@ MemoryKernel makeMemoryKernel(const Model &model, int tp, int microBatch, bool s
     // Section 4, Korthikanti Table 2 generalised: per layer, sbh x (10 replicated + sharded/t)
     // with sharded = attention 4 + 4g/a (Q, K, V, context; K/V shrunk by g/a for GQA) +
     // MLP 4f/h (two f-wide tensors; SwiGLU keeps three: 6f/h). For f = 4h, g = a: 10 + 24/t.
-    // No recompute adds the score/softmax/dropout term 5as/(ht) unless FlashAttention.
+    // Unfused attention adds the score/softmax/dropout term 5as/(ht); flash/fused kernels never
+    // store it (they keep only the softmax statistics, b x a x s fp32, negligible).
+    k.attention = resolveAttention(model, device);
     const double sbh = static_cast<double>(s.seqLength) * microBatch * h;
     const double sharded = 4.0 + 4.0 * g / a + (s.swiglu ? 6.0 : 4.0) * f / h;
-    const double scores = options.flashAttention ? 0.0 : 5.0 * a * s.seqLength / h;
+    const double scores = storesNoScores(k.attention) ? 0.0 : 5.0 * a * s.seqLength / h;
     const double selective = sequenceParallel ? sbh * (10.0 + sharded) / tp : sbh * (10.0 + sharded / tp);
-    k.layerActivationBytes[static_cast<int>(RecomputeMethod::Selective)] = selective;
-    k.layerActivationBytes[static_cast<int>(RecomputeMethod::None)] = selective + sbh * scores / tp;
+    double none = selective + sbh * scores / tp;
+    double sel = selective;
+    const LayerProfile *prof = profiles ? profiles->find(ProfileKey {device.id, model.id, tp, microBatch, s.seqLength})
+                                        : nullptr;
+    if (const double measured = prof ? measuredLayerActivationBytes(*prof, s.layers) : 0.0; measured > 0) {
+        // Measured bytes win: they are what the run's kernels really kept (attention backend,
+        // fusions, dropout masks). Selective recompute drops the formula's score term from them.
+        k.activationsMeasured = true;
+        sel = std::max(measured - sbh * scores / tp, 0.5 * measured);
+        none = measured;
+    }
+    k.layerActivationBytes[static_cast<int>(RecomputeMethod::Selective)] = sel;
+    k.layerActivationBytes[static_cast<int>(RecomputeMethod::None)] = none;
     // Full recompute keeps the layer input only: 2sbh (2sbh/t with SP).
     k.layerActivationBytes[static_cast<int>(RecomputeMethod::Full)] = 2.0 * sbh / (sequenceParallel ? tp : 1);
     k.fullWorkingSetBytes = k.layerActivationBytes[static_cast<int>(RecomputeMethod::None)];
     // Input ids (8 bytes each) + embedding dropout mask (1 byte per element), per micro-batch.
     k.embeddingActivationBytes = 8.0 * s.seqLength * microBatch + sbh;
-    // Logits + cross-entropy on the last stage: 4 sbh (1 + V/h) / t (fp32).
-    k.logitsBytes = 4.0 * sbh * (1.0 + V / h) / tp;
+    // Last stage at the loss: the 16-bit logits of the output layer (2 bytes) and their fp32 copy
+    // in vocab-parallel cross-entropy (4 bytes, kept as the softmax for backward) over the padded
+    // vocabulary, plus the fp32 gradient of the output layer's input (4 sbh).
+    k.logitsBytes = (6.0 * sbh * V / h + 4.0 * sbh) / tp;
+
+    const GpuSpec::RuntimeMemory &rm = device.runtimeMemory;
+    k.contextBytes = rm.contextGiB ? *rm.contextGiB * 1073741824.0 : options.runtimeContextBytes;
+    k.communicatorBytesPerGroup = rm.communicatorGiB ? *rm.communicatorGiB * 1073741824.0
+                                                     : options.communicatorBytesPerGroup;
+    k.reserveFraction = rm.reserveFraction.value_or(options.allocatorReserveFraction);
     return k;
 }
 
@@ -200,7 +296,7 @@ ReplicaStep replicaStep(const LayerKernel &k, int first, int count, bool hasEmbe
 }
 
 MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbedding, bool hasHead, Recompute rc,
-                          int inFlight, int dp, bool distributedOptimizer, int groups, const CostOptions &o)
+                          int inFlight, int dp, bool distributedOptimizer, int groups)
 {
     MemoryBreakdown m;
     const double params
@@ -231,12 +327,27 @@ MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbeddi
         perMicroBatch += k.embeddingActivationBytes;
     m.activations = inFlight * perMicroBatch + working + (hasHead ? k.logitsBytes : 0);
     const double allocatorPeak = m.params + m.grads + m.optimizer + m.activations;
-    m.overhead
-        = o.runtimeContextBytes + groups * o.communicatorBytesPerGroup + o.allocatorReserveFraction * allocatorPeak;
+    m.reserve = k.reserveFraction * allocatorPeak;
+    m.overhead = k.contextBytes + groups * k.communicatorBytesPerGroup + m.reserve;
     return m;
 }
 
-std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<Node> &nodes, const Cluster &cluster)
+Link nodeLink(const Node &a, const Node &b, const Cluster &cluster, const CostOptions &o)
+{
+    Link l = cluster.interNodeLink(a, b);
+    const GpuSpec &da = cluster.devices[static_cast<size_t>(a.device)];
+    const GpuSpec &db = cluster.devices[static_cast<size_t>(b.device)];
+    if (da.vendor == db.vendor)
+        return l;
+    // NCCL and RCCL do not talk to each other: the bytes go device -> host -> TCP -> host -> device.
+    Link h;
+    h.bandwidthGBps = std::min(l.bandwidthAt(64e6), o.cpuTransportGBps);
+    h.latencyUs = l.latencyUs + o.cpuTransportLatencyUs;
+    return h;
+}
+
+std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<Node> &nodes, const Cluster &cluster,
+                             const CostOptions &options)
 {
     std::set<int> uniq(nodeIdx.begin(), nodeIdx.end());
     std::vector<Link> links;
@@ -247,7 +358,7 @@ std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<
     for (int a : uniq)
         for (int b : uniq)
             if (a < b) {
-                Link l = cluster.interNodeLink(nodes[static_cast<size_t>(a)], nodes[static_cast<size_t>(b)]);
+                Link l = nodeLink(nodes[static_cast<size_t>(a)], nodes[static_cast<size_t>(b)], cluster, options);
                 if (std::find(links.begin(), links.end(), l) == links.end())
                     links.push_back(std::move(l));
             }
@@ -255,17 +366,71 @@ std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<
 }
 
 std::vector<Link> linksBetween(const std::vector<int> &a, const std::vector<int> &b, const std::vector<Node> &nodes,
-                               const Cluster &cluster)
+                               const Cluster &cluster, const CostOptions &options)
 {
     std::vector<Link> links;
     for (int x : std::set<int>(a.begin(), a.end()))
         for (int y : std::set<int>(b.begin(), b.end())) {
             Link l = x == y ? nodes[static_cast<size_t>(x)].intraLink
-                            : cluster.interNodeLink(nodes[static_cast<size_t>(x)], nodes[static_cast<size_t>(y)]);
+                            : nodeLink(nodes[static_cast<size_t>(x)], nodes[static_cast<size_t>(y)], cluster, options);
             if (std::find(links.begin(), links.end(), l) == links.end())
                 links.push_back(std::move(l));
         }
     return links;
+}
+
+double sharedAllReduceMs(int n, double bytes, const Link &link, int flows)
+{
+    Link shared = link;
+    const double f = std::max(1, flows);
+    shared.bandwidthGBps = link.bandwidthAt(bytes) / f;
+    shared.curve.clear();
+    return allReduceMs(n, bytes, shared);
+}
+
+double sharedAllGatherMs(int n, double bytes, const Link &link, int flows)
+{
+    Link shared = link;
+    const double f = std::max(1, flows);
+    shared.bandwidthGBps = link.bandwidthAt(bytes) / f;
+    shared.curve.clear();
+    return allGatherMs(n, bytes, shared);
+}
+
+std::vector<int> dpNicFlows(const std::vector<std::vector<int>> &stageNodes, const std::vector<int> &stageTp)
+{
+    std::map<int, int> perNode;
+    std::vector<bool> spans(stageNodes.size());
+    for (size_t i = 0; i < stageNodes.size(); ++i) {
+        const std::set<int> uniq(stageNodes[i].begin(), stageNodes[i].end());
+        spans[i] = uniq.size() > 1;
+        if (spans[i])
+            for (int n : uniq)
+                perNode[n] += stageTp[i];
+    }
+    std::vector<int> flows(stageNodes.size(), 1);
+    for (size_t i = 0; i < stageNodes.size(); ++i)
+        if (spans[i])
+            for (int n : stageNodes[i])
+                flows[i] = std::max(flows[i], perNode[n]);
+    return flows;
+}
+
+double pipelineMakespanMs(int p, int m, const double *stepMs, const double *p2pMs, double exposed)
+{
+    double slowest = 0, sumStep = 0, sumP2p = 0, maxP2p = 0;
+    for (int i = 0; i < p; ++i) {
+        const double in = i > 0 ? p2pMs[i - 1] : 0.0, out = i + 1 < p ? p2pMs[i] : 0.0;
+        // Steady state: every micro-batch a stage receives and sends both ways (activation in,
+        // activation out, gradient in, gradient out); blocking sends add to its step.
+        slowest = std::max(slowest, stepMs[i] + exposed * (in + out));
+        sumStep += stepMs[i];
+        if (i + 1 < p) {
+            sumP2p += p2pMs[i];
+            maxP2p = std::max(maxP2p, p2pMs[i]);
+        }
+    }
+    return (m - 1) * std::max(slowest, maxP2p) + sumStep + 2.0 * sumP2p;
 }
 
 double worstCollectiveMs(const std::vector<Link> &links, int n, double bytes, double (*fn)(int, double, const Link &))
@@ -321,7 +486,16 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
     };
 
     e.stages.resize(static_cast<size_t>(p));
-    double maxStep = 0, sumStep = 0, sumP2p = 0, maxP2p = 0;
+    std::vector<std::vector<int>> allStageNodes(static_cast<size_t>(p));
+    std::vector<int> stageTp(static_cast<size_t>(p), 1);
+    for (int i = 0; i < p; ++i) {
+        for (const Replica &r : plan.stages[static_cast<size_t>(i)].replicas) {
+            allStageNodes[static_cast<size_t>(i)].push_back(nodeByName.at(r.node));
+            stageTp[static_cast<size_t>(i)] = std::max(stageTp[static_cast<size_t>(i)], r.tp);
+        }
+    }
+    const std::vector<int> flows = dpNicFlows(allStageNodes, stageTp);
+    std::vector<double> steps(static_cast<size_t>(p)), sends(static_cast<size_t>(std::max(p - 1, 1)), 0.0);
     for (int i = 0; i < p; ++i) {
         const Stage &st = plan.stages[static_cast<size_t>(i)];
         StageEstimate &se = e.stages[static_cast<size_t>(i)];
@@ -350,12 +524,13 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
                 se.slowestReplica = static_cast<int>(r);
             }
             // Memory of this replica's GPUs.
-            const MemoryKernel mk = makeMemoryKernel(model, rep.tp, rep.microBatch, plan.sequenceParallel, p, options);
-            const int groups = (rep.tp > 1) + (dp > 1) + (p > 1);
-            const MemoryBreakdown mb = gpuMemory(mk, st.layerCount, first, last, st.recompute, se.microBatchesInFlight,
-                                                 dp, plan.distributedOptimizer, groups, options);
             const Node &node = nodes[static_cast<size_t>(ni)];
             const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
+            const MemoryKernel mk = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p,
+                                                     profiles, options);
+            const int groups = (rep.tp > 1) + (dp > 1) + (p > 1);
+            const MemoryBreakdown mb = gpuMemory(mk, st.layerCount, first, last, st.recompute, se.microBatchesInFlight,
+                                                 dp, plan.distributedOptimizer, groups);
             for (int gpu : rep.gpus) {
                 GpuMemory g;
                 g.node = rep.node;
@@ -368,7 +543,11 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
                 g.optimizerBytes = mb.optimizer;
                 g.activationBytes = mb.activations;
                 g.overheadBytes = mb.overhead;
+                g.allocatedBytes = mb.allocated();
+                g.reservedBytes = mb.allocated() + mb.reserve;
                 g.totalBytes = mb.total();
+                g.attention = mk.attention;
+                g.activationsMeasured = mk.activationsMeasured;
                 g.capacityBytes = dev.memoryBytes();
                 g.headroomBytes = g.capacityBytes - g.totalBytes;
                 g.oom = g.headroomBytes < 0;
@@ -390,20 +569,23 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
         // DP gradient synchronisation over the bottleneck link of the replica set (section 5).
         if (dp > 1) {
             const Replica &r0 = st.replicas.front();
-            const MemoryKernel mk = makeMemoryKernel(model, r0.tp, r0.microBatch, plan.sequenceParallel, p, options);
+            const GpuSpec &dev0 = cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(stageNodes.front())].device)];
+            const MemoryKernel mk
+                = makeMemoryKernel(model, dev0, r0.tp, r0.microBatch, plan.sequenceParallel, p, nullptr, options);
             const double psi
                 = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
             const double gradBytes = psi * options.gradReduceBytesPerParam;
-            const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster);
-            if (plan.distributedOptimizer)
-                se.dpSyncMs = worstCollectiveMs(links, dp, gradBytes, &allGatherMs)
-                    + worstCollectiveMs(links, dp, psi * 2.0, &allGatherMs);
-            else
-                se.dpSyncMs = worstCollectiveMs(links, dp, gradBytes, &allReduceMs);
+            const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster, options);
+            // Every TP rank index reduces in its own ring; rings of a node share its NIC.
+            const int f = flows[static_cast<size_t>(i)];
+            for (const Link &l : links)
+                se.dpSyncMs = std::max(se.dpSyncMs, plan.distributedOptimizer
+                                                        ? sharedAllGatherMs(dp, gradBytes, l, f)
+                                                            + sharedAllGatherMs(dp, psi * 2.0, l, f)
+                                                        : sharedAllReduceMs(dp, gradBytes, l, f));
         }
         se.optimizerMs = worstOpt;
-        maxStep = std::max(maxStep, se.stepMs);
-        sumStep += se.stepMs;
+        steps[static_cast<size_t>(i)] = se.stepMs;
         // P2P to the next stage: one activation of b*s*h*2 bytes (/t with SP) over the slowest
         // link between the two stages' nodes.
         if (!last) {
@@ -418,30 +600,34 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
             std::vector<int> nextNodes;
             for (const Replica &r : nx.replicas)
                 nextNodes.push_back(nodeByName.at(r.node));
-            const double worst = worstTransferMs(linksBetween(stageNodes, nextNodes, nodes, cluster), bytes);
+            const double worst = worstTransferMs(linksBetween(stageNodes, nextNodes, nodes, cluster, options), bytes);
             se.p2pMs = worst;
-            sumP2p += worst;
-            maxP2p = std::max(maxP2p, worst);
+            sends[static_cast<size_t>(i)] = worst;
         }
     }
-    // Section 5, heterogeneous 1F1B: (m-1) max_i step_i + sum_i step_i + fill/drain sends
-    // (forward and backward, 2 per boundary). A link slower than the slowest stage bounds the
-    // steady state instead.
-    e.pipelineMs = (m - 1) * std::max(maxStep, maxP2p) + sumStep + 2.0 * sumP2p;
+    // Section 5, heterogeneous 1F1B with blocking sends (pipelineMakespanMs).
+    e.pipelineMs = pipelineMakespanMs(p, m, steps.data(), sends.data(), options.exposedP2pFraction);
     for (StageEstimate &se : e.stages) {
         se.bubbleMs = e.pipelineMs - m * se.stepMs;
         e.dpSyncMs = std::max(e.dpSyncMs, se.dpSyncMs);
         e.optimizerMs = std::max(e.optimizerMs, se.optimizerMs);
     }
-    e.iterationTimeMs = e.pipelineMs + e.dpSyncMs + e.optimizerMs;
+    e.iterationTimeMs = e.pipelineMs + e.dpSyncMs + e.optimizerMs + options.iterationOverheadMs;
 
     double sum = 0;
     for (const GpuMemory &g : e.gpus) {
         const double u = g.utilisation();
+        if (e.fullestGpu < 0 || u > e.peakUtilisation)
+            e.fullestGpu = static_cast<int>(&g - e.gpus.data());
         e.peakUtilisation = std::max(e.peakUtilisation, u);
         e.peakBytes = std::max(e.peakBytes, g.totalBytes);
         e.oom = e.oom || g.oom;
         sum += u;
+    }
+    if (e.fullestGpu >= 0) {
+        const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];
+        e.marginBytes = f.headroomBytes;
+        e.verdict = memoryVerdict(e.peakUtilisation, options.memoryUncertainty);
     }
     const double n = static_cast<double>(e.gpus.size());
     if (n > 0) {

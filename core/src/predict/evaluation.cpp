@@ -41,8 +41,8 @@ RankingMetrics ranking(const std::vector<const RunPrediction *> &runs, bool lear
 {
     std::map<std::string, std::vector<const RunPrediction *>> sets;
     for (const RunPrediction *r : runs)
-        if (!balance || r->measuredPeakBytes)
-            sets[r->group + "|" + r->clusterName].push_back(r);
+        if (!r->measuredOutOfMemory && (!balance || r->measuredPeakBytes))
+            sets[r->group + "|" + (r->rankingSet.empty() ? r->clusterName : r->rankingSet)].push_back(r);
     RankingMetrics out;
     long long conc = 0, disc = 0;
     double regret = 0;
@@ -73,22 +73,40 @@ RankingMetrics ranking(const std::vector<const RunPrediction *> &runs, bool lear
     return out;
 }
 
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 GroupMetrics groupMetrics(const std::string &label, const std::vector<const RunPrediction *> &runs, bool learned)
 {
     GroupMetrics g;
     g.group = label;
-    g.runs = static_cast<int>(runs.size());
     double te = 0, me = 0;
+    std::vector<double> ts, ms;
     for (const RunPrediction *r : runs) {
+        const MemoryVerdict v = learned ? r->learnedVerdict : r->analyticVerdict;
+        ++g.oom.counts[r->measuredOutOfMemory ? 1 : 0][static_cast<int>(v)];
+        if (r->measuredOutOfMemory)
+            continue;
+        ++g.runs;
         const Pred p = predOf(*r, learned);
         te += std::abs(p.t - r->measuredTimeMs) / r->measuredTimeMs;
+        ts.push_back(100.0 * (p.t - r->measuredTimeMs) / r->measuredTimeMs);
         if (r->measuredPeakBytes) {
             me += std::abs(p.m - *r->measuredPeakBytes) / *r->measuredPeakBytes;
+            ms.push_back(100.0 * (p.m - *r->measuredPeakBytes) / *r->measuredPeakBytes);
             ++g.memoryRuns;
         }
     }
     g.timeMapePct = g.runs ? 100.0 * te / g.runs : 0.0;
     g.memMapePct = g.memoryRuns ? 100.0 * me / g.memoryRuns : 0.0;
+    g.signedMedianTimePct = median(ts);
+    g.signedMedianMemPct = median(ms);
     g.timeRanking = ranking(runs, learned, false);
     g.balanceRanking = ranking(runs, learned, true);
     return g;
@@ -137,12 +155,64 @@ NoiseFloor noiseFloor(const std::vector<TrainingSample> &samples)
     return nf;
 }
 
-EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme scheme, int k,
-                               const PredictorOptions &options, const std::function<bool(size_t, size_t)> &progress)
+namespace {
+
+/// The run's measured side and the analytic prediction; learned fields = analytic until set.
+RunPrediction analyticPrediction(const TrainingSample &s, double memoryUncertainty)
 {
-    std::vector<TrainingSample> samples;
+    RunPrediction r;
+    r.runId = s.runId;
+    r.group = s.group;
+    r.clusterName = s.clusterName;
+    r.rankingSet = s.rankingSet;
+    r.measuredOutOfMemory = s.measuredOutOfMemory;
+    r.measuredTimeMs = s.measuredTimeMs;
+    r.measuredPeakBytes = s.measuredPeakBytes;
+    r.analyticTimeMs = r.learnedTimeMs = s.analyticTimeMs;
+    r.analyticPeakBytes = r.learnedPeakBytes = s.analyticPeakBytes;
+    r.capacityBytes = s.capacityBytes;
+    r.analyticUtilisation = r.learnedUtilisation = s.analyticPeakUtilisation;
+    r.analyticVerdict = r.learnedVerdict = memoryVerdict(s.analyticPeakUtilisation, memoryUncertainty);
+    r.oomRisk = r.analyticVerdict != MemoryVerdict::Fits;
+    return r;
+}
+
+void applyLearned(RunPrediction &r, const TrainingSample &s, const LearnedPredictor &model)
+{
+    const Prediction p = model.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.analyticPeakUtilisation);
+    r.learnedTimeMs = p.timeMs;
+    r.learnedPeakBytes = p.peakBytes;
+    r.learnedTimeSpreadMs = p.timeSpreadMs;
+    r.learnedPeakSpreadBytes = p.peakSpreadBytes;
+    r.learnedUtilisation = p.peakUtilisation;
+    r.learnedVerdict = memoryVerdict(p.peakUtilisation, p.peakBytes > 0 ? p.peakSpreadBytes / p.peakBytes : 0.0);
+    r.oomRisk = p.oomRisk;
+}
+
+} // namespace
+
+EvaluationReport analyticReport(const std::vector<TrainingSample> &samples, double memoryUncertainty)
+{
+    EvaluationReport rep;
+    rep.analyticOnly = true;
+    for (const TrainingSample &s : samples)
+        if (s.measuredOutOfMemory || s.measuredTimeMs > 0)
+            rep.runs.push_back(analyticPrediction(s, memoryUncertainty));
+    rep.learned = scorePredictions(rep.runs, true);
+    rep.analytic = scorePredictions(rep.runs, false);
+    rep.noise = noiseFloor(samples);
+    return rep;
+}
+
+EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme scheme, int k,
+                               const PredictorOptions &options, const std::function<bool(size_t, size_t)> &progress,
+                               double memoryUncertainty)
+{
+    std::vector<TrainingSample> samples, oomRuns;
     for (const TrainingSample &s : all)
-        if (s.measuredPeakBytes && s.measuredTimeMs > 0)
+        if (s.measuredOutOfMemory)
+            oomRuns.push_back(s);
+        else if (s.measuredPeakBytes && s.measuredTimeMs > 0)
             samples.push_back(s);
     // Plans (leakage units) in first-seen order.
     std::vector<std::string> plans;
@@ -191,26 +261,19 @@ EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme 
                 train.push_back(s);
         const LearnedPredictor model = LearnedPredictor::train(train, options);
         for (size_t i : tests[f]) {
-            const TrainingSample &s = samples[i];
-            const Prediction p
-                = model.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.analyticPeakUtilisation);
-            RunPrediction &r = rep.runs[i];
-            r.runId = s.runId;
-            r.group = s.group;
-            r.clusterName = s.clusterName;
-            r.measuredTimeMs = s.measuredTimeMs;
-            r.measuredPeakBytes = s.measuredPeakBytes;
-            r.analyticTimeMs = s.analyticTimeMs;
-            r.analyticPeakBytes = s.analyticPeakBytes;
-            r.learnedTimeMs = p.timeMs;
-            r.learnedPeakBytes = p.peakBytes;
-            r.learnedTimeSpreadMs = p.timeSpreadMs;
-            r.learnedPeakSpreadBytes = p.peakSpreadBytes;
-            r.capacityBytes = s.capacityBytes;
-            r.oomRisk = p.oomRisk;
+            rep.runs[i] = analyticPrediction(samples[i], memoryUncertainty);
+            applyLearned(rep.runs[i], samples[i], model);
         }
         if (progress && !progress(f + 1, tests.size()))
             throw std::runtime_error("cancelled");
+    }
+    if (!oomRuns.empty()) {
+        // No label to hold out: one model of every run that ran predicts the runs that did not.
+        const LearnedPredictor model = LearnedPredictor::train(samples, options);
+        for (const TrainingSample &s : oomRuns) {
+            rep.runs.push_back(analyticPrediction(s, memoryUncertainty));
+            applyLearned(rep.runs.back(), s, model);
+        }
     }
     rep.learned = scorePredictions(rep.runs, true);
     rep.analytic = scorePredictions(rep.runs, false);
@@ -229,6 +292,15 @@ nlohmann::json rankingJson(const RankingMetrics &r)
             {"meanRegretPct", r.meanRegretPct}};
 }
 
+nlohmann::json confusionJson(const OomConfusion &c)
+{
+    auto row = [](const int *v) { return nlohmann::json {{"fits", v[0]}, {"risk", v[1]}, {"doesNotFit", v[2]}}; };
+    return {{"ran", row(c.counts[0])},
+            {"outOfMemory", row(c.counts[1])},
+            {"falseFits", c.falseFits()},
+            {"falseOoms", c.falseOoms()}};
+}
+
 nlohmann::json groupJson(const GroupMetrics &g)
 {
     return {{"group", g.group},
@@ -236,8 +308,11 @@ nlohmann::json groupJson(const GroupMetrics &g)
             {"memoryRuns", g.memoryRuns},
             {"timeMapePct", g.timeMapePct},
             {"memoryMapePct", g.memMapePct},
+            {"signedMedianTimePct", g.signedMedianTimePct},
+            {"signedMedianMemoryPct", g.signedMedianMemPct},
             {"timeRanking", rankingJson(g.timeRanking)},
-            {"balanceRanking", rankingJson(g.balanceRanking)}};
+            {"balanceRanking", rankingJson(g.balanceRanking)},
+            {"oomConfusion", confusionJson(g.oom)}};
 }
 
 nlohmann::json methodJson(const MethodMetrics &m)
@@ -257,6 +332,7 @@ nlohmann::json toJson(const EvaluationReport &r)
         runs.push_back({{"id", p.runId},
                         {"group", p.group},
                         {"cluster", p.clusterName},
+                        {"rankingSet", p.rankingSet},
                         {"measuredTimeMs", p.measuredTimeMs},
                         {"measuredPeakBytes", p.measuredPeakBytes ? nlohmann::json(*p.measuredPeakBytes) : nullptr},
                         {"analyticTimeMs", p.analyticTimeMs},
@@ -266,8 +342,13 @@ nlohmann::json toJson(const EvaluationReport &r)
                         {"learnedTimeSpreadMs", p.learnedTimeSpreadMs},
                         {"learnedPeakSpreadBytes", p.learnedPeakSpreadBytes},
                         {"capacityBytes", p.capacityBytes},
-                        {"oomRisk", p.oomRisk}});
-    return {{"scheme", r.scheme == CvScheme::LeaveOneOut ? "leave-one-out" : "k-fold"},
+                        {"oomRisk", p.oomRisk},
+                        {"measuredOutOfMemory", p.measuredOutOfMemory},
+                        {"analyticVerdict", toString(p.analyticVerdict)},
+                        {"learnedVerdict", toString(p.learnedVerdict)}});
+    return {{"scheme", r.analyticOnly ? "analytic"
+                           : r.scheme == CvScheme::LeaveOneOut ? "leave-one-out"
+                                                               : "k-fold"},
             {"folds", r.folds},
             {"leakageControl", "runs of the same plan (e.g. a rerun) are never in training when one is held out"},
             {"memoryKind", "device-used"},
@@ -283,8 +364,11 @@ std::string formatReport(const EvaluationReport &r)
 {
     std::ostringstream o;
     o << std::fixed;
-    o << (r.scheme == CvScheme::LeaveOneOut ? "Leave-one-out" : "k-fold") << " cross-validation, " << r.folds
-      << " folds, " << r.runs.size() << " measured runs (a held-out plan's reruns are excluded from training)\n";
+    if (r.analyticOnly)
+        o << "Analytic model only (nothing trained), " << r.runs.size() << " measured runs\n";
+    else
+        o << (r.scheme == CvScheme::LeaveOneOut ? "Leave-one-out" : "k-fold") << " cross-validation, " << r.folds
+          << " folds, " << r.runs.size() << " measured runs (a held-out plan's reruns are excluded from training)\n";
     o << "Memory = device-used peak. Ranking sets = runs of one group on one cluster; balance ranking = T x M.\n\n";
     auto rk = [&](const RankingMetrics &m) {
         std::ostringstream s;
@@ -304,10 +388,27 @@ std::string formatReport(const EvaluationReport &r)
     };
     for (size_t i = 0; i < r.learned.groups.size(); ++i) {
         row(r.analytic.groups[i], "analytic", true);
-        row(r.learned.groups[i], "learned", false);
+        if (!r.analyticOnly)
+            row(r.learned.groups[i], "learned", false);
     }
     row(r.analytic.all, "analytic", true);
-    row(r.learned.all, "learned", false);
+    if (!r.analyticOnly)
+        row(r.learned.all, "learned", false);
+    o << "\nSigned median error (predicted - measured): analytic time " << std::setprecision(1)
+      << r.analytic.all.signedMedianTimePct << "%, memory " << r.analytic.all.signedMedianMemPct << "%";
+    if (!r.analyticOnly)
+        o << "; learned time " << r.learned.all.signedMedianTimePct << "%, memory "
+          << r.learned.all.signedMedianMemPct << "%";
+    o << "\n\nOut-of-memory verdicts on the fullest GPU (measured vs predicted fits / risk of OOM / does not fit):\n";
+    auto conf = [&](const char *method, const OomConfusion &c) {
+        o << "  " << std::left << std::setw(9) << method << std::right << "ran: " << c.counts[0][0] << " / "
+          << c.counts[0][1] << " / " << c.counts[0][2] << "   out of memory: " << c.counts[1][0] << " / "
+          << c.counts[1][1] << " / " << c.counts[1][2] << "   (false fits " << c.falseFits() << ", false OOMs "
+          << c.falseOoms() << ")\n";
+    };
+    conf("analytic", r.analytic.all.oom);
+    if (!r.analyticOnly)
+        conf("learned", r.learned.all.oom);
     o << "\nNoise floor (same plan measured twice, " << r.noise.pairs << " pairs): time " << std::setprecision(1)
       << r.noise.timeMapePct << "%, memory " << r.noise.memMapePct << "%\n";
     int risk = 0;

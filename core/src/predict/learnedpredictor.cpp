@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <map>
 #include <cmath>
 #include <mutex>
 #include <random>
@@ -14,6 +16,15 @@
 #include <stdexcept>
 
 namespace memx {
+
+namespace {
+
+// Envelope features (features.cpp): devices by value, shape and size by range.
+constexpr int kDeviceFeatures[] = {42, 43}; // device_peak_tflops, device_capacity_gib
+constexpr int kRangeFeatures[] = {20, 22, 23, 40}; // stages, log2_gpus, max_tp, log10_model_params
+
+} // namespace
+
 
 std::vector<TrainingSample> buildSamples(const std::vector<MeasuredRun> &runs,
                                          const std::function<std::optional<Model>(const std::string &)> &modelOf,
@@ -45,7 +56,7 @@ std::vector<TrainingSample> buildSamples(const std::vector<MeasuredRun> &runs,
         s.planKey = run.modelId + "|" + run.clusterName + "|" + toJson(anonymous).dump();
         s.features = encodeFeatures(featureInputs(run.plan, run.cluster, *model, e));
         s.analyticTimeMs = e.iterationTimeMs;
-        s.analyticPeakBytes = e.peakBytes;
+        s.analyticPeakBytes = peakOfKind(e, run.memoryKind);
         s.analyticPeakUtilisation = e.peakUtilisation;
         for (const GpuMemory &g : e.gpus)
             if (g.totalBytes == e.peakBytes) {
@@ -54,6 +65,8 @@ std::vector<TrainingSample> buildSamples(const std::vector<MeasuredRun> &runs,
             }
         s.measuredTimeMs = run.iterationTimeMs;
         s.measuredPeakBytes = run.peakMemoryBytes;
+        s.measuredOutOfMemory = run.outOfMemory;
+        s.rankingSet = run.clusterName + "|" + run.modelId + "|gbs " + std::to_string(run.plan.globalBatch);
         out.push_back(std::move(s));
     }
     return out;
@@ -65,6 +78,9 @@ struct LearnedPredictor::Impl {
     PredictorOptions options;
     std::vector<std::string> runIds;
     double oobTime = 0, oobMem = 0;
+    /// Training envelope: per envelope feature, the distinct values (devices) or [min, max].
+    std::map<int, std::vector<double>> seen; ///< feature index -> distinct values
+    std::map<int, std::pair<double, double>> range; ///< feature index -> min, max
     int schema = kFeatureSchemaVersion;
     std::vector<std::uint8_t> bytes; // serialised form (cached)
     std::uint64_t digest = 0;
@@ -141,8 +157,20 @@ LearnedPredictor LearnedPredictor::train(const std::vector<TrainingSample> &all,
     LearnedPredictor p;
     Impl &d = *p.d;
     d.options = options;
-    for (const TrainingSample *s : samples)
+    for (const TrainingSample *s : samples) {
         d.runIds.push_back(s->runId);
+        for (int i : kDeviceFeatures) {
+            std::vector<double> &v = d.seen[i];
+            const double x = s->features[static_cast<size_t>(i)];
+            if (std::find(v.begin(), v.end(), x) == v.end())
+                v.push_back(x);
+        }
+        for (int i : kRangeFeatures) {
+            const double x = s->features[static_cast<size_t>(i)];
+            auto [it, fresh] = d.range.emplace(i, std::make_pair(x, x));
+            it->second = {std::min(it->second.first, x), std::max(it->second.second, x)};
+        }
+    }
     std::sort(d.runIds.begin(), d.runIds.end());
 
     const size_t K = static_cast<size_t>(options.ensemble);
@@ -250,7 +278,47 @@ void LearnedPredictor::predictLogRatios(const float *features, size_t rows, std:
         memLog[i] = static_cast<float>(mm);
         timeSpread[i] = static_cast<float>(std::sqrt(vt + d->oobTime * d->oobTime));
         memSpread[i] = static_cast<float>(std::sqrt(vm + d->oobMem * d->oobMem));
+        if (!extrapolation(features + i * kFeatureCount).empty()) {
+            timeSpread[i] = std::max(timeSpread[i], static_cast<float>(kExtrapolationSpread));
+            memSpread[i] = std::max(memSpread[i], static_cast<float>(kExtrapolationSpread));
+        }
     }
+}
+
+static int envelopeIndex(const std::string &key)
+{
+    int i = -1;
+    const auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), i);
+    if (ec != std::errc() || ptr != key.data() + key.size() || i < 0 || i >= static_cast<int>(kFeatureCount))
+        throw std::runtime_error("stored predictor: /envelope: expected feature indices, found \"" + key + "\"");
+    return i;
+}
+
+std::string LearnedPredictor::extrapolation(const float *f) const
+{
+    for (int i : kDeviceFeatures) {
+        const auto it = d->seen.find(i);
+        if (it == d->seen.end())
+            continue;
+        const double v = f[i];
+        const bool known = std::any_of(it->second.begin(), it->second.end(),
+                                       [&](double s) { return std::abs(s - v) <= 0.01 * std::max(1.0, std::abs(s)); });
+        if (!known)
+            return "a device (" + featureNames()[static_cast<size_t>(i)] + " " + std::to_string(v)
+                + ") none of the training runs used";
+    }
+    for (int i : kRangeFeatures) {
+        const auto it = d->range.find(i);
+        if (it == d->range.end())
+            continue;
+        const double v = f[i];
+        // log10 of the parameter count: 25% either way is 0.097 in log10.
+        const double slack = i == 40 ? 0.097 : 1e-6;
+        if (v < it->second.first - slack || v > it->second.second + slack)
+            return featureNames()[static_cast<size_t>(i)] + " " + std::to_string(v) + " outside the training runs' ["
+                + std::to_string(it->second.first) + ", " + std::to_string(it->second.second) + "]";
+    }
+    return {};
 }
 
 void LearnedPredictor::setThreads(int threads)
@@ -272,6 +340,8 @@ Prediction LearnedPredictor::predict(const FeatureVector &features, double analy
     p.peakSpreadBytes = p.peakBytes * ms[0];
     p.peakUtilisation = analyticPeakUtilisation * std::exp(static_cast<double>(ml[0]));
     p.oomRisk = isOomRisk(p.peakUtilisation, ms[0]);
+    p.extrapolationReason = extrapolation(features.data());
+    p.extrapolating = !p.extrapolationReason.empty();
     return p;
 }
 
@@ -288,6 +358,12 @@ std::vector<std::uint8_t> LearnedPredictor::serialize() const
     j["options"] = optionsJson(d->options);
     j["trainingRuns"] = d->runIds;
     j["oobRmse"] = {{"time", d->oobTime}, {"memory", d->oobMem}};
+    nlohmann::json seen = nlohmann::json::object(), range = nlohmann::json::object();
+    for (const auto &[i, v] : d->seen)
+        seen[std::to_string(i)] = v;
+    for (const auto &[i, r] : d->range)
+        range[std::to_string(i)] = {r.first, r.second};
+    j["envelope"] = {{"seen", seen}, {"range", range}};
     nlohmann::json members = nlohmann::json::array();
     for (const XgbBooster &b : d->members)
         members.push_back(nlohmann::json::binary(b.save()));
@@ -330,6 +406,12 @@ LearnedPredictor LearnedPredictor::deserialize(const std::vector<std::uint8_t> &
         d.runIds = need("trainingRuns").get<std::vector<std::string>>();
         d.oobTime = need("oobRmse").at("time").get<double>();
         d.oobMem = need("oobRmse").at("memory").get<double>();
+        if (j.contains("envelope")) { // absent in models stored before the envelope: no check
+            for (const auto &[k, v] : j.at("envelope").at("seen").items())
+                d.seen[envelopeIndex(k)] = v.get<std::vector<double>>();
+            for (const auto &[k, v] : j.at("envelope").at("range").items())
+                d.range[envelopeIndex(k)] = {v.at(0).get<double>(), v.at(1).get<double>()};
+        }
         for (const nlohmann::json &m : need("members")) {
             if (!m.is_binary())
                 throw std::runtime_error("stored predictor: /members: expected binary models");

@@ -47,7 +47,7 @@ PlanSignature makeSignature(std::string key)
     return s;
 }
 
-PlanSignature planSignature(const Plan &plan, const Cluster &cluster)
+PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const CostOptions &cost)
 {
     const std::vector<Node> nodes = cluster.nodes();
     std::map<std::string, int> nodeByName;
@@ -60,6 +60,17 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster)
                                         + cluster.name + "' does not have");
         return it->second;
     };
+    std::vector<std::vector<int>> allStageNodes;
+    std::vector<int> stageTp;
+    for (const Stage &st : plan.stages) {
+        allStageNodes.emplace_back();
+        stageTp.push_back(1);
+        for (const Replica &r : st.replicas) {
+            allStageNodes.back().push_back(nodeIndex(r.node));
+            stageTp.back() = std::max(stageTp.back(), r.tp);
+        }
+    }
+    const std::vector<int> flows = dpNicFlows(allStageNodes, stageTp);
     std::string key = "gbs=" + std::to_string(plan.globalBatch) + ";m=" + std::to_string(plan.microBatches())
         + ";do=" + (plan.distributedOptimizer ? "1" : "0") + ";sp=" + (plan.sequenceParallel ? "1" : "0");
     for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -78,12 +89,15 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster)
             + ";rc=" + toString(st.recompute.method) + ":" + std::to_string(st.recompute.layers) + ";R[";
         for (size_t r = 0; r < reps.size(); ++r)
             key += (r ? "," : "") + reps[r];
-        key += "];dp=" + (st.dp() > 1 ? linkClass(linksAmong(stageNodes, nodes, cluster)) : std::string("-"));
+        key += "];dp="
+            + (st.dp() > 1 ? linkClass(linksAmong(stageNodes, nodes, cluster, cost)) + "/f"
+                       + std::to_string(flows[i])
+                           : std::string("-"));
         if (i + 1 < plan.stages.size()) {
             std::vector<int> next;
             for (const Replica &r : plan.stages[i + 1].replicas)
                 next.push_back(nodeIndex(r.node));
-            key += ";p2p=" + linkClass(linksBetween(stageNodes, next, nodes, cluster));
+            key += ";p2p=" + linkClass(linksBetween(stageNodes, next, nodes, cluster, cost));
         }
     }
     return makeSignature(std::move(key));
@@ -106,12 +120,7 @@ std::uint64_t predictionContext(const Cluster &cluster, const Model &model, cons
             p += toJson(lp).dump();
         s += "profiles " + fnv1a64Hex(p) + "\n";
     }
-    s += "cost";
-    for (double v : {cost.nvidiaEfficiency, cost.amdEfficiency, cost.otherEfficiency, cost.halfSaturationFlops,
-                     cost.optimizerBandwidthEfficiency, cost.optimizerBytesPerParam, cost.flashAttention ? 1.0 : 0.0,
-                     cost.gradReduceBytesPerParam, cost.runtimeContextBytes, cost.communicatorBytesPerGroup,
-                     cost.allocatorReserveFraction})
-        s += " " + exactNumber(v);
+    s += "cost " + costOptionsSignature(cost);
     s += "\npredictor " + std::to_string(predictorDigest);
     return fnv1a64(s);
 }

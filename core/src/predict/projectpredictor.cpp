@@ -8,10 +8,18 @@
 
 namespace memx {
 
-std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &cost,
+std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &baseCost,
                                              std::vector<std::string> *notes)
 {
     const ProfileSet profiles = store.profiles();
+    std::vector<MeasuredRun> runs = store.runs();
+    CostOptions cost = baseCost;
+    if (const std::optional<Calibration> cal = loadCalibration(store)) {
+        for (MeasuredRun &r : runs)
+            applyCalibration(*cal, r.cluster, cost);
+        if (notes)
+            notes->push_back("the analytic estimates use the project's calibration (memx profile calibrate)");
+    }
     auto modelOf = [&](const std::string &id) -> std::optional<Model> {
         if (auto m = store.model(id))
             return m;
@@ -20,7 +28,44 @@ std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptio
                 return m;
         return std::nullopt;
     };
-    return buildSamples(store.runs(), modelOf, profiles.empty() ? nullptr : &profiles, cost, notes);
+    return buildSamples(runs, modelOf, profiles.empty() ? nullptr : &profiles, cost, notes);
+}
+
+namespace {
+constexpr const char *kCalibrationKind = "calibration";
+constexpr const char *kCalibrationKey = "cost";
+} // namespace
+
+void saveCalibration(Store &store, const Calibration &calibration)
+{
+    const std::string text = toJson(calibration).dump();
+    StoreTransaction tx(store);
+    store.putBlob(kCalibrationKind, kCalibrationKey, std::vector<std::uint8_t>(text.begin(), text.end()));
+    for (const std::string &key : store.blobKeys(kPredictionCacheBlobKind))
+        store.removeBlob(kPredictionCacheBlobKind, key);
+    clearSearchResults(store);
+    tx.commit();
+}
+
+std::optional<Calibration> loadCalibration(const Store &store)
+{
+    const auto bytes = store.blob(kCalibrationKind, kCalibrationKey);
+    if (!bytes)
+        return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr, false);
+    try {
+        return calibrationFromJson(j);
+    } catch (const std::exception &e) {
+        throw std::runtime_error(std::string("blob ") + kCalibrationKind + "/" + kCalibrationKey + ": " + e.what());
+    }
+}
+
+bool applyProjectCalibration(const Store &store, Cluster &cluster, CostOptions &cost)
+{
+    const std::optional<Calibration> cal = loadCalibration(store);
+    if (cal)
+        applyCalibration(*cal, cluster, cost);
+    return cal.has_value();
 }
 
 void savePredictor(Store &store, const LearnedPredictor &predictor, const nlohmann::json &metrics)

@@ -45,13 +45,7 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
         + ";do=" + list(sp.distributedOptimizer) + ";perm=" + (sp.permuteGroups ? "1" : "0")
         + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
         + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0");
-    const CostOptions &c = r.cost;
-    s += "\ncost";
-    for (double v :
-         {c.nvidiaEfficiency, c.amdEfficiency, c.otherEfficiency, c.halfSaturationFlops, c.optimizerBandwidthEfficiency,
-          c.optimizerBytesPerParam, c.flashAttention ? 1.0 : 0.0, c.gradReduceBytesPerParam, c.runtimeContextBytes,
-          c.communicatorBytesPerGroup, c.allocatorReserveFraction})
-        s += " " + exactNumber(v);
+    s += "\ncost " + costOptionsSignature(r.cost);
     std::string p;
     for (const LayerProfile &lp : r.profiles.profiles())
         p += toJson(lp).dump();

@@ -39,6 +39,7 @@ std::optional<LayerProfile> interpolateMicroBatch(const std::vector<LayerProfile
     out.key = lo->key;
     out.key.microBatch = microBatch;
     out.origin = ProfileOrigin::Interpolated;
+    out.includesTpCommunication = lo->includesTpCommunication && hi->includesTpCommunication;
     out.source = "interpolated in micro-batch between " + std::to_string(lo->key.microBatch) + " and "
         + std::to_string(hi->key.microBatch);
     for (size_t i = 0; i < lo->layers.size(); ++i) {
@@ -91,6 +92,7 @@ std::optional<LayerProfile> interpolateTensorParallel(const std::vector<LayerPro
     out.key = profiles.front().key;
     out.key.tp = tp;
     out.origin = ProfileOrigin::Interpolated;
+    out.includesTpCommunication = profiles.front().includesTpCommunication;
     out.source = "fitted a + b/tp over TP";
     for (int t : tps)
         out.source += " " + std::to_string(t);

@@ -67,6 +67,8 @@ json toJson(const LayerProfile &p)
             {"layers", layers}};
     if (!p.source.empty())
         j["source"] = p.source;
+    if (!p.includesTpCommunication)
+        j["includesTpCommunication"] = false;
     return j;
 }
 
@@ -77,7 +79,8 @@ LayerProfile parseLayerProfile(const json &j, const std::string &pointer, Diagno
     JsonObjectReader r(j, pointer, diags);
     if (!r.valid())
         return p;
-    r.rejectUnknownKeys({"gpu", "model", "tp", "microBatch", "seqLength", "origin", "source", "layers"});
+    r.rejectUnknownKeys(
+        {"gpu", "model", "tp", "microBatch", "seqLength", "origin", "source", "layers", "includesTpCommunication"});
     p.key.gpu = resolveGpu(r.requireString("gpu"), catalogue, diags, r.pointerTo("gpu"));
     p.key.model = r.requireString("model");
     if (r.has("model") && p.key.model.empty())
@@ -88,6 +91,7 @@ LayerProfile parseLayerProfile(const json &j, const std::string &pointer, Diagno
     if (auto o = r.optionalEnum("origin", {"measured", "simulated", "interpolated"}))
         p.origin = static_cast<ProfileOrigin>(*o);
     p.source = r.optionalString("source").value_or("");
+    p.includesTpCommunication = r.optionalBool("includesTpCommunication").value_or(true);
     if (const json *layers = r.requireArray("layers")) {
         if (layers->size() < 3)
             r.error("layers",
@@ -125,7 +129,8 @@ json toJson(const MeasuredRun &run)
             {"memoryKind", toString(run.memoryKind)},
             {"source", run.source},
             {"date", run.date},
-            {"group", run.group}};
+            {"group", run.group},
+            {"outOfMemory", run.outOfMemory}};
 }
 
 /// Re-records the problems of a nested document under `prefix`.
@@ -142,7 +147,7 @@ MeasuredRun parseMeasuredRun(const json &j, const std::string &pointer, Diagnost
     if (!r.valid())
         return run;
     r.rejectUnknownKeys({"id", "plan", "clusterName", "cluster", "modelId", "iterationTimeMs", "peakMemoryBytes",
-                         "memoryKind", "source", "date", "group"});
+                         "memoryKind", "source", "date", "group", "outOfMemory"});
     run.id = r.requireString("id");
     run.clusterName = r.requireString("clusterName");
     run.modelId = r.requireString("modelId");
@@ -153,6 +158,7 @@ MeasuredRun parseMeasuredRun(const json &j, const std::string &pointer, Diagnost
     run.source = r.optionalString("source").value_or("");
     run.date = r.optionalString("date").value_or("");
     run.group = r.optionalString("group").value_or("");
+    run.outOfMemory = r.optionalBool("outOfMemory").value_or(false);
     if (const json *plan = r.requireObject("plan")) {
         Diagnostics nested(diags.file());
         run.plan = parsePlan(*plan, nested);
@@ -253,7 +259,7 @@ std::string profilesToJsonText(const std::vector<LayerProfile> &profiles)
 
 // ---- CSV ----
 
-static std::vector<std::string> splitCsvLine(const std::string &line)
+std::vector<std::string> splitCsvLine(const std::string &line)
 {
     std::vector<std::string> cells;
     std::string cell;

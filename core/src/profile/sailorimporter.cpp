@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace memx {
 
@@ -183,6 +184,10 @@ private:
             + ", sequence 2048, fp16, Adam; no training config in the dataset, so the preset's shape is kept.";
         m.shape.seqLength = kSailorSeqLength;
         m.training.precision = Precision::FP16;
+        // Megatron-DeepSpeed's default core attention (no --use-flash-attn): the dataset's measured
+        // activation bytes (OPT-350, TP 1: 172 sbh bytes per layer) match Korthikanti's unfused
+        // 34 + 5as/h = 194, not the flash 34.
+        m.training.attention = AttentionBackend::Unfused;
         return mModels.emplace(id, m).first->second;
     }
 
@@ -225,7 +230,8 @@ private:
         m.training.globalBatch = gbs;
         m.source = "Public Sailor dataset (eth-easl/sailor @ cf2c8e3), " + rel(path)
             + ": layers, hidden, heads, vocab, sequence and global batch from the training config; the rest "
-              "(norm, MLP, positions, tied embeddings) from the MemX preset of the same name; fp16, Adam.";
+              "(norm, MLP, positions, tied embeddings) from the MemX preset of the same name; fp16, Adam, "
+              "unfused attention (Megatron-DeepSpeed's default, as the measured activation bytes show).";
     }
 
     /// Number of profile entries expected for a model: L + 2 (embedding, L layers, head).
@@ -311,7 +317,7 @@ private:
                         LayerProfile prof;
                         prof.key
                             = {gpu, m.id, intKeyOrThrow(tit.key(), file, tp, "a TP degree"), mbs, m.shape.seqLength};
-                        prof.origin = ProfileOrigin::Measured;
+                        prof.origin = ProfileOrigin::Measured; // timed inside the TP group: includes its collectives
                         prof.source = "sailor:" + rel(path) + "#" + tp;
                         const auto entries = layerEntries(tit.value(), file, tp);
                         const int fold = foldCount(m, entries.size(), file, tp);
@@ -373,6 +379,8 @@ private:
                         mem.emplace_back(params, act);
                     }
                 }
+                if (!plausibleActivations(m, tpDegree, mem, file, tp))
+                    continue;
                 bool attached = false;
                 for (auto &[key, prof] : mProfiles) {
                     if (key.model != m.id || key.tp != tpDegree)
@@ -390,6 +398,31 @@ private:
                              + ": memory figures not attached to anything");
             }
         }
+    }
+
+    /// Measured per-sample activation bytes of the transformer layers against Korthikanti et al.'s
+    /// per-layer figure for the model's shape: between the flash-attention bytes sbh(10 + 24/t)
+    /// and the unfused ones + 5as^2b/t, with a factor 2 of slack either way. Outside that the
+    /// profile was measured for another shape (e.g. another sequence length): warn and drop.
+    bool plausibleActivations(const Model &m, int tp, const std::vector<std::pair<double, double>> &mem,
+                              const std::string &file, const std::string &pointer)
+    {
+        const double s = m.shape.seqLength, h = m.shape.hidden, a = m.shape.heads;
+        const double sbh = s * h;
+        const double flash = sbh * (10.0 + 24.0 / tp), unfused = flash + sbh * 5.0 * a * s / h / tp;
+        for (size_t i = 1; i + 1 < mem.size(); ++i) {
+            const double act = mem[i].second;
+            if (act < 0.5 * flash || act > 2.0 * unfused) {
+                std::ostringstream o;
+                o << "measured activation bytes " << act << " per sample contradict the shape of model " << m.id
+                  << " (sequence " << m.shape.seqLength << ", hidden " << m.shape.hidden << ", TP " << tp
+                  << "): expected between " << 0.5 * flash << " and " << 2.0 * unfused
+                  << "; this TP's memory figures are not used";
+                warn(file, jsonPointerJoin(jsonPointerJoin(pointer, i), "act_mem_bytes"), o.str());
+                return false;
+            }
+        }
+        return true;
     }
 
     Fit parseFit(const json &v, const std::string &file, const std::string &pointer)

@@ -66,6 +66,7 @@ struct StageShape {
     double capacityBytes = 0;
     std::vector<int> nodes; ///< global node indices of the slice
     std::vector<Link> dpLinks;
+    int dpFlows = 1; ///< rings sharing the busiest NIC during the DP reduction (dpNicFlows)
 };
 
 struct PipelineShape {
@@ -85,7 +86,8 @@ struct Context {
     // layerKernels[(group * nTp + tpIndex) * (maxMb + 1) + mb]
     std::vector<LayerKernel> layerKernels;
     std::vector<char> layerKernelValid;
-    // memKernels[((tpIndex) * (maxMb + 1) + mb) * 2 + (p > 1)]
+    // memKernels[((group * nTp + tpIndex) * (maxMb + 1) + mb) * 2 + (p > 1)]: per group, since the
+    // device decides the attention backend, measured activation bytes and runtime overheads
     std::vector<MemoryKernel> memKernels;
     std::vector<double> groupPeakTflops; ///< per cluster group, for the learned predictor's features
     double modelParams = 0;
@@ -99,9 +101,10 @@ struct Context {
     {
         return layerKernels[(static_cast<size_t>(group) * tpValues.size() + tpIndex) * (maxMb + 1) + mb];
     }
-    const MemoryKernel &mk(int tpIndex, int mb, int p) const
+    const MemoryKernel &mk(int group, int tpIndex, int mb, int p) const
     {
-        return memKernels[((static_cast<size_t>(tpIndex)) * (maxMb + 1) + mb) * 2 + (p > 1 ? 1 : 0)];
+        return memKernels[((static_cast<size_t>(group) * tpValues.size() + tpIndex) * (maxMb + 1) + mb) * 2
+                          + (p > 1 ? 1 : 0)];
     }
 };
 
@@ -205,16 +208,16 @@ public:
             rc[i].method = rcForType(d.rcCombo, s.deviceType, c.nRc, r.space.recompute);
             rc[i].layers = 0;
             kern[i] = &c.lk(s.group, s.tpIndex, mbs[i]);
-            mem[i] = &c.mk(s.tpIndex, mbs[i], p);
+            mem[i] = &c.mk(s.group, s.tpIndex, mbs[i], p);
             inFlight[i] = std::min(p - i, m);
             groups[i] = (s.tp > 1) + (s.dp > 1) + (p > 1);
             // Per-layer time (speed) and linear memory model for the splits.
             const ReplicaStep all = replicaStep(*kern[i], 0, c.layers, false, false, rc[i]);
             speed[i] = c.layers / all.total();
             const MemoryBreakdown m0
-                = gpuMemory(*mem[i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
+                = gpuMemory(*mem[i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
             const MemoryBreakdown m1
-                = gpuMemory(*mem[i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
+                = gpuMemory(*mem[i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
             const double slope = m1.total() - m0.total();
             memBase[i] = m0.total();
             memSlope[i] = slope;
@@ -367,7 +370,7 @@ private:
         double maxUtil = 0, maxBytes = 0, sumU = 0, sumW = 0;
         double util[64], weight[64];
         int first = 0;
-        double maxStep = 0, sumStep = 0, maxP2p = 0, sumP2p = 0, maxDp = 0, maxOpt = 0;
+        double maxDp = 0, maxOpt = 0, steps[64];
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             const int n = split[i];
@@ -386,21 +389,15 @@ private:
             sumW += s.gpus;
 
             const LayerKernel &k = *kern[i];
-            const double step = replicaStep(k, first, n, hasEmb, hasHead, rc[i]).total();
-            maxStep = std::max(maxStep, step);
-            sumStep += step;
-            if (i + 1 < p) {
-                maxP2p = std::max(maxP2p, p2p[i]);
-                sumP2p += p2p[i];
-            }
+            steps[i] = replicaStep(k, first, n, hasEmb, hasHead, rc[i]).total();
             const MemoryKernel &mk = *mem[i];
             const double psi = n * mk.layerParams + (hasEmb ? mk.embeddingParams : 0) + (hasHead ? mk.headParams : 0);
             if (s.dp > 1) {
                 const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
-                const double dpMs = distOpt ? worstCollectiveMs(s.dpLinks, s.dp, gradBytes, &allGatherMs)
-                        + worstCollectiveMs(s.dpLinks, s.dp, psi * 2.0, &allGatherMs)
-                                            : worstCollectiveMs(s.dpLinks, s.dp, gradBytes, &allReduceMs);
-                maxDp = std::max(maxDp, dpMs);
+                for (const Link &l : s.dpLinks)
+                    maxDp = std::max(maxDp, distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
+                                                          + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
+                                                    : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
             }
             const double share = distOpt ? 1.0 / s.dp : 1.0;
             double optMs;
@@ -413,12 +410,12 @@ private:
             maxOpt = std::max(maxOpt, optMs);
             first += n;
         }
-        const double pipe = (m - 1) * std::max(maxStep, maxP2p) + sumStep + 2.0 * sumP2p;
+        const double pipe = pipelineMakespanMs(p, m, steps, p2p, r.cost.exposedP2pFraction);
         const double mean = sumU / sumW;
         double var = 0;
         for (int i = 0; i < p; ++i)
             var += weight[i] * (util[i] - mean) * (util[i] - mean);
-        out.t.push_back(pipe + maxDp + maxOpt);
+        out.t.push_back(pipe + maxDp + maxOpt + r.cost.iterationOverheadMs);
         out.m.push_back(maxUtil);
         out.b.push_back(mean > 0 ? std::sqrt(var / sumW) / mean : 0);
         out.bytes.push_back(maxBytes);
@@ -477,7 +474,7 @@ private:
                 bnParts = st;
             }
             const MemoryBreakdown mb
-                = gpuMemory(*mem[i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, distOpt, groups[i], r.cost);
+                = gpuMemory(*mem[i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
             if (i == 0 || mb.total() > pkBytes) {
                 pk = i;
                 pkBytes = mb.total();
@@ -614,19 +611,31 @@ bool buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &no
                         const int start = sl * n;
                         for (int nd = start / ng.gpusPerNode; nd <= (start + n - 1) / ng.gpusPerNode; ++nd)
                             s.nodes.push_back(firstNode[g] + nd);
-                        s.dpLinks = linksAmong(s.nodes, nodes, cl);
+                        s.dpLinks = linksAmong(s.nodes, nodes, cl, r.cost);
                         ps.maxDp = std::max(ps.maxDp, s.dp);
                         rp.stages.push_back({g, sl, slices, s.tp, s.dp});
                         ps.stages.push_back(std::move(s));
                     }
                 }
                 for (size_t i = 0; i + 1 < ps.stages.size(); ++i)
-                    ps.p2pLinks.push_back(linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes, nodes, cl));
+                    ps.p2pLinks.push_back(linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes, nodes, cl, r.cost));
+                {
+                    std::vector<std::vector<int>> stageNodes;
+                    std::vector<int> stageTp;
+                    for (const StageShape &s : ps.stages) {
+                        stageNodes.push_back(s.nodes);
+                        stageTp.push_back(s.tp);
+                    }
+                    const std::vector<int> flows = dpNicFlows(stageNodes, stageTp);
+                    for (size_t i = 0; i < ps.stages.size(); ++i)
+                        ps.stages[i].dpFlows = flows[i];
+                }
                 for (size_t i = 0; i < ps.stages.size(); ++i) {
                     const StageShape &s = ps.stages[i];
                     rp.replicaClass.push_back(res.deviceTypes[static_cast<size_t>(s.deviceType)] + "/"
                                               + linkDescriptor(nodes[static_cast<size_t>(s.nodes.front())].intraLink));
-                    rp.dpClass.push_back(s.dp > 1 ? linkClass(s.dpLinks) : std::string("-"));
+                    rp.dpClass.push_back(s.dp > 1 ? linkClass(s.dpLinks) + "/f" + std::to_string(s.dpFlows)
+                                                  : std::string("-"));
                     rp.p2pClass.push_back(i + 1 < ps.stages.size() ? linkClass(ps.p2pLinks[i]) : std::string());
                 }
                 ctx.pipelines.push_back(std::move(ps));
@@ -730,12 +739,14 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
                                       req.space.sequenceParallel, profiles, req.cost);
             }
     }
-    ctx.memKernels.resize(nTp * (ctx.maxMb + 1) * 2);
-    for (size_t ti = 0; ti < nTp; ++ti)
-        for (int mb = 1; mb <= ctx.maxMb; ++mb)
-            for (int pg = 0; pg < 2; ++pg)
-                ctx.memKernels[(ti * (ctx.maxMb + 1) + mb) * 2 + pg] = makeMemoryKernel(
-                    req.model, ctx.tpValues[ti], mb, req.space.sequenceParallel, pg ? 2 : 1, req.cost);
+    ctx.memKernels.resize(G * nTp * (ctx.maxMb + 1) * 2);
+    for (size_t g = 0; g < G; ++g)
+        for (size_t ti = 0; ti < nTp; ++ti)
+            for (int mb = 1; mb <= ctx.maxMb; ++mb)
+                for (int pg = 0; pg < 2; ++pg)
+                    ctx.memKernels[((g * nTp + ti) * (ctx.maxMb + 1) + mb) * 2 + pg]
+                        = makeMemoryKernel(req.model, req.cluster.deviceOf(req.cluster.groups[g]), ctx.tpValues[ti], mb,
+                                           req.space.sequenceParallel, pg ? 2 : 1, profiles, req.cost);
 
     ctx.nMbs = req.space.microBatches.size();
     ctx.nRc = req.space.recompute.size();

@@ -112,8 +112,9 @@ LayerShape layerShape(const Model &model, int tp, int microBatch)
 
 /// Activation tensors one transformer layer keeps for backward, per micro-batch on one TP rank
 /// (bytes each), by recompute method. Follows what Megatron's layer saves (Korthikanti et al.).
+/// `scoresStored`: the attention backend keeps the s x s tensors (unfused); flash/fused do not.
 std::vector<double> layerActivationTensors(const Model &model, int tp, int microBatch, RecomputeMethod rc,
-                                           bool sequenceParallel)
+                                           bool sequenceParallel, bool scoresStored)
 {
     const LayerShape ls = layerShape(model, tp, microBatch);
     const double sbh = ls.tokens * ls.h;
@@ -124,7 +125,7 @@ std::vector<double> layerActivationTensors(const Model &model, int tp, int micro
     t.push_back(2.0 * sbh / sp); // layernorm 1 input
     t.push_back(2.0 * sbh / sp); // QKV GEMM input (layernorm output)
     t.push_back(2.0 * ls.tokens * (ls.q + 2 * ls.kv) / tp); // Q, K, V
-    if (rc == RecomputeMethod::None) {
+    if (rc == RecomputeMethod::None && scoresStored) {
         const double scores = ls.headsLocal * ls.s * ls.s;
         t.push_back(2.0 * scores); // softmax output
         t.push_back(1.0 * scores); // attention dropout mask
@@ -157,17 +158,8 @@ std::vector<double> layerParamTensors(const Model &model, int tp)
 
 int computeUnits(const GpuSpec &device)
 {
-    static const std::map<std::string, int> table = {
-        {"v100-16gb-sxm2", 80},  {"v100-32gb-sxm2", 80}, {"a100-40gb-sxm", 108}, {"a100-80gb-sxm", 108},
-        {"a100-80gb-pcie", 108}, {"h100-sxm", 132},      {"h100-pcie", 114},     {"h100-nvl", 132},
-        {"gh200-96gb", 132},     {"h200-sxm", 132},      {"l40s", 142},          {"rtx-4090", 128},
-        {"rtx-3090", 82},        {"rtx-2080", 46},       {"titan-rtx", 72},      {"mi100", 120},
-        {"mi210", 104},          {"mi250x", 110},        {"mi300x", 304},        {"mi325x", 304},
-    };
-    const auto it = table.find(device.id);
-    if (it != table.end())
-        return it->second;
-    return device.vendor == "AMD" ? 110 : 108;
+    // The catalogue's figure (GpuSpec::computeUnits), else a typical part of the vendor.
+    return device.computeUnits.value_or(device.vendor == "AMD" ? 110 : 108);
 }
 
 VirtualTestbed::VirtualTestbed(std::uint64_t seed, TestbedOptions options)
@@ -252,7 +244,8 @@ SimulatedLayerTimes VirtualTestbed::transformerLayer(const GpuSpec &device, cons
     bwd += 2.0 * batchedGemmMs(*this, device, bf16, ls.headsLocal, ls.s, ls.d, ls.s);
     // Memory-bound kernels: 2 layernorms, 3 dropouts, 2 residual adds, softmax, activation.
     const double sbh2 = 2.0 * T * ls.h;
-    const double scores2 = 2.0 * ls.headsLocal * ls.s * ls.s;
+    // Flash/fused attention keeps the s x s tensors on chip: no score traffic through HBM.
+    const double scores2 = storesNoScores(resolveAttention(model, device)) ? 0.0 : 2.0 * ls.headsLocal * ls.s * ls.s;
     const double actBytes = 2.0 * T * ls.f * (ls.swiglu ? 3.0 : 2.0) / tp;
     const double fwdBytes = 2 * 2 * sbh2 + 3 * 2.5 * sbh2 + 2 * 3 * sbh2 + 2.5 * scores2 + actBytes;
     const double bw = hbmBytesPerSecond(device) * mOptions.memoryBoundEfficiency;
@@ -351,10 +344,12 @@ LayerProfile VirtualTestbed::runProfilingJob(const ProfileJob &job, const Cluste
     LayerProfile p;
     p.key = ProfileKey {device.id, model.id, job.tp, job.microBatch, s.seqLength};
     p.origin = ProfileOrigin::Simulated;
+    p.includesTpCommunication = false; // transformerLayer() times compute only
     p.source = sourceLabel() + " job=" + (job.id.empty() ? "-" : job.id);
     const SimulatedLayerTimes layer = transformerLayer(device, model, job.tp, job.microBatch);
     const EndTimes ends = endLayers(*this, device, model, job.tp, job.microBatch);
-    std::vector<double> acts = layerActivationTensors(model, job.tp, job.microBatch, RecomputeMethod::None, false);
+    std::vector<double> acts = layerActivationTensors(model, job.tp, job.microBatch, RecomputeMethod::None, false,
+                                                      !storesNoScores(resolveAttention(model, device)));
     double actBytes = 0;
     for (double a : acts)
         actBytes += a;
@@ -600,7 +595,7 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
         }
         // Gradient sync: bucketed all-reduce (or reduce-scatter + all-gather) over the DP group.
         if (st.dp() > 1) {
-            const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster);
+            const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster, CostOptions {});
             bool nvl = true;
             for (int ni : stageNodes)
                 nvl = nvl && ll128Capable(cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(ni)].device)]);
@@ -633,7 +628,7 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
             const double bytes = static_cast<double>(maxMbs) * ms.seqLength * ms.hidden * 2.0
                 / (plan.sequenceParallel ? st.replicas.front().tp : 1);
             double worst = 0;
-            for (const Link &l : linksBetween(stageNodes, nextNodes, nodes, cluster))
+            for (const Link &l : linksBetween(stageNodes, nextNodes, nodes, cluster, CostOptions {}))
                 worst = std::max(worst,
                                  (bytes / (l.bandwidthAt(bytes) * 1e9 * mOptions.simpleBandwidthFraction)
                                   + (l.latencyUs + mOptions.simpleLatencyUs) * 1e-6)
@@ -652,6 +647,7 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
         for (const Replica &r : st.replicas) {
             const Node &node = nodes[static_cast<size_t>(nodeIndex(r.node))];
             const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
+            const bool scoresStored = !storesNoScores(resolveAttention(model, dev));
             std::vector<double> tensors;
             // Weights (16-bit) and optimizer states (fp32 master, m, v) per parameter tensor.
             std::vector<double> params;
@@ -688,9 +684,9 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
             const auto keptNone = layerActivationTensors(
                 model, r.tp, r.microBatch,
                 st.recompute.method == RecomputeMethod::Selective ? RecomputeMethod::Selective : RecomputeMethod::None,
-                plan.sequenceParallel);
-            const auto keptFull
-                = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::Full, plan.sequenceParallel);
+                plan.sequenceParallel, scoresStored);
+            const auto keptFull = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::Full,
+                                                         plan.sequenceParallel, scoresStored);
             const double T = static_cast<double>(r.microBatch) * ms.seqLength;
             for (int k = 0; k < inFlight; ++k) {
                 for (int l = 0; l < st.layerCount; ++l)
@@ -702,8 +698,8 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
                 }
             }
             // Working set: one layer's full activations (recompute / backward) + its gradients.
-            const auto work
-                = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None, plan.sequenceParallel);
+            const auto work = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None,
+                                                     plan.sequenceParallel, scoresStored);
             for (double b : work)
                 tensors.push_back(b);
             tensors.push_back(*std::max_element(work.begin(), work.end()));

@@ -3,7 +3,9 @@
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
+#include "memx/profile/measuredrun.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,35 +19,79 @@ class ProfileSet;
 /// dataset's `max_mem` report): the allocator peak (weights, gradients, optimizer states,
 /// activations) plus the runtime context, the communicator buffers and an allocator reserve.
 struct CostOptions {
-    // ---- compute ----
-    /// Achieved fraction of peak dense FLOP/s on large GEMMs, per vendor, used when the device
-    /// has no GpuSpec::measuredComputeEfficiency.
-    double nvidiaEfficiency = 0.50;
-    double amdEfficiency = 0.35;
-    double otherEfficiency = 0.30;
-    /// Saturating efficiency curve eff(F) = effMax * F / (F + halfSaturationFlops), where F is the
-    /// forward FLOPs of one transformer layer for one micro-batch on one GPU: small GEMMs (small
-    /// micro-batch, high TP, small hidden) reach a smaller fraction of peak.
-    double halfSaturationFlops = 5e9;
+    // ---- compute (the kernel-level model of memx/cost/compute.h) ----
+    /// Fraction of peak dense FLOP/s a large, perfectly tiled GEMM reaches, per vendor, used when
+    /// the device has no GpuSpec::measuredComputeEfficiency (calibrated or measured).
+    double nvidiaGemmEfficiency = 0.70;
+    double amdGemmEfficiency = 0.55;
+    double otherGemmEfficiency = 0.45;
+    /// Flash/fused attention kernels reach this fraction of the device's GEMM efficiency.
+    double attentionKernelEfficiency = 0.6;
+    /// Achieved fraction of HBM bandwidth of memory-bound kernels (norms, dropouts, softmax).
+    double memoryBoundEfficiency = 0.7;
+    /// GEMM output tile edge for tile and wave quantisation.
+    int gemmTile = 128;
+    /// Host cost of one framework op (Python, autograd, dispatch, launch), microseconds, and the
+    /// ops of one layer's forward / backward, the output layer and the embedding: a pass takes
+    /// at least ops x this (small micro-batches and high TP are host-bound).
+    double hostOpMicroseconds = 40;
+    double opsPerLayerForward = 24;
+    double opsPerLayerBackward = 36;
+    double opsPerHead = 8;
+    double opsPerEmbedding = 4;
+    /// Fixed host work per iteration (optimizer launch, gradient-norm reduction, logging), ms.
+    double iterationOverheadMs = 2.0;
     /// Achieved fraction of HBM bandwidth of the (memory-bound) optimizer step.
     double optimizerBandwidthEfficiency = 0.8;
     /// HBM bytes touched per parameter by one Adam step (read grad, master, m, v; write master,
     /// m, v and the 16-bit weight: 7 x 4 + 2).
     double optimizerBytesPerParam = 30;
-    /// FlashAttention-style kernels: the a*s^2 attention score tensor is never stored, so
-    /// "none" stores the same as "selective" (Korthikanti's 5as/h term vanishes).
-    bool flashAttention = false;
 
     // ---- communication ----
+    /// Share of each pipeline send that sits on the 1F1B critical path: Megatron-LM's
+    /// non-overlapped P2P (batch_isend_irecv + wait) blocks the stage, so every micro-batch step
+    /// of a stage also waits for its sends and receives (1 = fully exposed, 0 = hidden).
+    double exposedP2pFraction = 1.0;
+    /// Traffic between GPUs of different vendors goes through the hosts (the FlagScale export
+    /// sets CPU communication there): device-to-host copy, TCP/gloo over the node's NIC,
+    /// host-to-device. Effective bandwidth cap (GB/s) of that path and its per-message latency.
+    double cpuTransportGBps = 8.0;
+    double cpuTransportLatencyUs = 150.0;
     /// Gradient bytes per parameter in the data-parallel reduction (4 = fp32 main grads,
     /// Megatron's default; 2 with --grad-reduce-in-bf16).
     double gradReduceBytesPerParam = 4;
 
     // ---- fixed memory overheads (not in Megatron's formula) ----
+    // Defaults for devices whose GpuSpec::runtimeMemory leaves a figure unset.
     double runtimeContextBytes = 0.5 * 1073741824.0; ///< CUDA/HIP context per GPU
     double communicatorBytesPerGroup = 0.4 * 1073741824.0; ///< NCCL/RCCL buffers per TP/DP/PP group a GPU is in
-    double allocatorReserveFraction = 0.05; ///< fragmentation + temporaries, x allocator peak
+    double allocatorReserveFraction = 0.10; ///< caching-allocator reserve: fragmentation + rounding, x allocator peak
+    /// Relative uncertainty of the analytic device-used peak (its MAPE on the measured runs of
+    /// docs/accuracy.md): the band of the fits / risk of OOM / does not fit verdict.
+    double memoryUncertainty = 0.05;
+    /// Megatron-LM pads the vocabulary to a multiple of this x TP (--make-vocab-size-divisible-by).
+    int vocabDivisibleBy = 128;
 };
+
+/// The attention implementation a run of `model` uses on `device` (TrainingSettings::attention;
+/// the CLI's `--attention` sets it): `auto` becomes flash where the device runs FlashAttention-class kernels
+/// (GpuSpec::flashAttention), unfused elsewhere - what Megatron-LM's `--attention-backend auto` picks.
+AttentionBackend resolveAttention(const Model &model, const GpuSpec &device);
+/// Every figure of `options` that changes an estimate, as exact text: the cost part of the
+/// prediction cache's context and the search result cache's request key.
+std::string costOptionsSignature(const CostOptions &options);
+/// True for the backends that never store the s x s score tensors (flash, fused).
+bool storesNoScores(AttentionBackend resolved);
+/// The vocabulary Megatron-LM allocates at TP `tp`: `vocab` rounded up to a multiple of
+/// options.vocabDivisibleBy x tp.
+long long paddedVocab(const Model &model, int tp, const CostOptions &options);
+
+/// Whether a plan's memory fits, judged on its fullest GPU with the prediction's uncertainty.
+enum class MemoryVerdict { Fits, Risk, DoesNotFit };
+const char *toString(MemoryVerdict v); ///< "fits", "risk of OOM", "does not fit"
+/// Fits when utilisation x (1 + spread) < 1, does not fit when utilisation x (1 - spread) > 1,
+/// risk of OOM in between. `relativeSpread` is one sigma of the peak prediction, relative.
+MemoryVerdict memoryVerdict(double peakUtilisation, double relativeSpread);
 
 /// Time breakdown of one pipeline stage. Per-micro-batch figures are for the slowest replica.
 struct StageEstimate {
@@ -78,7 +124,11 @@ struct GpuMemory {
     double optimizerBytes = 0; ///< fp32 master weights + Adam moments (sharded with the distributed optimizer)
     double activationBytes = 0; ///< activations kept for the micro-batches in flight + working set + logits
     double overheadBytes = 0; ///< context + communicators + allocator reserve
-    double totalBytes = 0;
+    double allocatedBytes = 0; ///< allocator peak (max_memory_allocated): weights + grads + optimizer + activations
+    double reservedBytes = 0; ///< allocator reserved peak (max_memory_reserved): allocated + reserve
+    double totalBytes = 0; ///< device-used peak (NVML): reserved + context + communicator buffers
+    AttentionBackend attention = AttentionBackend::Unfused; ///< resolved for this GPU's device
+    bool activationsMeasured = false; ///< activation bytes from a measured profile, not the formula
     double capacityBytes = 0;
     double headroomBytes = 0; ///< capacity - total (negative when out of memory)
     bool oom = false;
@@ -91,14 +141,23 @@ struct PlanEstimate {
     double pipelineMs = 0; ///< 1F1B forward/backward part: (m-1) max step + sum steps + p2p fill/drain
     double dpSyncMs = 0; ///< max over stages
     double optimizerMs = 0; ///< max over stages
-    double iterationTimeMs = 0; ///< pipelineMs + dpSyncMs + optimizerMs
+    double iterationTimeMs = 0; ///< pipelineMs + dpSyncMs + optimizerMs + CostOptions::iterationOverheadMs
     std::vector<StageEstimate> stages;
     std::vector<GpuMemory> gpus;
     double peakUtilisation = 0; ///< M: highest per-GPU totalBytes / capacityBytes
     double imbalance = 0; ///< B: coefficient of variation of per-GPU utilisation
     double peakBytes = 0; ///< highest per-GPU totalBytes
     bool oom = false; ///< some GPU exceeds its capacity
+    int fullestGpu = -1; ///< index into gpus of the GPU with the highest utilisation
+    /// Fits / risk of OOM / does not fit on the fullest GPU, with CostOptions::memoryUncertainty.
+    MemoryVerdict verdict = MemoryVerdict::Fits;
+    double marginBytes = 0; ///< capacity - device-used peak of the fullest GPU (negative: over)
 };
+
+/// The highest per-GPU peak of `kind` (allocator peak, reserved or device-used) in `e`.
+double peakOfKind(const PlanEstimate &e, MemoryKind kind);
+
+
 
 /// Estimates iteration time and per-GPU memory of `plan`. The plan must be valid
 /// (validatePlan); throws std::invalid_argument naming the problem otherwise. `profiles` may be
@@ -135,11 +194,14 @@ struct MemoryKernel {
     double fullWorkingSetBytes = 0; ///< one layer's working set while it is recomputed (full)
     double embeddingActivationBytes = 0; ///< input ids + embedding dropout mask per in-flight micro-batch
     double logitsBytes = 0; ///< logits + cross-entropy on the last stage
+    AttentionBackend attention = AttentionBackend::Unfused; ///< resolved for the device
+    bool activationsMeasured = false; ///< layerActivationBytes come from a measured profile
+    // Device-used overheads of the device (GpuSpec::runtimeMemory, else CostOptions' defaults).
+    double contextBytes = 0;
+    double communicatorBytesPerGroup = 0;
+    double reserveFraction = 0;
 };
 
-/// Peak dense FLOP/s x efficiency for a layer forward of `layerForwardFlops` FLOPs.
-double effectiveFlopsPerSecond(const GpuSpec &device, const Model &model, double layerForwardFlops,
-                               const CostOptions &options);
 /// Forward FLOPs of one transformer layer for `microBatch` sequences on one of `tp` ranks.
 double layerForwardFlops(const Model &model, int tp, int microBatch);
 /// Forward FLOPs of the output layer (logits) on one of `tp` ranks.
@@ -147,7 +209,12 @@ double headForwardFlops(const Model &model, int tp, int microBatch);
 
 LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const Model &model, int tp, int microBatch,
                             bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options);
-MemoryKernel makeMemoryKernel(const Model &model, int tp, int microBatch, bool sequenceParallel, int pipelineStages,
+/// Memory figures of one transformer layer and the model ends on `device`. `profiles` may be
+/// null; when it holds the (device, model, tp, micro-batch, sequence) key with measured per-layer
+/// activation bytes, those replace the formula's stored bytes without recompute (selective keeps
+/// the measured bytes less the formula's score term; full keeps the layer input, 2sbh).
+MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch,
+                              bool sequenceParallel, int pipelineStages, const ProfileSet *profiles,
                               const CostOptions &options);
 
 /// Ring all-reduce time (nccl-tests): 2(n-1)/n * bytes / B + 2(n-1) latency, ms.
@@ -165,11 +232,36 @@ ReplicaStep replicaStep(const LayerKernel &kernel, int first, int count, bool ha
                         Recompute recompute);
 
 /// Links a collective among GPUs on `nodeIdx` (indices into cluster.nodes()) crosses: the
-/// node's intra-node link when all are on one node, else the inter-node link of every pair.
-std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<Node> &nodes, const Cluster &cluster);
+/// node's intra-node link when all are on one node, else the inter-node link of every pair
+/// (the host path of cpuPathLink between nodes of different vendors).
+std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<Node> &nodes, const Cluster &cluster,
+                             const CostOptions &options);
 /// Links between two node sets (intra-node link for a shared node).
 std::vector<Link> linksBetween(const std::vector<int> &a, const std::vector<int> &b, const std::vector<Node> &nodes,
-                               const Cluster &cluster);
+                               const Cluster &cluster, const CostOptions &options);
+/// The link two nodes really use: the cluster's inter-node link, or between devices of
+/// different vendors the host path (min of that link and CostOptions::cpuTransportGBps, plus
+/// cpuTransportLatencyUs).
+Link nodeLink(const Node &a, const Node &b, const Cluster &cluster, const CostOptions &options);
+/// Concurrent flows that share one node's NIC during a stage's data-parallel gradient
+/// reduction: every TP rank index runs its own ring, and each ring crosses the node boundary,
+/// so `tp` flows per node (x the stages on that node reducing at the same time).
+/// Ring all-reduce time of `bytes` among `n` ranks whose slowest link is shared by `flows`.
+double sharedAllReduceMs(int n, double bytes, const Link &link, int flows);
+/// The same for reduce-scatter / all-gather.
+double sharedAllGatherMs(int n, double bytes, const Link &link, int flows);
+
+/// Flows sharing the busiest node NIC of each stage during the data-parallel reduction:
+/// per node, the sum of `stageTp` over the stages whose DP group spans several nodes and has a
+/// replica on that node; per stage, the maximum over its nodes (1 for a stage inside one node).
+/// `stageNodes[i]` lists the node index of each replica of stage i.
+std::vector<int> dpNicFlows(const std::vector<std::vector<int>> &stageNodes, const std::vector<int> &stageTp);
+
+/// 1F1B makespan of the forward/backward part, ms: (m - 1) x the slowest stage's step (its
+/// compute plus its exposed sends and receives, or a link slower than any stage) + every
+/// stage's step + the fill/drain sends (forward and backward, 2 per boundary). `p2pMs[i]` is
+/// the send from stage i to i + 1 (p - 1 entries). One formula for estimatePlan and the search.
+double pipelineMakespanMs(int p, int m, const double *stepMs, const double *p2pMs, double exposedP2pFraction);
 /// Slowest time of `fn(n, bytes, link)` over `links`, ms.
 double worstCollectiveMs(const std::vector<Link> &links, int n, double bytes, double (*fn)(int, double, const Link &));
 /// Slowest one-way transfer of `bytes` over `links`, ms.
@@ -178,12 +270,13 @@ double worstTransferMs(const std::vector<Link> &links, double bytes);
 /// Per-GPU memory breakdown (bytes) of one replica's GPU.
 struct MemoryBreakdown {
     double params = 0, grads = 0, optimizer = 0, activations = 0, overhead = 0;
+    double reserve = 0; ///< the allocator-reserve part of `overhead`
+    double allocated() const { return params + grads + optimizer + activations; }
     double total() const { return params + grads + optimizer + activations + overhead; }
 };
 /// `localParams` = parameters on the GPU; `inFlight` = 1F1B micro-batches held; `groups` = number
 /// of TP/DP/PP communicator groups the GPU belongs to.
 MemoryBreakdown gpuMemory(const MemoryKernel &kernel, int layerCount, bool hasEmbedding, bool hasHead,
-                          Recompute recompute, int inFlight, int dp, bool distributedOptimizer, int groups,
-                          const CostOptions &options);
+                          Recompute recompute, int inFlight, int dp, bool distributedOptimizer, int groups);
 
 } // namespace memx

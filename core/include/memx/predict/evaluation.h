@@ -22,6 +22,8 @@ enum class CvScheme {
 /// Predictions for one measured run, made by a model that never saw the run's plan.
 struct RunPrediction {
     std::string runId, group, clusterName;
+    std::string rankingSet; ///< TrainingSample::rankingSet
+    bool measuredOutOfMemory = false; ///< measured: failed out of memory (no time, no peak)
     double measuredTimeMs = 0;
     std::optional<double> measuredPeakBytes;
     double analyticTimeMs = 0, analyticPeakBytes = 0;
@@ -29,6 +31,16 @@ struct RunPrediction {
     double learnedTimeSpreadMs = 0, learnedPeakSpreadBytes = 0;
     double capacityBytes = 0;
     bool oomRisk = false;
+    double analyticUtilisation = 0, learnedUtilisation = 0; ///< M of the fullest GPU
+    MemoryVerdict analyticVerdict = MemoryVerdict::Fits; ///< memoryVerdict(M, CostOptions::memoryUncertainty)
+    MemoryVerdict learnedVerdict = MemoryVerdict::Fits; ///< memoryVerdict(M, relative peak spread)
+};
+
+/// Measured outcome (ran / out of memory) against the predicted verdict.
+struct OomConfusion {
+    int counts[2][3] = {{0, 0, 0}, {0, 0, 0}}; ///< [measured ran=0 / OOM=1][verdict fits, risk, does not fit]
+    int falseFits() const { return counts[1][0]; } ///< measured OOM, predicted to fit
+    int falseOoms() const { return counts[0][2]; } ///< measured ran, predicted not to fit
 };
 
 /// Ranking quality inside "ranking sets" = runs of one hardware group on one cluster (the
@@ -49,6 +61,9 @@ struct GroupMetrics {
     double memMapePct = 0;
     RankingMetrics timeRanking; ///< by iteration time
     RankingMetrics balanceRanking; ///< by T x M (weighted product, wt = wm = 1; B is not measured)
+    OomConfusion oom; ///< over every run of the group, including those that failed out of memory
+    double signedMedianTimePct = 0; ///< median of (predicted - measured) / measured, %
+    double signedMedianMemPct = 0;
 };
 
 struct MethodMetrics {
@@ -64,6 +79,7 @@ struct NoiseFloor {
 };
 
 struct EvaluationReport {
+    bool analyticOnly = false; ///< analyticReport: nothing was trained
     CvScheme scheme = CvScheme::LeaveOneOut;
     int folds = 0;
     PredictorOptions options;
@@ -75,10 +91,18 @@ struct EvaluationReport {
 
 /// Cross-validates the learned predictor on `samples` (those with a measured time and peak
 /// memory) and scores the analytic model on the same runs. `k` is used by KFold (>= 2).
+/// Runs that failed out of memory never train; a model trained on every other run predicts
+/// them, for the confusion table. `memoryUncertainty` is the analytic verdict's band.
 /// `progress(done, total)` counts folds; false cancels (throws std::runtime_error "cancelled").
 EvaluationReport crossValidate(const std::vector<TrainingSample> &samples, CvScheme scheme, int k,
                                const PredictorOptions &options,
-                               const std::function<bool(size_t, size_t)> &progress = {});
+                               const std::function<bool(size_t, size_t)> &progress = {},
+                               double memoryUncertainty = CostOptions {}.memoryUncertainty);
+/// The analytic model alone on `samples` (no training): MAPE, ranking and the OOM confusion
+/// table; the learned columns repeat the analytic ones. For data sets too large or too small
+/// to cross-validate, and for `memx evaluate --analytic`.
+EvaluationReport analyticReport(const std::vector<TrainingSample> &samples,
+                                double memoryUncertainty = CostOptions {}.memoryUncertainty);
 
 /// Metrics of given predictions (used by crossValidate; public for tests).
 MethodMetrics scorePredictions(const std::vector<RunPrediction> &runs, bool learned);

@@ -31,7 +31,12 @@ struct TrainingSample {
     double capacityBytes = 0; ///< capacity of the analytic peak GPU
     double analyticPeakUtilisation = 0; ///< M of the analytic estimate (the fullest GPU)
     double measuredTimeMs = 0;
-    std::optional<double> measuredPeakBytes; ///< device-used peak
+    /// Measured peak; analyticPeakBytes is the analytic peak of the same kind (allocator,
+    /// reserved or device-used, MeasuredRun::memoryKind) so the two compare.
+    std::optional<double> measuredPeakBytes;
+    bool measuredOutOfMemory = false; ///< the run failed out of memory (no time, no peak; never trains)
+    /// Alternatives a planner chooses between: same cluster, model and global batch.
+    std::string rankingSet;
 };
 
 /// Estimates every run with the analytic model (`profiles` may be null) and encodes its
@@ -67,7 +72,14 @@ struct Prediction {
     double peakUtilisation = 0;
     /// isOomRisk(peakUtilisation, spread)
     bool oomRisk = false;
+    /// The plan is unlike every training run (extrapolationReason says how); its spreads were
+    /// widened to at least kExtrapolationSpread.
+    bool extrapolating = false;
+    std::string extrapolationReason;
 };
+
+/// Relative one-sigma spread (time and memory) a prediction gets at least when it extrapolates.
+inline constexpr double kExtrapolationSpread = 0.25;
 
 /// "Risk of OOM": the predicted peak utilisation plus its one-sigma relative spread reaches
 /// capacity. One definition for `memx predict`, the evaluation and the learned search.
@@ -102,6 +114,12 @@ public:
 
     /// XGBoost threads used by predictLogRatios (default 1). Results do not depend on it.
     void setThreads(int threads);
+
+    /// Whether `features` (one row) lies outside the training runs' envelope: a device (peak
+    /// TFLOP/s, capacity) none of them ran on, a model size more than 25% outside theirs, or more
+    /// pipeline stages, TP or GPUs than any of them had. Empty when it lies inside. Predictions
+    /// outside get spreads of at least kExtrapolationSpread (predictLogRatios does it per row).
+    std::string extrapolation(const float *features) const;
 
     /// Corrected prediction for one plan from its features and analytic figures (its iteration
     /// time, the device-used bytes of its peak GPU and its peak utilisation M).

@@ -42,7 +42,7 @@ std::string linkDescriptor(const Link &link);
 /// Sorted, de-duplicated descriptors of `links` joined by '+'.
 std::string linkClass(const std::vector<Link> &links);
 
-PlanSignature planSignature(const Plan &plan, const Cluster &cluster);
+PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const CostOptions &cost = CostOptions {});
 /// Assembles a signature from a ready key (computes the hash).
 PlanSignature makeSignature(std::string key);
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "memx/cost/calibration.h"
 #include "memx/predict/learnedpredictor.h"
 #include "memx/store/store.h"
 
@@ -12,7 +13,8 @@
 namespace memx {
 
 /// Every measured run of the project as a sample: the run's model from the project (else the
-/// built-in preset of that id), the project's per-layer profiles feeding the analytic estimate.
+/// built-in preset of that id), the project's per-layer profiles and its calibration (when
+/// `memx profile calibrate` stored one) feeding the analytic estimate.
 std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &cost,
                                              std::vector<std::string> *notes = nullptr);
 
@@ -25,5 +27,14 @@ void savePredictor(Store &store, const LearnedPredictor &predictor, const nlohma
 std::optional<LearnedPredictor> loadPredictor(const Store &store);
 /// The metrics stored with the predictor (null when none).
 nlohmann::json predictorMetrics(const Store &store);
+
+/// Stores the cost-model calibration (replacing any previous one) and drops the caches whose
+/// figures it changes. A predictor trained before it should be retrained (`memx train`).
+void saveCalibration(Store &store, const Calibration &calibration);
+/// The project's calibration, or nullopt. Throws std::runtime_error naming the blob when corrupt.
+std::optional<Calibration> loadCalibration(const Store &store);
+/// Applies the project's calibration (if any) to `cluster` and `cost`: what predict, search and
+/// compare do with --project. Returns whether there was one.
+bool applyProjectCalibration(const Store &store, Cluster &cluster, CostOptions &cost);
 
 } // namespace memx

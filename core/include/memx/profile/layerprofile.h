@@ -44,6 +44,10 @@ struct LayerProfile
     std::vector<LayerMeasurement> layers;
     ProfileOrigin origin = ProfileOrigin::Measured;
     std::string source;          ///< file or job it came from
+    /// The layer times were measured inside their TP group, so they already contain the
+    /// tensor-parallel collectives (Megatron's layer timers, Sailor's profiler). False for
+    /// compute-only profiles (the virtual testbed's): the cost model then adds the TP term.
+    bool includesTpCommunication = true;
 
     bool operator==(const LayerProfile &) const = default;
 };

@@ -31,6 +31,9 @@ struct MeasuredRun {
     std::string source; ///< file it came from
     std::string date; ///< ISO date of the measurement when known, else empty
     std::string group; ///< hardware group label, e.g. "gh200-main/OPT-350"
+    /// The run failed out of memory: no time, no peak; it counts in the OOM confusion table of
+    /// `memx evaluate` (a plan predicted to fit must not be one of these) and never trains.
+    bool outOfMemory = false;
 
     bool operator==(const MeasuredRun &) const = default;
 };

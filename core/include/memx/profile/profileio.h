@@ -29,6 +29,8 @@ std::optional<ProfileOrigin> profileOriginFromString(const std::string &text);
 nlohmann::json toJson(const LayerProfile &profile);
 LayerProfile parseLayerProfile(const nlohmann::json &j, const std::string &pointer, Diagnostics &diags,
                                const Catalogue &catalogue = Catalogue::builtin());
+/// One CSV line split into trimmed cells ("" quoting as RFC 4180).
+std::vector<std::string> splitCsvLine(const std::string &line);
 nlohmann::json toJson(const MeasuredRun &run);
 MeasuredRun parseMeasuredRun(const nlohmann::json &j, const std::string &pointer, Diagnostics &diags);
 nlohmann::json toJson(const NetworkMeasurement &m);

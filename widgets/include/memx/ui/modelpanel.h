@@ -30,6 +30,7 @@ public:
     QString errorText() const;
 
     QComboBox *presetCombo() const { return mPreset; }
+    QComboBox *attentionCombo() const { return mAttention; }
     QSpinBox *spin(const char *field) const;
 
 private:
@@ -47,6 +48,7 @@ private:
     QSpinBox *mSpins[FieldCount] = {};
     QCheckBox *mSwiglu = nullptr, *mTied = nullptr;
     QComboBox *mPrecision = nullptr;
+    QComboBox *mAttention = nullptr;
     QLabel *mInfo = nullptr, *mError = nullptr;
 };
 

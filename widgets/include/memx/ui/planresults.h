@@ -44,8 +44,7 @@ public:
     static constexpr size_t TopShown = 1000;
     static constexpr size_t SampleShown = 6000;
     static constexpr size_t MaxFrontShown = 20000;
-    /// A GPU whose device-used memory exceeds this fraction of its capacity is "at risk of OOM".
-    static constexpr double RiskOfOomFraction = 0.92;
+    // "Risk of OOM" is core's memoryVerdict(utilisation, CostOptions::memoryUncertainty).
 
     /// Takes a finished outcome; builds the shown set for `weights`.
     void setOutcome(std::shared_ptr<const SearchOutcome> outcome, const ObjectiveWeights &weights);

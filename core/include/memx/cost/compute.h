@@ -1,0 +1,48 @@
+#pragma once
+
+#include "memx/cluster/gpuspec.h"
+#include "memx/model/model.h"
+
+namespace memx {
+
+struct CostOptions;
+
+/// Figures of the kernel-level compute model for one device (computeParams).
+struct ComputeParams {
+    double peakFlops = 0; ///< dense peak in the model's precision, FLOP/s
+    double hbmBytesPerSecond = 0; ///< memory bandwidth, bytes/s
+    double gemmEfficiency = 0; ///< fraction of peak a large, perfectly tiled GEMM reaches
+    double attentionEfficiency = 0; ///< fraction of peak of flash/fused attention kernels
+    double memoryBoundEfficiency = 0; ///< achieved fraction of HBM bandwidth of elementwise kernels
+    double hostOpSeconds = 0; ///< host cost of one framework op (dispatch, autograd, launch)
+    int computeUnits = 0; ///< SMs / CUs the tiles of one GEMM are spread over
+    int tile = 128; ///< GEMM output tile edge (M and N are padded up to it)
+};
+
+/// The device's compute figures: measured/calibrated ones where the GpuSpec has them
+/// (measuredComputeEfficiency), else CostOptions' per-vendor defaults.
+ComputeParams computeParams(const GpuSpec &device, const Model &model, const CostOptions &options);
+
+/// Seconds of one GEMM (m x k) x (k x n) on the device: 2mnk FLOPs at gemmEfficiency x tile
+/// quantisation (padding of M and N to whole tiles) x wave quantisation (the last wave of tiles
+/// leaves compute units idle) x a short-reduction penalty k / (k + 96).
+double gemmSeconds(const ComputeParams &p, double m, double n, double k);
+
+/// Forward and backward seconds of one transformer layer for one micro-batch on one of `tp`
+/// ranks, kernel by kernel: the four GEMMs (QKV, projection, FC1, FC2; backward: data and
+/// weight gradients), core attention (unfused: batched QK^T and PV GEMMs + the s x s softmax /
+/// dropout tensors through HBM; flash/fused: causal-half FLOPs at attentionEfficiency, backward
+/// 2.5x), memory-bound kernels (norms, dropouts, residuals, activation) at HBM bandwidth. Each
+/// pass takes at least its framework ops x hostOpSeconds (small kernels are host-bound).
+struct PassSeconds {
+    double forward = 0, backward = 0;
+};
+PassSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
+                                    AttentionBackend attention, const CostOptions &options);
+/// Output layer (final norm, logits GEMM over the padded vocabulary, fp32 cross-entropy).
+PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
+                        const CostOptions &options);
+/// Embedding lookup (a gather of b x s x h 16-bit values, memory bound) and its scatter-add.
+PassSeconds embeddingSeconds(const ComputeParams &p, const Model &model, int microBatch, const CostOptions &options);
+
+} // namespace memx

@@ -1,0 +1,117 @@
+#include "memx/cost/compute.h"
+
+#include "memx/cost/costmodel.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace memx {
+
+namespace {
+
+double ceilTo(double x, double t)
+{
+    return std::ceil(x / t - 1e-12) * t;
+}
+
+} // namespace
+
+ComputeParams computeParams(const GpuSpec &device, const Model &model, const CostOptions &o)
+{
+    ComputeParams p;
+    const bool bf16 = model.training.precision == Precision::BF16;
+    p.peakFlops = device.peakTflops(bf16).value_or(device.peakTflops(!bf16).value_or(1.0)) * 1e12;
+    p.hbmBytesPerSecond = device.memoryBandwidthGBps.value_or(1000.0) * 1e9;
+    const double vendorEff = device.vendor == "NVIDIA" ? o.nvidiaGemmEfficiency
+        : device.vendor == "AMD"                       ? o.amdGemmEfficiency
+                                                       : o.otherGemmEfficiency;
+    p.gemmEfficiency = device.measuredComputeEfficiency && *device.measuredComputeEfficiency > 0
+        ? *device.measuredComputeEfficiency
+        : vendorEff;
+    p.attentionEfficiency = p.gemmEfficiency * o.attentionKernelEfficiency;
+    p.memoryBoundEfficiency = o.memoryBoundEfficiency;
+    p.hostOpSeconds = o.hostOpMicroseconds * 1e-6;
+    p.computeUnits = device.computeUnits.value_or(device.vendor == "AMD" ? 110 : 108);
+    p.tile = std::max(1, o.gemmTile);
+    return p;
+}
+
+double gemmSeconds(const ComputeParams &p, double m, double n, double k)
+{
+    if (m <= 0 || n <= 0 || k <= 0)
+        return 0;
+    const double t = p.tile;
+    const double tileUtil = (m * n) / (ceilTo(m, t) * ceilTo(n, t));
+    const double tiles = std::ceil(m / t - 1e-12) * std::ceil(n / t - 1e-12);
+    const double cu = std::max(1, p.computeUnits);
+    const double waveUtil = tiles / (std::ceil(tiles / cu - 1e-12) * cu);
+    const double kDepth = k / (k + 96.0);
+    return 2.0 * m * n * k / (p.peakFlops * p.gemmEfficiency * tileUtil * waveUtil * kDepth);
+}
+
+PassSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
+                                    AttentionBackend attention, const CostOptions &o)
+{
+    const ModelShape &s = model.shape;
+    const double T = static_cast<double>(microBatch) * s.seqLength, h = s.hidden, f = s.ffnHidden;
+    const double d = model.kvChannels(), q = d * s.heads, kv = d * s.kvGroups;
+    const double headsLocal = static_cast<double>(s.heads) / tp, seq = s.seqLength;
+    struct G {
+        double m, n, k;
+    };
+    const G gemms[] = {{T, (q + 2 * kv) / tp, h}, {T, h, q / tp}, {T, f * (s.swiglu ? 2.0 : 1.0) / tp, h}, {T, h, f / tp}};
+    PassSeconds gpu;
+    for (const G &g : gemms) {
+        gpu.forward += gemmSeconds(p, g.m, g.n, g.k);
+        gpu.backward += gemmSeconds(p, g.m, g.k, g.n) + gemmSeconds(p, g.k, g.n, g.m); // data + weight gradient
+    }
+    const double scores = microBatch * headsLocal * seq * seq; // elements of one s x s tensor per local head
+    if (storesNoScores(attention)) {
+        // Causal flash attention computes half of QK^T and PV: 2 x 2 x s^2 d / 2 per head;
+        // backward recomputes QK^T and runs 4 more products (2.5x).
+        const double flops = 2.0 * scores * d;
+        gpu.forward += flops / (p.peakFlops * p.attentionEfficiency);
+        gpu.backward += 2.5 * flops / (p.peakFlops * p.attentionEfficiency);
+    } else {
+        // Batched QK^T (s x s x d) and PV (s x d x s) over every local head and sequence, and the
+        // score, softmax, dropout mask and dropout output through HBM (~11 bytes per element).
+        const double count = microBatch * headsLocal;
+        const double qk = gemmSeconds(p, ceilTo(seq, p.tile) * count, seq, d) * seq / ceilTo(seq, p.tile);
+        const double pv = gemmSeconds(p, ceilTo(seq, p.tile) * count, d, seq) * seq / ceilTo(seq, p.tile);
+        const double bytes = 11.0 * scores;
+        gpu.forward += qk + pv + bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
+        gpu.backward += 2.0 * (qk + pv) + 2.0 * bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
+    }
+    // Memory-bound kernels, 16-bit: 2 norms (read + write, 2 x 2 x 2Th), 3 dropouts (2.5 x 2Th
+    // each: read, write, mask), 2 residual adds (3 x 2Th), the activation over f (read + write).
+    const double sbh2 = 2.0 * T * h;
+    const double actBytes = 2.0 * T * f * (s.swiglu ? 3.0 : 2.0) / tp;
+    const double bytes = 4.0 * sbh2 + 7.5 * sbh2 + 6.0 * sbh2 + actBytes;
+    gpu.forward += bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
+    gpu.backward += 2.0 * bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
+    // Host floor: the framework issues its ops one by one; tiny kernels wait for it.
+    return {std::max(gpu.forward, o.opsPerLayerForward * p.hostOpSeconds),
+            std::max(gpu.backward, o.opsPerLayerBackward * p.hostOpSeconds)};
+}
+
+PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &o)
+{
+    const double T = static_cast<double>(microBatch) * model.shape.seqLength, h = model.shape.hidden;
+    const double V = static_cast<double>(paddedVocab(model, tp, o)) / tp;
+    const double bw = p.hbmBytesPerSecond * p.memoryBoundEfficiency;
+    // Logits GEMM; fp32 cross-entropy reads the 16-bit logits, writes and re-reads the fp32 softmax.
+    const double ce = (2.0 + 4.0 + 4.0) * T * V / bw;
+    const double fwd = gemmSeconds(p, T, V, h) + ce;
+    const double bwd = gemmSeconds(p, T, h, V) + gemmSeconds(p, h, V, T) + ce;
+    return {std::max(fwd, o.opsPerHead * p.hostOpSeconds), std::max(bwd, o.opsPerHead * p.hostOpSeconds)};
+}
+
+PassSeconds embeddingSeconds(const ComputeParams &p, const Model &model, int microBatch, const CostOptions &o)
+{
+    const double bytes = 3.0 * 2.0 * microBatch * model.shape.seqLength * model.shape.hidden;
+    const double fwd = bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
+    return {std::max(fwd, o.opsPerEmbedding * p.hostOpSeconds),
+            std::max(2.0 * fwd, o.opsPerEmbedding * p.hostOpSeconds)};
+}
+
+} // namespace memx
