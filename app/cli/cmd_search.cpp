@@ -113,9 +113,10 @@ int run(const std::vector<std::string> &argv)
     // (no enumeration, no prediction); the key is verified in full (memx/predict/searchresultcache.h).
     std::optional<SearchRequestKey> resultKey;
     bool resultFromCache = false;
+    std::vector<Diagnostic> cacheWarnings; // a bad stored blob is a miss, reported on stderr
     if (learned && !args.has("no-cache")) {
         resultKey = searchRequestKey(req, learned->digest());
-        if (std::optional<SearchResult> hit = loadSearchResult(*store, *resultKey)) {
+        if (std::optional<SearchResult> hit = loadSearchResult(*store, *resultKey, &cacheWarnings)) {
             res = std::move(*hit);
             resultFromCache = true;
         }
@@ -140,13 +141,16 @@ int run(const std::vector<std::string> &argv)
         if (useCache)
             cache = loadPredictionCache(*store,
                                         predictionContext(req.cluster, req.model, &req.profiles, req.cost,
-                                                          learned->digest()));
+                                                          learned->digest()),
+                                        &cacheWarnings);
         learnedStats = applyLearnedPredictor(res, *learned, cache ? &*cache : nullptr);
         if (cache) {
             savePredictionCache(*store, *cache);
             saveSearchResult(*store, *resultKey, res);
         }
     }
+    for (const Diagnostic &w : cacheWarnings)
+        std::cerr << "warning: " << w.toString() << "\n";
     const std::string predictorLine = "predictor: " + res.predictor;
 
     const auto r0 = std::chrono::steady_clock::now();

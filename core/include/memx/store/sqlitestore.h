@@ -22,6 +22,7 @@ public:
     SqliteStore &operator=(const SqliteStore &) = delete;
 
     const std::string &path() const;
+    std::string location() const override { return path(); }
     /// The file's schema version as opened (after migrations: schemaVersion()).
     int fileSchemaVersion() const;
 

@@ -28,6 +28,9 @@ class Store {
 public:
     virtual ~Store() = default;
 
+    /// Where the data lives, for messages (a project file's path; empty for in-memory stores).
+    virtual std::string location() const { return {}; }
+
     virtual void begin() = 0;
     virtual void commit() = 0;
     virtual void rollback() = 0;
