@@ -338,9 +338,15 @@ std::optional<LayerProfile> SqliteStore::profile(const ProfileKey &key) const
 ProfileSet SqliteStore::profiles() const
 {
     ProfileSet set;
-    Statement s(*d->db, "SELECT json FROM profiles ORDER BY gpu, model, tp, micro_batch, seq_length");
-    while (s.step())
-        set.add(d->parseRecord<LayerProfile>(s.text(0), "/profiles", parseStoredProfile));
+    Statement s(*d->db,
+                "SELECT json, gpu, model, tp, micro_batch, seq_length FROM profiles ORDER BY gpu, model, tp, "
+                "micro_batch, seq_length");
+    while (s.step()) // the key in the pointer is what `memx profile remove` takes
+        set.add(d->parseRecord<LayerProfile>(
+            s.text(0),
+            "/profiles/" + s.text(1) + "/" + s.text(2) + "/tp" + std::to_string(s.integer(3)) + "/mb"
+                + std::to_string(s.integer(4)) + "/seq" + std::to_string(s.integer(5)),
+            parseStoredProfile));
     return set;
 }
 
@@ -353,6 +359,34 @@ size_t SqliteStore::removeProfiles(ProfileOrigin origin)
         n = static_cast<size_t>(d->db->changes());
     });
     return n;
+}
+
+bool SqliteStore::removeProfile(const ProfileKey &key)
+{
+    size_t n = 0;
+    d->write([&] {
+        Statement s(*d->db,
+                    "DELETE FROM profiles WHERE gpu = ? AND model = ? AND tp = ? AND micro_batch = ? AND seq_length = ?");
+        s.bind(1, key.gpu)
+            .bind(2, key.model)
+            .bind(3, static_cast<long long>(key.tp))
+            .bind(4, static_cast<long long>(key.microBatch))
+            .bind(5, static_cast<long long>(key.seqLength))
+            .run();
+        n = static_cast<size_t>(d->db->changes());
+    });
+    return n > 0;
+}
+
+bool SqliteStore::removeRun(const std::string &id)
+{
+    size_t n = 0;
+    d->write([&] {
+        Statement s(*d->db, "DELETE FROM runs WHERE id = ?");
+        s.bind(1, id).run();
+        n = static_cast<size_t>(d->db->changes());
+    });
+    return n > 0;
 }
 
 // ---- runs ----
