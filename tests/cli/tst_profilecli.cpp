@@ -1,8 +1,6 @@
 // The profiling loop through the real binary: profile plan -> run-simulated (virtual testbed) ->
 // import the simulated logs by manifest -> coverage -> augment -> search with the profiles and run
 // the top plans on the testbed -> measured (simulated) runs in the project.
-#include "memx/store/sqlitestore.h"
-
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -32,44 +30,6 @@ class TestProfileCli : public QObject {
     Q_OBJECT
 
 private slots:
-    /// Issue 21 item 3: a record the reader refuses (written before imports were checked) locked
-    /// the user out of the project and no command removed it. `profile list` names the record;
-    /// `profile remove` deletes it without reading it; the rest of the project is kept.
-    void removeUnblocksAPoisonedProject()
-    {
-        QTemporaryDir tmp;
-        const QString project = tmp.filePath("p.memx");
-        const QString csv = QStringLiteral(MEMX_SOURCE_DIR "/tests/data/profiles/small.csv");
-        QCOMPARE(memx({"profile", "import", "--project", project, "--format", "csv", csv}).code, 0);
-        {
-            memx::SqliteStore store(project.toStdString(), false);
-            memx::LayerProfile bad = store.profiles().profiles().front();
-            bad.key.tp = 8; // a new record beside the good ones
-            bad.layers[1].forwardMs = 1e10; // over the reader's 1e9 ms (Sailor's 1e7 s layer time)
-            store.putProfile(bad);
-        }
-        const Run listed = memx({"profile", "list", "--project", project});
-        QCOMPARE(listed.code, 1);
-        const QString pointer = "/profiles/a100-80gb-sxm/toy-2l/tp8/mb1/seq2048";
-        QVERIFY2(listed.err.contains((project + ": " + pointer + "/layers/1/forwardMs: expected a number from 0 to "
-                                                            "1e+09, found 10000000000.0").toUtf8()),
-                 listed.err.constData());
-        const Run removed = memx({"profile", "remove", "--project", project, "--profile", pointer.mid(10)});
-        QVERIFY2(removed.code == 0, removed.err.constData());
-        QVERIFY(removed.out.contains("Removed profile a100-80gb-sxm/toy-2l/tp8/mb1/seq2048"));
-        const Run after = memx({"profile", "list", "--project", project, "--json"});
-        QVERIFY2(after.code == 0, after.err.constData());
-        QCOMPARE(after.json()["profiles"].toArray().size(), 2); // the imported ones are still there
-        // Removing what is not there changes nothing and says so.
-        const Run again = memx({"profile", "remove", "--project", project, "--profile", pointer.mid(10)});
-        QCOMPARE(again.code, 1);
-        QVERIFY2(again.err.contains("no profile a100-80gb-sxm/toy-2l/tp8/mb1/seq2048 in this project"),
-                 again.err.constData());
-        const Run noRun = memx({"profile", "remove", "--project", project, "--run", "nope"});
-        QCOMPARE(noRun.code, 1);
-        QCOMPARE(memx({"profile", "remove", "--project", project, "--profile", "a/b/c"}).code, 2);
-    }
-
     void closesTheLoop()
     {
         QTemporaryDir tmp;

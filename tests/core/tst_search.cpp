@@ -62,7 +62,7 @@ private slots:
     {
         SearchRequest r;
         r.cluster = loadCluster(kSamples + "/h100-8x.json");
-        r.model = resolveModel("llama2-7b");
+        r.model = resolveModel("gpt3-1.3b"); // 300 of its layers: ~15 B parameters, fits 8 H100s in 2 stages
         r.model.shape.layers = 300;
         r.space.tensorParallel = {8};
         r.space.microBatches = {1};

@@ -106,7 +106,9 @@ void validateMetrics(const SearchResult &r)
 /// range of that group's GPUs (so materialize() never invents a node or a GPU).
 void validatePipelines(const SearchResult &r)
 {
-    if (r.microBatchSizes.empty() || r.recomputeChoices.empty() || r.distOptChoices.empty() || r.deviceTypes.empty())
+    if (r.size() > 0
+        && (r.microBatchSizes.empty() || r.recomputeChoices.empty() || r.distOptChoices.empty()
+            || r.deviceTypes.empty()))
         corrupt("empty decoding table");
     for (int mb : r.microBatchSizes)
         if (mb < 1 || mb > (1 << 20))
