@@ -136,14 +136,19 @@ int runPlanCmd(const std::vector<std::string> &argv)
         o.space = budget.space;
     }
     ProfilingPlan plan;
-    try {
+    {
         CliProgress progress("base configurations"); // Ctrl-C: the search polls it every 10 ms
-        plan = planMinimalSet(cluster, model, o, progress.callback());
-        if (progress.interrupted())
-            return Cancelled;
-    } catch (const std::invalid_argument &e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return Failure;
+        try {
+            plan = planMinimalSet(cluster, model, o, progress.callback());
+        } catch (const std::invalid_argument &e) {
+            progress.finish();
+            if (progress.interrupted()) {
+                std::cerr << "cancelled (Ctrl-C): no profiling plan written\n";
+                return Cancelled;
+            }
+            std::cerr << "error: " << e.what() << "\n";
+            return Failure;
+        }
     }
     std::vector<std::string> written;
     if (auto out = args.value("out")) {

@@ -129,13 +129,15 @@ SqliteStore::SqliteStore(const std::string &path, bool create)
         throw LoadError(path, "", "not a MemX project file (the file is empty)");
     // A project the user may not write is opened for reading (listing, searching); a write then
     // fails with "the project file is read-only ..." instead of every command failing.
-    // A file with no write bit at all (chmod 444) counts as read-only even for root, who may write it.
+    // A file with no write bit at all (chmod 444) counts as read-only even for root, who may write
+    // it; so does an existing file the user may not write, also when `create` is asked for.
+    const bool exists = std::filesystem::exists(path);
     const auto perms = std::filesystem::status(path).permissions();
     const bool noWriteBit = (perms & std::filesystem::perms::all & (std::filesystem::perms::owner_write
                                                                      | std::filesystem::perms::group_write
                                                                      | std::filesystem::perms::others_write))
         == std::filesystem::perms::none;
-    const bool readOnly = !create && (::access(path.c_str(), W_OK) != 0 || noWriteBit);
+    const bool readOnly = exists && (::access(path.c_str(), W_OK) != 0 || noWriteBit);
     try {
         d->db = std::make_unique<Database>(path, create, readOnly);
         // Reading the header also detects "file is not a database".
