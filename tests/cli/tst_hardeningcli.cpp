@@ -1,6 +1,7 @@
 // Regression tests of issue 21 through the real binary: `memx profile remove` unblocks a project
 // holding a record its reader refuses; `memx profile plan` on the 512-GPU sample stays within the
 // search budget instead of growing until bad_alloc.
+#include "memx/io/formats.h"
 #include "memx/store/sqlitestore.h"
 
 #include <QJsonArray>
@@ -30,6 +31,25 @@ class TestHardeningCli : public QObject {
     Q_OBJECT
 
 private slots:
+    /// Issue 21 item 6: every group pruned for "layers" (more node groups than layers) said "try
+    /// recompute"; the hint now names the reason.
+    void noPlanHintNamesTheReason()
+    {
+        QTemporaryDir tmp;
+        memx::Model model = memx::resolveModel("gpt3-1.3b");
+        model.id = "two-layers";
+        model.shape.layers = 2; // the 20-GPU sample has 3 node groups
+        const QString modelFile = tmp.filePath("two-layers.json");
+        memx::saveJson(memx::toJson(model), modelFile.toStdString());
+        const Run r = runMemx({"search", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", modelFile,
+                               "--stages", "1"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.out.contains("no plan fits this cluster; every pipeline has at least one stage per node group, "
+                                "and the cluster's 3 groups are more than the model's 2 layers"),
+                 r.out.constData());
+        QVERIFY(!r.out.contains("try recompute"));
+    }
+
     /// Issue 21 item 4: `profile plan` on the shipped 512-GPU sample enumerated every group
     /// order (~400 MB/s until bad_alloc, rc 134). It now narrows to the search budget and says so.
     void planOn512GpusIsBounded()
