@@ -12,6 +12,9 @@
 #include "memx/util/fileio.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <optional>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -68,6 +71,17 @@ const char *kListUsage = R"txt(Usage: memx profile list [--project FILE] [--json
 
 Lists what a project holds: models, clusters, per-layer profiles (per GPU and model: TP degrees,
 micro-batch sizes, origin), measured runs per hardware group, network measurements.
+)txt";
+
+const char *kRemoveUsage = R"txt(Usage: memx profile remove [--project FILE] --run ID
+       memx profile remove [--project FILE] --profile GPU/MODEL/tpN/mbN/seqN
+
+Removes one measured run (by its id, as `profile list --json` shows it) or one per-layer profile
+(by its key: GPU id, model id, TP degree, micro-batch size, sequence length, written as in the
+"/profiles/..." pointer of an error message, e.g. a100-80gb-sxm/llama2-7b/tp2/mb1/seq4096).
+The record is deleted without being read, so a record the project cannot read any more can be
+removed too. Stored search results and predictions do not need clearing: their keys include the
+profiles. Exit status 1 when there is no such record (nothing is changed).
 )txt";
 
 const char *kCoverageUsage
@@ -134,6 +148,7 @@ int runImport(const std::vector<std::string> &argv)
         o.skipIterations = static_cast<int>(args.intValue("skip", 0, 1000000).value_or(1));
         o.group = args.value("group").value_or("");
         o.runId = args.value("run-id").value_or("");
+        o.warnings = &batch.warnings;
         for (const std::string &log : args.positional())
             batch.runs.push_back(importMegatronLog(log, plan, cluster, model, o));
         batch.clusters.push_back(cluster);
@@ -414,9 +429,52 @@ int runCoverage(const std::vector<std::string> &argv)
     return Ok;
 }
 
+/// "GPU/MODEL/tpN/mbN/seqN" (the pointer SqliteStore puts in a profile record's errors).
+ProfileKey parseProfileKey(const std::string &text)
+{
+    std::vector<std::string> parts;
+    size_t at = 0;
+    for (size_t slash; (slash = text.find('/', at)) != std::string::npos; at = slash + 1)
+        parts.push_back(text.substr(at, slash - at));
+    parts.push_back(text.substr(at));
+    const auto number = [&](size_t i, const char *prefix) {
+        const std::string &p = parts[i];
+        const size_t n = std::strlen(prefix);
+        if (p.compare(0, n, prefix) == 0 && p.size() > n && p.size() - n <= 9
+            && std::all_of(p.begin() + static_cast<long>(n), p.end(), [](unsigned char c) { return std::isdigit(c); }))
+            return std::stoi(p.substr(n));
+        throw UsageError {"--profile \"" + text + "\": expected part " + std::to_string(i + 1) + " to be " + prefix
+                          + "N, found \"" + p + "\""};
+    };
+    if (parts.size() != 5 || parts[0].empty() || parts[1].empty())
+        throw UsageError {"--profile \"" + text + "\": expected GPU/MODEL/tpN/mbN/seqN"};
+    return ProfileKey {parts[0], parts[1], number(2, "tp"), number(3, "mb"), number(4, "seq")};
+}
+
+int runRemove(const std::vector<std::string> &argv)
+{
+    Args args(argv, {"project", "run", "profile"}, {});
+    if (!args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    if (args.has("run") == args.has("profile"))
+        throw UsageError {"expected exactly one of --run ID or --profile GPU/MODEL/tpN/mbN/seqN"};
+    std::optional<ProfileKey> key;
+    if (args.has("profile"))
+        key = parseProfileKey(args.require("profile"));
+    SqliteStore store = openExisting(args);
+    const std::string what = key ? "profile " + args.require("profile") : "run " + args.require("run");
+    const bool removed = key ? store.removeProfile(*key) : store.removeRun(args.require("run"));
+    if (!removed)
+        throw LoadError(store.path(), key ? "/profiles" : "/runs", "no " + what + " in this project (nothing removed)");
+    std::cout << "Removed " << what << " from " << store.path() << "\n";
+    return Ok;
+}
+
 CommandRegistration regImport({"profile import", "import profiles and runs (Sailor data, Megatron logs, CSV/JSON)",
                                kImportUsage, &runImport});
 CommandRegistration regList({"profile list", "list the measurements a project holds", kListUsage, &runList});
+CommandRegistration regRemove({"profile remove", "remove one measured run or per-layer profile from a project",
+                               kRemoveUsage, &runRemove});
 CommandRegistration regCoverage({"profile coverage", "show measured/interpolated/missing TP x micro-batch per GPU",
                                  kCoverageUsage, &runCoverage});
 

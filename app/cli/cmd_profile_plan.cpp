@@ -49,6 +49,9 @@ Options:
   --tp-interpolation  interpolate TP degrees between measured ones on NVLink/Infinity Fabric
                        GPUs (default: measure every needed TP degree)
   --threads N          search threads
+  --max-bases N        budget of base configurations (default 500000, as memx search); a larger
+                       space is narrowed step by step (group order, TP, stages, recompute,
+                       dist-opt) with a note on stderr. Ctrl-C cancels (exit 130)
   --date ISO8601       date written into the scripts (default: now)
   --json               print the plan as JSON
   --attention A        attention backend of the jobs: auto, flash, fused or unfused
@@ -104,7 +107,7 @@ int runPlanCmd(const std::vector<std::string> &argv)
 {
     Args args(argv,
               {"cluster", "model", "out", "gbs", "tp", "mbs", "stages", "e2e", "iterations", "threads", "date",
-               "attention"},
+               "attention", "max-bases"},
               {"json", "force", "tp-interpolation"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
@@ -119,12 +122,34 @@ int runPlanCmd(const std::vector<std::string> &argv)
     o.timedIterations = static_cast<int>(args.intValue("iterations", 1, 100000).value_or(o.timedIterations));
     o.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     o.tpInterpolation = args.has("tp-interpolation");
+    // The same size budget as `memx search`: a space over it is narrowed (before this, the
+    // 512-GPU sample enumerated every group order, grew ~400 MB/s and died of bad_alloc).
+    {
+        SearchRequest budget;
+        budget.cluster = cluster;
+        budget.model = model;
+        budget.globalBatch = o.globalBatch;
+        budget.space = o.space;
+        const uint64_t maxBases
+            = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
+        for (const std::string &n : narrowToBudget(budget, maxBases))
+            std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
+        o.space = budget.space;
+    }
     ProfilingPlan plan;
-    try {
-        plan = planMinimalSet(cluster, model, o);
-    } catch (const std::invalid_argument &e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return Failure;
+    {
+        CliProgress progress("base configurations"); // Ctrl-C: the search polls it every 10 ms
+        try {
+            plan = planMinimalSet(cluster, model, o, progress.callback());
+        } catch (const std::invalid_argument &e) {
+            progress.finish();
+            if (progress.interrupted()) {
+                std::cerr << "cancelled (Ctrl-C): no profiling plan written\n";
+                return Cancelled;
+            }
+            std::cerr << "error: " << e.what() << "\n";
+            return Failure;
+        }
     }
     std::vector<std::string> written;
     if (auto out = args.value("out")) {

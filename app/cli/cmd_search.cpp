@@ -12,6 +12,7 @@
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -73,6 +74,29 @@ std::string fmtBytesGiB(double b)
     return o.str();
 }
 
+/// What to try when nothing survived, from the reason most candidates were pruned for (the old
+/// fixed "try recompute" was wrong when, e.g., every group had fewer layers than stages).
+std::string noPlanHint(const PruneCounts &p, size_t groups, int layers)
+{
+    const uint64_t most = std::max({p.divisibility, p.microBatchLimit, p.layers, p.outOfMemory});
+    if (most == 0)
+        return "the search space is empty; widen --stages, --tp or --mbs";
+    if (most == p.outOfMemory)
+        return "every candidate runs out of memory; try recompute, a smaller micro-batch, the distributed "
+               "optimizer or more GPUs";
+    if (most == p.layers) {
+        if (groups > static_cast<size_t>(layers))
+            return "every pipeline has at least one stage per node group, and the cluster's " + std::to_string(groups)
+                + " groups are more than the model's " + std::to_string(layers)
+                + " layers; use a cluster with fewer groups (larger nodes) or a deeper model";
+        return "no layer split gives every stage between 1 and " + std::to_string(kMaxStageLayers)
+            + " layers; try other --stages per group";
+    }
+    if (most == p.microBatchLimit)
+        return "replicas would need micro-batches over --max-mbs; try a smaller --gbs or micro-batch";
+    return "the global batch, micro-batches and TP degrees do not divide; try another --gbs, --mbs or --tp";
+}
+
 int run(const std::vector<std::string> &argv)
 {
     std::set<std::string> values {"cluster", "model", "gbs", "weights", "top", "threads", "max-bases", "project"};
@@ -114,9 +138,10 @@ int run(const std::vector<std::string> &argv)
     // (no enumeration, no prediction); the key is verified in full (memx/predict/searchresultcache.h).
     std::optional<SearchRequestKey> resultKey;
     bool resultFromCache = false;
+    std::vector<Diagnostic> cacheWarnings; // a bad stored blob is a miss, reported on stderr
     if (learned && !args.has("no-cache")) {
         resultKey = searchRequestKey(req, learned->digest());
-        if (std::optional<SearchResult> hit = loadSearchResult(*store, *resultKey)) {
+        if (std::optional<SearchResult> hit = loadSearchResult(*store, *resultKey, &cacheWarnings)) {
             res = std::move(*hit);
             resultFromCache = true;
         }
@@ -141,13 +166,16 @@ int run(const std::vector<std::string> &argv)
         if (useCache)
             cache = loadPredictionCache(*store,
                                         predictionContext(req.cluster, req.model, &req.profiles, req.cost,
-                                                          learned->digest()));
+                                                          learned->digest()),
+                                        &cacheWarnings);
         learnedStats = applyLearnedPredictor(res, *learned, cache ? &*cache : nullptr);
         if (cache) {
             savePredictionCache(*store, *cache);
             saveSearchResult(*store, *resultKey, res);
         }
     }
+    for (const Diagnostic &w : cacheWarnings)
+        std::cerr << "warning: " << w.toString() << "\n";
     const std::string predictorLine = "predictor: " + res.predictor;
 
     const auto r0 = std::chrono::steady_clock::now();
@@ -252,7 +280,7 @@ int run(const std::vector<std::string> &argv)
     std::cout << "  weights T,M,B = " << obj.wt << "," << obj.wm << "," << obj.wb
               << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
     if (top.empty()) {
-        std::cout << "  no plan fits this cluster; try recompute, a smaller micro-batch or another global batch\n";
+        std::cout << "  no plan fits this cluster; " << noPlanHint(res.pruned, req.cluster.groups.size(), req.model.shape.layers) << "\n";
         return res.cancelled ? Cancelled : Failure;
     }
     std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <new>
 
 using namespace memx::cli;
 
@@ -72,6 +73,12 @@ int main(int argc, char **argv)
     } catch (const memx::LoadError &e) {
         for (const auto &d : e.diagnostics())
             std::cerr << "error: " << d.toString() << "\n";
+        return Failure;
+    } catch (const std::bad_alloc &) {
+        // Not an abort (rc 134) with "terminate called after throwing std::bad_alloc".
+        std::cerr << "memx " << match->name
+                  << ": error: out of memory; the problem is too large for this machine (narrow the search "
+                     "space: --max-bases, fewer --tp/--stages/--mbs values, or a smaller cluster)\n";
         return Failure;
     } catch (const std::exception &e) {
         std::cerr << "memx " << match->name << ": error: " << e.what() << "\n";

@@ -7,6 +7,8 @@
 
 #include <QTest>
 
+#include <cstring>
+
 #include <cmath>
 
 using namespace memx;
@@ -91,6 +93,54 @@ private slots:
         const std::string none = kData + "/megatron/no-iterations.log";
         const Diagnostic d2 = firstProblem([&] { parseMegatronLog(readTextFile(none), none); });
         QVERIFY(d2.message.find("no iteration line") != std::string::npos);
+    }
+
+    /// Issue 21 items 5 and 6: what torchrun and Slurm really write. Rank and timestamp prefixes
+    /// on every line parse to the same figures as the plain log; two runs concatenated use the
+    /// last run only (with a warning naming the line), a number cut at the end of the file is
+    /// ignored with a warning instead of averaged in.
+    void megatronPrefixesRestartsAndCutNumbers_data()
+    {
+        QTest::addColumn<QString>("prefix");
+        QTest::newRow("torchrun default0") << "[default0]:";
+        QTest::newRow("torchrun rank0") << "[rank0]: ";
+        QTest::newRow("timestamp") << "2025-01-15 10:02:11,123 ";
+        QTest::newRow("slurm task") << "0: ";
+    }
+    void megatronPrefixesRestartsAndCutNumbers()
+    {
+        QFETCH(QString, prefix);
+        const std::string path = kData + "/megatron/gpt3-1.3b-tp4dp2.log";
+        const std::string plain = readTextFile(path);
+        const MegatronLogSummary ref = parseMegatronLog(plain, path);
+        std::string prefixed;
+        for (size_t at = 0; at < plain.size();) {
+            const size_t nl = plain.find('\n', at);
+            prefixed += prefix.toStdString() + plain.substr(at, nl - at + 1);
+            at = nl == std::string::npos ? plain.size() : nl + 1;
+        }
+        const MegatronLogSummary s = parseMegatronLog(prefixed, "prefixed.log");
+        QVERIFY(s.iterationTimesMs == ref.iterationTimesMs);
+        QVERIFY(s.maxAllocatedBytesByRank == ref.maxAllocatedBytesByRank);
+        QVERIFY(s.warnings.empty());
+
+        // Restarted: the same run twice; the mean skipping one warm-up line is the single run's,
+        // not one that includes the second warm-up (5234.1 ms).
+        const MegatronLogSummary twice = parseMegatronLog(prefixed + prefixed, "restarted.log");
+        QCOMPARE(twice.iterationTimesMs.size(), ref.iterationTimesMs.size());
+        QVERIFY(std::abs(twice.meanIterationMs(1) - ref.meanIterationMs(1)) < 1e-9);
+        QCOMPARE(twice.warnings.size(), size_t(1));
+        QVERIFY2(twice.warnings[0].message.find("restarted run") != std::string::npos,
+                 twice.warnings[0].message.c_str());
+
+        // Cut in the middle of the last iteration's number: not averaged in, warned about.
+        const size_t last = prefixed.rfind("elapsed time per iteration (ms): ");
+        const std::string cut = prefixed.substr(0, last + std::strlen("elapsed time per iteration (ms): ") + 2);
+        const MegatronLogSummary c = parseMegatronLog(cut, "cut.log");
+        QCOMPARE(c.iterationTimesMs.size(), ref.iterationTimesMs.size() - 1);
+        QCOMPARE(c.warnings.size(), size_t(1));
+        QVERIFY2(c.warnings[0].message.find("truncated last line ignored") != std::string::npos,
+                 c.warnings[0].message.c_str());
     }
 
     void csvParsesAndRoundTrips()

@@ -7,6 +7,8 @@
 
 #include <QTest>
 
+#include <limits>
+
 #include <algorithm>
 #include <map>
 
@@ -296,6 +298,36 @@ private slots:
         QCOMPARE(loadPredictionCache(store, 98).size(), size_t(0));
         store.putBlob(kPredictionCacheBlobKind, store.blobKeys(kPredictionCacheBlobKind).front(), cut);
         QCOMPARE(loadPredictionCache(store, 99).size(), size_t(0)); // unreadable: start empty
+    }
+
+    /// Issue 21 item 2: a stored prediction holding NaN, an infinity or an absurd ratio would
+    /// reach the ranking and the Pareto front; the cache is ignored with a warning instead.
+    void nonFiniteValuesAreRefused_data()
+    {
+        QTest::addColumn<float>("value");
+        QTest::addColumn<int>("field");
+        QTest::newRow("NaN time ratio") << std::numeric_limits<float>::quiet_NaN() << 0;
+        QTest::newRow("infinite memory ratio") << std::numeric_limits<float>::infinity() << 1;
+        QTest::newRow("ratio 1e30") << 1e30f << 0;
+        QTest::newRow("negative spread") << -0.5f << 2;
+    }
+    void nonFiniteValuesAreRefused()
+    {
+        QFETCH(float, value);
+        QFETCH(int, field);
+        PredictionCache cache(7);
+        CachedPrediction v {0.1f, 0.1f, 0.1f, 0.1f};
+        (field == 0 ? v.timeLogRatio : field == 1 ? v.memLogRatio : v.timeSpread) = value;
+        cache.insert(makeSignature("bad"), v);
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, PredictionCache::deserialize(cache.serialize()));
+        MemoryStore store;
+        savePredictionCache(store, cache);
+        std::vector<Diagnostic> warnings;
+        QCOMPARE(loadPredictionCache(store, 7, &warnings).size(), size_t(0));
+        QCOMPARE(warnings.size(), size_t(1));
+        QCOMPARE(warnings[0].pointer, std::string("prediction-cache/0000000000000007"));
+        QVERIFY2(warnings[0].message.find("expected finite log-ratios") != std::string::npos,
+                 warnings[0].message.c_str());
     }
 };
 

@@ -55,6 +55,37 @@ class TestSearch : public QObject {
     SearchResult mDefault; // default space on the 20-GPU sample, computed once
 
 private slots:
+    /// Issue 21 item 5: layer counts are 8-bit; a 300-layer model searched as "0-43" (300 mod
+    /// 256). A split with a stage over kMaxStageLayers is pruned for "layers", and every plan
+    /// found covers all 300 layers.
+    void stageLayerLimitIsChecked()
+    {
+        SearchRequest r;
+        r.cluster = loadCluster(kSamples + "/h100-8x.json");
+        r.model = resolveModel("gpt3-1.3b"); // 300 of its layers: ~15 B parameters, fits 8 H100s in 2 stages
+        r.model.shape.layers = 300;
+        r.space.tensorParallel = {8};
+        r.space.microBatches = {1};
+        r.threads = 1;
+        r.space.stagesPerGroup = {1};
+        const SearchResult one = runSearch(r);
+        QCOMPARE(one.size(), size_t(0));
+        QVERIFY(one.pruned.layers > 0);
+        r.space.tensorParallel = {4};
+        r.space.stagesPerGroup = {2};
+        const SearchResult two = runSearch(r);
+        QVERIFY(two.size() > 0);
+        for (size_t i = 0; i < two.size(); ++i) {
+            const Plan p = two.materialize(i);
+            int layers = 0;
+            for (const Stage &st : p.stages) {
+                QVERIFY(st.layerCount <= kMaxStageLayers);
+                layers += st.layerCount;
+            }
+            QCOMPARE(layers, 300);
+        }
+    }
+
     void initTestCase() { mDefault = runSearch(request20(2)); }
 
     void paretoMatchesBruteForceOnRandomPointsWithTies()

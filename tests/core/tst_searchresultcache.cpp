@@ -3,10 +3,15 @@
 #include "memx/io/formats.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/predict/searchresultcache.h"
+#include "memx/search/objective.h"
 #include "memx/search/search.h"
 #include "memx/store/memorystore.h"
+#include "memx/util/bytes.h"
 
+#include <QFile>
 #include <QTest>
+
+#include <limits>
 
 using namespace memx;
 
@@ -144,6 +149,145 @@ private slots:
         std::vector<std::uint8_t> magic = bytes;
         magic[1] = 'Y';
         QVERIFY_THROWS_EXCEPTION(std::runtime_error, deserializeSearchResult(magic));
+    }
+
+    /// Reproducers of issue 21 item 2: a blob that decodes but holds a NaN time (paretoFront never
+    /// returned), an out-of-range index (plans with "mb0" or node "?", or vector::_M_range_check),
+    /// layer counts that do not cover the model. Each is refused by name, never used.
+    void invalidBlobsAreRefused_data()
+    {
+        QTest::addColumn<int>("damage");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("NaN time") << 0 << "configuration 3: expected a finite positive time, found nan";
+        QTest::newRow("infinite memory") << 1 << "configuration 0: expected a finite non-negative peak memory, found inf";
+        QTest::newRow("base index") << 2 << "configuration 1: base index 4000000000 out of range";
+        QTest::newRow("group index") << 3 << "pipeline 0 stage 0: expected a node group index below 3, found 7";
+        QTest::newRow("split offset") << 4 << "configuration 2: layer split offset 4294967295 out of range";
+        QTest::newRow("layer count") << 5 << "configuration 0: expected stages covering the model's 32 layers";
+        QTest::newRow("micro-batch 0") << 6 << "expected micro-batch sizes from 1 to 1048576, found 0";
+        QTest::newRow("slice beyond group") << 7 << "pipeline 0 stage 0: slice 9/1 with TP";
+        QTest::newRow("negative spread") << 8 << "configuration 0: expected a finite non-negative time spread";
+        QTest::newRow("count mismatch") << 9 << "expected 99 evaluated configurations";
+    }
+    void invalidBlobsAreRefused()
+    {
+        QFETCH(int, damage);
+        QFETCH(QString, message);
+        static const SearchResult good = runSearch(smallRequest());
+        QVERIFY(good.size() > 10);
+        SearchResult r = good;
+        switch (damage) {
+        case 0: r.timeMs[3] = std::numeric_limits<double>::quiet_NaN(); break;
+        case 1: r.peakMemory[0] = std::numeric_limits<double>::infinity(); break;
+        case 2: r.baseOf[1] = 4000000000u; break;
+        case 3: r.pipelines[0].stages[0].group = 7; break;
+        case 4: r.splitOffset[2] = 0xffffffffu; break;
+        case 5: r.layerCounts[r.splitOffset[0]] += 1; break;
+        case 6: r.microBatchSizes[0] = 0; break;
+        case 7: r.pipelines[0].stages[0].slice = 9; break;
+        case 8: r.timeSpread.assign(r.size(), -1.0f); break;
+        case 9: r.evaluated = 99; break;
+        }
+        try {
+            deserializeSearchResult(serializeSearchResult(r));
+            QFAIL("a damaged result was accepted");
+        } catch (const std::runtime_error &e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(message), e.what());
+        }
+        // Through the project: a miss with a warning naming the blob, never a result.
+        MemoryStore store;
+        const SearchRequestKey key {3, "request"};
+        saveSearchResult(store, key, r);
+        std::vector<Diagnostic> warnings;
+        QVERIFY(!loadSearchResult(store, key, &warnings).has_value());
+        QCOMPARE(warnings.size(), size_t(1));
+        QCOMPARE(warnings[0].pointer, std::string("search-result/0000000000000003"));
+        QVERIFY2(QString::fromStdString(warnings[0].message).contains(message), warnings[0].message.c_str());
+        // The undamaged result still loads (the check does not refuse real results).
+        saveSearchResult(store, key, good);
+        warnings.clear();
+        QVERIFY(loadSearchResult(store, key, &warnings).has_value());
+        QVERIFY(warnings.empty());
+    }
+
+    /// Every single-byte corruption of a real blob (sampled positions, every bit of the byte
+    /// flipped) is either refused with std::runtime_error or decodes to a result whose every
+    /// configuration materialises to a plan on the stored cluster: never a crash.
+    void corruptedBlobNeverCrashes()
+    {
+        SearchRequest req = smallRequest();
+        req.space.tensorParallel = {4};
+        const SearchResult res = runSearch(req);
+        const std::vector<std::uint8_t> bytes = serializeSearchResult(res);
+        int refused = 0, accepted = 0;
+        const size_t stride = std::max<size_t>(1, bytes.size() / 1500);
+        for (size_t at = 8; at < bytes.size(); at += stride) {
+            std::vector<std::uint8_t> bad = bytes;
+            bad[at] ^= 0xff;
+            try {
+                const SearchResult back = deserializeSearchResult(bad);
+                for (size_t i = 0; i < back.size(); i += std::max<size_t>(1, back.size() / 40)) {
+                    const Plan p = back.materialize(i);
+                    for (const Stage &st : p.stages)
+                        for (const Replica &rep : st.replicas) {
+                            QVERIFY(rep.microBatch >= 1);
+                            QVERIFY(back.cluster.findNode(rep.node).has_value());
+                        }
+                }
+                (void)paretoFront(back);
+                ++accepted;
+            } catch (const std::runtime_error &) {
+                ++refused;
+            }
+        }
+        QVERIFY(refused > 0);
+        qInfo("%d corruptions refused, %d decoded to a usable result", refused, accepted);
+    }
+
+    /// The fuzz target's seed corpus (tests/fuzz/corpus/searchresultcache) holds real blobs of a
+    /// small search, a bare body and one with its key prefix as stored in a project: both must
+    /// still be accepted (a format change must refresh them: run this test with
+    /// MEMX_WRITE_FUZZ_SEED=<folder> to write new ones).
+    void fuzzSeedCorpusIsARealBlob()
+    {
+        SearchRequest req;
+        req.cluster = loadCluster(kSamples + "/h100-8x.json");
+        req.model = resolveModel("llama2-7b");
+        req.space.stagesPerGroup = {1, 2};
+        req.space.microBatches = {1};
+        req.space.tensorParallel = {4, 8};
+        req.space.recompute = {RecomputeMethod::None};
+        req.threads = 1;
+        const SearchResult res = runSearch(req);
+        QVERIFY(res.size() >= 2);
+        ByteWriter w;
+        w.str("seed request");
+        std::vector<std::uint8_t> keyed = w.take();
+        const std::vector<std::uint8_t> body = serializeSearchResult(res);
+        keyed.insert(keyed.end(), body.begin(), body.end());
+        QVERIFY(keyed.size() < 65536); // ci-extra.sh fuzzes with -max_len=65536
+        const QByteArray out = qgetenv("MEMX_WRITE_FUZZ_SEED");
+        if (!out.isEmpty()) {
+            for (const auto &[name, bytes] : {std::pair {"real-body.mxsr", body}, std::pair {"real-keyed.mxsr", keyed}}) {
+                QFile f(QString::fromUtf8(out) + QLatin1Char('/') + QLatin1String(name));
+                QVERIFY(f.open(QIODevice::WriteOnly));
+                f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<qint64>(bytes.size()));
+            }
+        }
+        const QString dir = QStringLiteral(MEMX_SOURCE_DIR "/tests/fuzz/corpus/searchresultcache/");
+        for (const char *name : {"real-body.mxsr", "real-keyed.mxsr"}) {
+            QFile f(dir + QLatin1String(name));
+            QVERIFY2(f.open(QIODevice::ReadOnly), name);
+            const QByteArray data = f.readAll();
+            const std::vector<std::uint8_t> bytes(data.begin(), data.end());
+            if (std::string(name) == "real-body.mxsr") {
+                QCOMPARE(deserializeSearchResult(bytes).size(), res.size());
+            } else {
+                MemoryStore store;
+                store.putBlob(kSearchResultBlobKind, "0000000000000001", bytes);
+                QVERIFY(loadSearchResult(store, SearchRequestKey {1, "seed request"}).has_value());
+            }
+        }
     }
 
     /// A cached search equals a fresh one (the search is deterministic), so a hit is exact.

@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sqlite3.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -236,6 +238,80 @@ private slots:
                                "...................................................................";
         QVERIFY_THROWS_EXCEPTION(LoadError, SqliteStore(text, false));
         QVERIFY_THROWS_EXCEPTION(LoadError, SqliteStore(mTmp.filePath("absent.memx").toStdString(), false));
+    }
+
+    /// Issue 21 item 6: messages a user can act on, and files that stay as they were.
+    void projectFileMessages()
+    {
+        const auto refused = [](const std::string &path) -> std::string {
+            try {
+                SqliteStore s(path, false);
+                (void)s.runs();
+            } catch (const LoadError &e) {
+                return e.diagnostics().front().message;
+            } catch (const std::runtime_error &e) {
+                return e.what();
+            }
+            return "opened";
+        };
+        // A 0-byte file is not turned into a project.
+        const std::string empty = mTmp.filePath("empty.memx").toStdString();
+        std::ofstream(empty).flush();
+        QCOMPARE(refused(empty), std::string("not a MemX project file (the file is empty)"));
+        QCOMPARE(std::filesystem::file_size(empty), std::uintmax_t(0));
+
+        // user_version reset to 0 on a project: not "table schema_migrations already exists".
+        const std::string reset = mTmp.filePath("reset.memx").toStdString();
+        {
+            SqliteStore s(reset);
+            s.putRun(sampleRun());
+        }
+        {
+            std::fstream f(reset, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(60);
+            const char v[4] = {0, 0, 0, 0};
+            f.write(v, 4);
+        }
+        const std::string r = refused(reset);
+        QVERIFY2(r.find("schema version (PRAGMA user_version) is 0 although it holds MemX tables") != std::string::npos
+                     && r.find("PRAGMA user_version=1") != std::string::npos && r.find("already exists") == std::string::npos,
+                 r.c_str());
+
+        // A dropped column: not a raw SQL error.
+        const std::string dropped = mTmp.filePath("dropped.memx").toStdString();
+        {
+            SqliteStore s(dropped);
+            s.putRun(sampleRun());
+        }
+        {
+            sqlite3 *db = nullptr;
+            QCOMPARE(sqlite3_open(dropped.c_str(), &db), SQLITE_OK);
+            QCOMPARE(sqlite3_exec(db, "ALTER TABLE runs DROP COLUMN json", nullptr, nullptr, nullptr), SQLITE_OK);
+            sqlite3_close(db);
+        }
+        const std::string d = refused(dropped);
+        QVERIFY2(d.find("the project file's tables are not those of a MemX project (no such column: json") != std::string::npos,
+                 d.c_str());
+
+        // chmod 444: listed read-only; a write says so.
+        const std::string ro = mTmp.filePath("readonly.memx").toStdString();
+        {
+            SqliteStore s(ro);
+            s.putRun(sampleRun());
+        }
+        std::filesystem::permissions(ro, std::filesystem::perms::owner_read | std::filesystem::perms::group_read
+                                             | std::filesystem::perms::others_read);
+        {
+            SqliteStore s(ro, false);
+            QCOMPARE(s.runs().size(), size_t(1));
+            try {
+                s.putModel(resolveModel("gpt3-1.3b"));
+                QFAIL("a write to a read-only project succeeded");
+            } catch (const std::runtime_error &e) {
+                QVERIFY2(std::string(e.what()).find("the project file is read-only") != std::string::npos, e.what());
+            }
+        }
+        std::filesystem::permissions(ro, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
     }
 
     // ---- Sailor dataset ----

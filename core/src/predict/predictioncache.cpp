@@ -7,6 +7,7 @@
 #include "memx/util/hash.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -272,9 +273,17 @@ PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &by
     if (!v1 && !v2)
         throw std::runtime_error("prediction cache: expected the MXPC version 1 or 2 header");
     ByteReader r(bytes, "prediction cache", 8);
+    // A stored prediction is used as analytic x exp(ratio): a NaN, an infinity or an absurd ratio
+    // would reach the ranking and the Pareto front, so it makes the whole cache unreadable.
     const auto value = [&r] {
         float v[4];
         r.raw(v, sizeof v);
+        for (int i = 0; i < 4; ++i)
+            if (!std::isfinite(v[i]) || std::fabs(v[i]) > kMaxCachedLogRatio || (i >= 2 && v[i] < 0))
+                throw std::runtime_error("prediction cache: entry at byte " + std::to_string(r.pos() - sizeof v)
+                                         + ": expected finite log-ratios within +-"
+                                         + std::to_string(static_cast<int>(kMaxCachedLogRatio))
+                                         + " and non-negative spreads, found " + std::to_string(v[i]));
         return CachedPrediction {v[0], v[1], v[2], v[3]};
     };
     PredictionCache c(r.u64());
@@ -296,10 +305,20 @@ PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &by
         for (std::uint64_t i = 0; i < ne; ++i) {
             const std::uint64_t nw = r.u64();
             r.needItems(nw, 4);
+            // Layout of SearchResult::signatureWords: 5 header words, then 10 per stage.
+            if (nw < 15 || (nw - 5) % 10 != 0)
+                throw std::runtime_error("prediction cache: compact entry " + std::to_string(i) + " has "
+                                         + std::to_string(nw) + " words, expected 5 + 10 per stage");
             CompactSignature sig;
             sig.words.resize(nw);
             for (std::uint64_t k = 0; k < nw; ++k)
                 sig.words[k] = r.u32();
+            for (std::uint64_t k = 5; k < nw; k += 10)
+                for (std::uint64_t cls : {k + 4, k + 8, k + 9})
+                    if (sig.words[cls] >= nc)
+                        throw std::runtime_error("prediction cache: compact entry " + std::to_string(i)
+                                                 + " names class " + std::to_string(sig.words[cls]) + " of "
+                                                 + std::to_string(nc));
             const CachedPrediction v = value();
             sig.hash = hashWords(sig.words.data(), sig.words.size());
             c.insert(sig, v);
@@ -310,7 +329,7 @@ PredictionCache PredictionCache::deserialize(const std::vector<std::uint8_t> &by
     return c;
 }
 
-PredictionCache loadPredictionCache(const Store &store, std::uint64_t context)
+PredictionCache loadPredictionCache(const Store &store, std::uint64_t context, std::vector<Diagnostic> *warnings)
 {
     const auto bytes = store.blob(kPredictionCacheBlobKind, hex16(context));
     if (!bytes)
@@ -319,8 +338,13 @@ PredictionCache loadPredictionCache(const Store &store, std::uint64_t context)
         PredictionCache c = PredictionCache::deserialize(*bytes);
         if (c.context() == context)
             return c;
-    } catch (const std::runtime_error &) {
-        // An unreadable cache is only lost time: start empty.
+    } catch (const std::exception &e) {
+        // An unreadable cache is only lost time: start empty (and it is overwritten when saved).
+        if (warnings)
+            warnings->push_back(Diagnostic {store.location(),
+                                            std::string(kPredictionCacheBlobKind) + "/" + hex16(context),
+                                            std::string("ignoring the stored prediction cache (") + e.what()
+                                                + "); predicting again"});
     }
     return PredictionCache(context);
 }

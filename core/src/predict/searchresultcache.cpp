@@ -8,6 +8,8 @@
 #include "memx/util/hash.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -55,6 +57,144 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
     k.hash = fnv1a64(s);
     k.key = std::move(s);
     return k;
+}
+
+namespace {
+
+[[noreturn]] void corrupt(const std::string &what)
+{
+    throw std::runtime_error("search result: " + what);
+}
+
+/// Every metric array has one entry per configuration, and every value is finite and in range
+/// (a NaN would make the ranking and the Pareto front meaningless, or never terminate).
+void validateMetrics(const SearchResult &r)
+{
+    const size_t n = r.timeMs.size();
+    if (r.peakMemory.size() != n || r.imbalance.size() != n || r.peakBytes.size() != n || r.baseOf.size() != n
+        || r.splitOffset.size() != n || (!r.timeSpread.empty() && r.timeSpread.size() != n)
+        || (!r.memSpread.empty() && r.memSpread.size() != n) || (!r.oomRisk.empty() && r.oomRisk.size() != n))
+        corrupt("metric arrays of different lengths");
+    if (r.evaluated != n)
+        corrupt("expected " + std::to_string(r.evaluated) + " evaluated configurations, found " + std::to_string(n));
+    const auto check = [](const auto &values, const char *name, bool positive) {
+        for (size_t i = 0; i < values.size(); ++i) {
+            const double v = static_cast<double>(values[i]);
+            if (!std::isfinite(v) || v < 0 || (positive && v <= 0))
+                corrupt(std::string("configuration ") + std::to_string(i) + ": expected a finite "
+                        + (positive ? "positive" : "non-negative") + " " + name + ", found " + std::to_string(v));
+        }
+    };
+    check(r.timeMs, "time", true);
+    check(r.peakMemory, "peak memory", false);
+    check(r.imbalance, "imbalance", false);
+    check(r.peakBytes, "peak bytes", false);
+    check(r.timeSpread, "time spread", false);
+    check(r.memSpread, "memory spread", false);
+    for (size_t i = 0; i < r.oomRisk.size(); ++i)
+        if (r.oomRisk[i] > 1)
+            corrupt("configuration " + std::to_string(i) + ": expected an OOM risk of 0 or 1");
+}
+
+/// Every pipeline stage names a group of the stored cluster, a device type of the result and a
+/// range of that group's GPUs (so materialize() never invents a node or a GPU).
+void validatePipelines(const SearchResult &r)
+{
+    if (r.size() > 0
+        && (r.microBatchSizes.empty() || r.recomputeChoices.empty() || r.distOptChoices.empty()
+            || r.deviceTypes.empty()))
+        corrupt("empty decoding table");
+    for (int mb : r.microBatchSizes)
+        if (mb < 1 || mb > (1 << 20))
+            corrupt("expected micro-batch sizes from 1 to 1048576, found " + std::to_string(mb));
+    if (r.globalBatch < 1)
+        corrupt("expected a positive global batch, found " + std::to_string(r.globalBatch));
+    for (size_t p = 0; p < r.pipelines.size(); ++p) {
+        const SearchResult::Pipeline &pl = r.pipelines[p];
+        const std::string where = "pipeline " + std::to_string(p);
+        if (pl.stages.empty() || pl.stages.size() > static_cast<size_t>(r.model.shape.layers))
+            corrupt(where + ": expected 1 to " + std::to_string(r.model.shape.layers) + " stages, found "
+                    + std::to_string(pl.stages.size()));
+        for (size_t si = 0; si < pl.stages.size(); ++si) {
+            const SearchStage &s = pl.stages[si];
+            const std::string at = where + " stage " + std::to_string(si);
+            if (s.group < 0 || static_cast<size_t>(s.group) >= r.cluster.groups.size())
+                corrupt(at + ": expected a node group index below " + std::to_string(r.cluster.groups.size())
+                        + ", found " + std::to_string(s.group));
+            const NodeGroup &g = r.cluster.groups[static_cast<size_t>(s.group)];
+            const std::int64_t gpus = static_cast<std::int64_t>(g.count) * g.gpusPerNode;
+            if (s.tp < 1 || s.dp < 1 || s.slices < 1 || s.slice < 0 || s.slice >= s.slices || g.gpusPerNode % s.tp != 0
+                || (static_cast<std::int64_t>(s.slice) + 1) * s.tp * s.dp > gpus)
+                corrupt(at + ": slice " + std::to_string(s.slice) + "/" + std::to_string(s.slices) + " with TP "
+                        + std::to_string(s.tp) + " x DP " + std::to_string(s.dp) + " does not fit group '" + g.name
+                        + "'");
+            const std::string &dev = r.cluster.deviceOf(g).id;
+            if (std::find(r.deviceTypes.begin(), r.deviceTypes.end(), dev) == r.deviceTypes.end())
+                corrupt(at + ": device type " + dev + " is not in the result's device types");
+        }
+    }
+}
+
+/// Every configuration decodes to an existing pipeline and its layer counts cover the model.
+void validateConfigurations(const SearchResult &r)
+{
+    // Number of base configurations = pipelines x micro-batches x recompute^types x optimizers.
+    // Each factor is bounded by the blob's size, so the products below cannot overflow 64 bits
+    // before the check against the 32-bit base index range.
+    constexpr std::uint64_t kMaxBases = std::numeric_limits<std::uint32_t>::max();
+    std::uint64_t bases = 1, nCombos = 1;
+    for (const std::uint64_t f : {std::uint64_t(r.pipelines.size()), std::uint64_t(r.microBatchSizes.size()),
+                                  std::uint64_t(r.distOptChoices.size())})
+        if ((bases *= f) > kMaxBases)
+            corrupt("implausible number of base configurations");
+    for (size_t i = 0; i < r.deviceTypes.size(); ++i) {
+        bases *= r.recomputeChoices.size();
+        nCombos *= r.recomputeChoices.size();
+        if (bases > kMaxBases)
+            corrupt("implausible number of base configurations");
+    }
+    std::vector<int> maxDp(r.pipelines.size(), 1);
+    for (size_t p = 0; p < r.pipelines.size(); ++p)
+        for (const SearchStage &s : r.pipelines[p].stages)
+            maxDp[p] = std::max(maxDp[p], s.dp);
+    const size_t nMbs = r.microBatchSizes.size(), nDist = r.distOptChoices.size();
+    for (size_t i = 0; i < r.size(); ++i) {
+        const std::string at = "configuration " + std::to_string(i);
+        if (r.baseOf[i] >= bases)
+            corrupt(at + ": base index " + std::to_string(r.baseOf[i]) + " out of range");
+        const std::uint64_t rest = r.baseOf[i] / nDist / nCombos;
+        const size_t p = rest / nMbs;
+        const std::int64_t step = static_cast<std::int64_t>(r.microBatchSizes[rest % nMbs]) * maxDp[p];
+        if (r.globalBatch % step != 0)
+            corrupt(at + ": global batch " + std::to_string(r.globalBatch) + " is not a multiple of "
+                    + std::to_string(step));
+        const std::vector<SearchStage> &stages = r.pipelines[p].stages;
+        if (r.splitOffset[i] > r.layerCounts.size() || stages.size() > r.layerCounts.size() - r.splitOffset[i])
+            corrupt(at + ": layer split offset " + std::to_string(r.splitOffset[i]) + " out of range");
+        long layers = 0;
+        for (size_t si = 0; si < stages.size(); ++si) {
+            const int count = r.layerCounts[r.splitOffset[i] + si];
+            if (count < 1 || step % stages[si].dp != 0)
+                corrupt(at + ": stage " + std::to_string(si) + " without layers or with an uneven micro-batch");
+            layers += count;
+        }
+        if (layers != r.model.shape.layers)
+            corrupt(at + ": expected stages covering the model's " + std::to_string(r.model.shape.layers)
+                    + " layers, found " + std::to_string(layers));
+    }
+}
+
+} // namespace
+
+void validateSearchResult(const SearchResult &r)
+{
+    if (r.cluster.groups.empty() || r.model.shape.layers < 1)
+        corrupt("no cluster or model");
+    if (r.threads < 1 || r.threads > 1024)
+        corrupt("expected a thread count from 1 to 1024, found " + std::to_string(r.threads));
+    validateMetrics(r);
+    validatePipelines(r);
+    validateConfigurations(r);
 }
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
@@ -178,11 +318,7 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     r.oomRisk = rd.pod<std::uint8_t>();
     if (!rd.atEnd())
         throw std::runtime_error("search result: trailing bytes");
-    const size_t n = r.timeMs.size();
-    if (r.peakMemory.size() != n || r.imbalance.size() != n || r.peakBytes.size() != n || r.baseOf.size() != n
-        || r.splitOffset.size() != n || (!r.timeSpread.empty() && r.timeSpread.size() != n)
-        || (!r.memSpread.empty() && r.memSpread.size() != n) || (!r.oomRisk.empty() && r.oomRisk.size() != n))
-        throw std::runtime_error("search result: metric arrays of different lengths");
+    validateSearchResult(r);
     return r;
 }
 
@@ -244,9 +380,11 @@ std::vector<std::string> readIndex(const Store &store)
 
 } // namespace
 
-std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key)
+std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key,
+                                             std::vector<Diagnostic> *warnings)
 {
-    const auto bytes = store.blob(kSearchResultBlobKind, hex16(key.hash));
+    const std::string name = hex16(key.hash);
+    const auto bytes = store.blob(kSearchResultBlobKind, name);
     if (!bytes)
         return std::nullopt;
     try {
@@ -255,8 +393,13 @@ std::optional<SearchResult> loadSearchResult(const Store &store, const SearchReq
             return std::nullopt; // another request with the same hash
         const std::vector<std::uint8_t> rest(bytes->begin() + static_cast<std::ptrdiff_t>(rd.pos()), bytes->end());
         return deserializeSearchResult(rest);
-    } catch (const std::exception &) {
-        return std::nullopt; // an unreadable entry is only lost time
+    } catch (const std::exception &e) {
+        // An unreadable entry is only lost time: a miss (the search runs and overwrites it).
+        if (warnings)
+            warnings->push_back(Diagnostic {store.location(), std::string(kSearchResultBlobKind) + "/" + name,
+                                            std::string("ignoring the stored search result (") + e.what()
+                                                + "); searching again"});
+        return std::nullopt;
     }
 }
 

@@ -1,10 +1,12 @@
 #include "memx/profile/megatronlog.h"
 
+#include "memx/profile/storedvalues.h"
 #include "memx/util/fileio.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -39,6 +41,13 @@ std::optional<double> numberAfter(const std::string &line, const std::string &ma
     if (end < line.size() && line[end] != ' ' && line[end] != '|' && line[end] != '\r')
         return std::nullopt;
     return v;
+}
+
+std::string shortNumber(double v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
 }
 
 } // namespace
@@ -80,10 +89,16 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
             else
                 out.warnings.push_back({file, where, "truncated last line ignored (" + message + ")"});
         };
+        if (!complete
+            && (line.find(kIterationMarker) != std::string::npos || line.find(kMemoryMarker) != std::string::npos)) {
+            // No newline at the end: the writer was cut off, and a number cut short still parses.
+            out.warnings.push_back({file, where, "truncated last line ignored (no newline at the end of the file)"});
+            continue;
+        }
         if (line.find(kIterationMarker) != std::string::npos) {
             const auto ms = numberAfter(line, kIterationMarker);
-            // At most 1e12 ms (~32 years) so that sums and means stay finite.
-            if (!ms || *ms <= 0 || *ms > 1e12) {
+            // At most what a project stores for a run (1e12 ms, ~32 years): sums and means stay finite.
+            if (!ms || *ms <= 0 || *ms > kMaxStoredRunTimeMs) {
                 problem("expected a positive number after \"elapsed time per iteration (ms):\"");
                 continue;
             }
@@ -103,22 +118,48 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
                     }
                 }
             }
+            if (!out.iterationNumbers.empty() && iteration <= out.iterationNumbers.back()) {
+                // Iteration numbers start again: a restarted job appended to the same log. Only
+                // the last run is averaged (its own warm-up is skipped), never a mix.
+                out.warnings.push_back({file, where,
+                                        "iteration numbers restart here (" + std::to_string(iteration) + " after "
+                                            + std::to_string(out.iterationNumbers.back())
+                                            + "): the log holds a restarted run; only the last run is used"});
+                out.iterationTimesMs.clear();
+                out.iterationNumbers.clear();
+                alloc.clear();
+                reserved.clear();
+            }
             out.iterationTimesMs.push_back(*ms);
             out.iterationNumbers.push_back(iteration);
         } else if (line.find(kMemoryMarker) != std::string::npos && line.find("[Rank ") != std::string::npos) {
             // [Rank 0] (after 10 iterations) memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max
             // reserved: ...
-            const auto rank
-                = numberAfter(line.substr(0, line.find(']') == std::string::npos ? 0 : line.find(']')) + " ", "[Rank");
+            // The rank from "[Rank N]" wherever it is: torchrun ("[default0]:", "[rank0]:") and
+            // Slurm or logging timestamps put prefixes before it.
+            const size_t rankAt = line.find("[Rank ");
+            const size_t rankEnd = line.find(']', rankAt);
+            const auto rank = numberAfter(
+                line.substr(rankAt, rankEnd == std::string::npos ? 0 : rankEnd - rankAt) + " ", "[Rank");
             const auto maxAlloc = numberAfter(line, "| max allocated:");
             const auto maxRes = numberAfter(line, "| max reserved:");
-            // Ranks must fit an int and memory a double once converted to bytes (UBSan, fuzz_megatron).
-            if (!rank || !maxAlloc || !maxRes || *rank < 0 || *rank > 1e9 || *rank != std::floor(*rank)
-                || *maxAlloc < 0 || *maxRes < 0 || *maxAlloc > 1e15 || *maxRes > 1e15) {
+            // Ranks must fit an int (UBSan, fuzz_megatron).
+            if (!rank || !maxAlloc || !maxRes || *rank < 0 || *rank > 1e9 || *rank != std::floor(*rank)) {
                 problem("expected \"[Rank N] (after N iterations) memory (MB) | allocated: X | max allocated: X | "
                         "reserved: X | max reserved: X\" with numbers");
                 continue;
             }
+            // Memory in MiB, within what a project stores once converted to bytes.
+            const auto memoryField = [&](const char *name, double mb) {
+                if (mb >= 0 && mb * kMiB <= kMaxStoredBytes)
+                    return true;
+                problem(std::string("field \"") + name + "\": expected MB from 0 to "
+                        + std::to_string(static_cast<long long>(kMaxStoredBytes / kMiB)) + " (1e15 bytes), found "
+                        + shortNumber(mb));
+                return false;
+            };
+            if (!memoryField("max allocated", *maxAlloc) || !memoryField("max reserved", *maxRes))
+                continue;
             const int r = static_cast<int>(*rank);
             alloc[r] = std::max(alloc[r], *maxAlloc * kMiB);
             reserved[r] = std::max(reserved[r], *maxRes * kMiB);
@@ -138,6 +179,8 @@ MeasuredRun importMegatronLog(const std::string &path, const Plan &plan, const C
                               const MegatronImportOptions &options)
 {
     const MegatronLogSummary log = parseMegatronLog(readTextFile(path), path);
+    if (options.warnings)
+        options.warnings->insert(options.warnings->end(), log.warnings.begin(), log.warnings.end());
     if (options.skipIterations < 0 || static_cast<size_t>(options.skipIterations) >= log.iterationTimesMs.size())
         throw LoadError(path, "",
                         "the log has " + std::to_string(log.iterationTimesMs.size()) + " iteration line(s); skipping "

@@ -1,6 +1,7 @@
 #include "memx/profile/profileio.h"
 
 #include "memx/io/formats.h"
+#include "memx/profile/storedvalues.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
 #include "memx/util/jsonreader.h"
@@ -103,14 +104,14 @@ LayerProfile parseLayerProfile(const json &j, const std::string &pointer, Diagno
                 continue;
             lr.rejectUnknownKeys({"forwardMs", "backwardMs", "optimizerMs", "paramBytes", "activationBytes"});
             LayerMeasurement m;
-            m.forwardMs = lr.requireNumber("forwardMs", 0, 1e9);
-            m.backwardMs = lr.requireNumber("backwardMs", 0, 1e9);
-            m.optimizerMs = lr.optionalNumber("optimizerMs", 0, 1e9).value_or(0.0);
+            m.forwardMs = lr.requireNumber("forwardMs", 0, kMaxStoredLayerTimeMs);
+            m.backwardMs = lr.requireNumber("backwardMs", 0, kMaxStoredLayerTimeMs);
+            m.optimizerMs = lr.optionalNumber("optimizerMs", 0, kMaxStoredLayerTimeMs).value_or(0.0);
             // Absent or null: unknown.
             if (lr.has("paramBytes"))
-                m.paramBytes = lr.nullableNumber("paramBytes", 0, 1e15);
+                m.paramBytes = lr.nullableNumber("paramBytes", 0, kMaxStoredBytes);
             if (lr.has("activationBytes"))
-                m.activationBytes = lr.nullableNumber("activationBytes", 0, 1e15);
+                m.activationBytes = lr.nullableNumber("activationBytes", 0, kMaxStoredBytes);
             p.layers.push_back(m);
         }
     }
@@ -151,8 +152,8 @@ MeasuredRun parseMeasuredRun(const json &j, const std::string &pointer, Diagnost
     run.id = r.requireString("id");
     run.clusterName = r.requireString("clusterName");
     run.modelId = r.requireString("modelId");
-    run.iterationTimeMs = r.requireNumber("iterationTimeMs", 0, 1e12);
-    run.peakMemoryBytes = r.nullableNumber("peakMemoryBytes", 0, 1e15);
+    run.iterationTimeMs = r.requireNumber("iterationTimeMs", 0, kMaxStoredRunTimeMs);
+    run.peakMemoryBytes = r.nullableNumber("peakMemoryBytes", 0, kMaxStoredBytes);
     if (auto k = r.optionalEnum("memoryKind", {"allocator-max", "reserved", "device-used"}))
         run.memoryKind = static_cast<MemoryKind>(*k);
     run.source = r.optionalString("source").value_or("");
@@ -394,11 +395,11 @@ std::vector<LayerProfile> parseProfileCsv(const std::string &text, const std::st
         key.seqLength = integer(4, 1, 1 << 24);
         const int layer = integer(5, 0, 100000);
         LayerMeasurement m;
-        m.forwardMs = number(6, 0, 1e9, false).value_or(0);
-        m.backwardMs = number(7, 0, 1e9, false).value_or(0);
-        m.optimizerMs = number(8, 0, 1e9, true).value_or(0);
-        m.paramBytes = number(9, 0, 1e15, true);
-        m.activationBytes = number(10, 0, 1e15, true);
+        m.forwardMs = number(6, 0, kMaxStoredLayerTimeMs, false).value_or(0);
+        m.backwardMs = number(7, 0, kMaxStoredLayerTimeMs, false).value_or(0);
+        m.optimizerMs = number(8, 0, kMaxStoredLayerTimeMs, true).value_or(0);
+        m.paramBytes = number(9, 0, kMaxStoredBytes, true);
+        m.activationBytes = number(10, 0, kMaxStoredBytes, true);
         if (diags.size() != before)
             continue;
         firstLine.emplace(key, static_cast<int>(lineNo));

@@ -1,5 +1,7 @@
 #include "memx/profile/sailorimporter.h"
 
+#include "memx/profile/storedvalues.h"
+
 #include "memx/io/formats.h"
 #include "memx/util/fileio.h"
 #include "memx/util/jsonreader.h"
@@ -148,8 +150,15 @@ private:
         if (!fs::is_directory(root))
             return out;
         auto consider = [&](const fs::directory_entry &e) {
-            if (e.is_regular_file() && e.path().extension() == ext)
-                out.push_back(e.path());
+            if (e.path().extension() != ext)
+                return;
+            // A data file replaced by a folder (or a socket, a dangling link) is not skipped
+            // silently: the import would quietly lose its records.
+            if (!e.is_regular_file())
+                throw LoadError(display(e.path()), "",
+                                std::string("expected a ") + ext + " file, found "
+                                    + (e.is_directory() ? "a folder" : "something that is not a regular file"));
+            out.push_back(e.path());
         };
         if (recursive)
             for (const auto &e : fs::recursive_directory_iterator(root))
@@ -324,13 +333,23 @@ private:
                         for (size_t i = 0; i < entries.size(); ++i) {
                             const json &v = *entries[i];
                             const std::string lp = jsonPointerJoin(tp, i);
-                            if (!v.is_array() || v.size() != 3 || !std::all_of(v.begin(), v.end(), [](const json &x) {
-                                    return x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() >= 0;
-                                }))
+                            if (!v.is_array() || v.size() != 3)
                                 throw LoadError(file, lp,
                                                 "expected [forward s, backward s, optimizer s] (three "
                                                 "non-negative numbers), found "
                                                     + describeJson(v));
+                            // Each time in seconds within what a project stores (the reader's range,
+                            // kMaxStoredLayerTimeMs = 1e9 ms = 1e+06 s).
+                            static_assert(kMaxStoredLayerTimeMs == 1e9);
+                            static const char *const kPart[] = {"forward", "backward", "optimizer"};
+                            for (size_t k = 0; k < 3; ++k)
+                                if (!v[k].is_number() || !std::isfinite(v[k].get<double>()) || v[k].get<double>() < 0
+                                    || v[k].get<double>() * 1000.0 > kMaxStoredLayerTimeMs)
+                                    throw LoadError(file, jsonPointerJoin(lp, k),
+                                                    std::string("expected the ") + kPart[k]
+                                                        + " time in seconds, a number from 0 to "
+                                                        + "1e+06" + ", found "
+                                                        + describeJson(v[k]));
                             LayerMeasurement lm;
                             lm.forwardMs = v[0].get<double>() * 1000.0;
                             lm.backwardMs = v[1].get<double>() * 1000.0;

@@ -265,6 +265,9 @@ public:
         out.pruned.duplicates += nDuplicates;
         out.enumerated += nDuplicates;
         nDuplicates = 0;
+        out.pruned.layers += nTooDeep; // a stage over kMaxStageLayers: counted, never wrapped
+        out.enumerated += nTooDeep;
+        nTooDeep = 0;
 
         for (int ci = 0; ci < nCand; ++ci) {
             ++out.enumerated;
@@ -276,6 +279,12 @@ public:
 private:
     void addCandidate(const int *split, int p, bool checkDuplicates = false)
     {
+        // Layer counts are stored in 8 bits (SearchResult::layerCounts): refuse, don't wrap.
+        for (int i = 0; i < p; ++i)
+            if (split[i] > kMaxStageLayers) {
+                ++nTooDeep;
+                return;
+            }
         if (checkDuplicates) {
             for (int ci = 0; ci < nCand; ++ci) {
                 bool same = true;
@@ -542,6 +551,7 @@ private:
     std::vector<uint8_t> cand = std::vector<uint8_t>(64 * 128);
     int nCand = 0;
     uint64_t nDuplicates = 0;
+    uint64_t nTooDeep = 0; ///< candidate splits with a stage over kMaxStageLayers
 };
 
 /// Enumerates the pipeline shapes; false when cancelled through `poll` (then partly filled).

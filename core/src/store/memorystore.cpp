@@ -97,6 +97,16 @@ size_t MemoryStore::removeProfiles(ProfileOrigin origin)
     return std::erase_if(mState.profiles, [origin](const auto &kv) { return kv.second.origin == origin; });
 }
 
+bool MemoryStore::removeProfile(const ProfileKey &key)
+{
+    return mState.profiles.erase(key) > 0;
+}
+
+bool MemoryStore::removeRun(const std::string &id)
+{
+    return mState.runs.erase(id) > 0;
+}
+
 void MemoryStore::putRun(const MeasuredRun &run)
 {
     if (run.id.empty())

@@ -6,10 +6,28 @@
 
 namespace memx::sqlite {
 
-Database::Database(const std::string &path, bool create)
-    : mPath(path)
+namespace {
+
+/// SQLite's message, made actionable where the user can do something about it.
+std::string explain(const std::string &path, int rc, const std::string &sqliteMessage)
 {
-    const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+    if ((rc & 0xff) == SQLITE_READONLY)
+        return "the project file is read-only (" + sqliteMessage
+            + "): it was opened for reading only; make it writable (chmod u+w " + path + ") to change it";
+    if (sqliteMessage.rfind("no such column", 0) == 0 || sqliteMessage.rfind("no such table", 0) == 0)
+        return "the project file's tables are not those of a MemX project (" + sqliteMessage
+            + "; changed by another program?): restore it from a backup";
+    return sqliteMessage;
+}
+
+} // namespace
+
+Database::Database(const std::string &path, bool create, bool readOnly)
+    : mPath(path)
+    , mReadOnly(readOnly)
+{
+    const int flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0))
+        | SQLITE_OPEN_NOMUTEX;
     const int rc = sqlite3_open_v2(path.c_str(), &mDb, flags, nullptr);
     if (rc != SQLITE_OK) {
         std::string msg = mDb ? sqlite3_errmsg(mDb) : sqlite3_errstr(rc);
@@ -30,7 +48,7 @@ void Database::check(int rc, const char *what) const
 {
     if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE)
         return;
-    throw std::runtime_error(mPath + ": " + what + ": " + sqlite3_errmsg(mDb));
+    throw std::runtime_error(mPath + ": " + what + ": " + explain(mPath, rc, sqlite3_errmsg(mDb)));
 }
 
 void Database::exec(const std::string &sql)
@@ -38,7 +56,7 @@ void Database::exec(const std::string &sql)
     char *err = nullptr;
     const int rc = sqlite3_exec(mDb, sql.c_str(), nullptr, nullptr, &err);
     if (rc != SQLITE_OK) {
-        std::string msg = err ? err : sqlite3_errstr(rc);
+        std::string msg = explain(mPath, rc, err ? err : sqlite3_errstr(rc));
         sqlite3_free(err);
         throw std::runtime_error(mPath + ": " + msg);
     }

@@ -16,8 +16,9 @@ namespace memx::sqlite {
 /// naming the file and SQLite's message.
 class Database {
 public:
-    /// Opens `path` read-write; with `create` the file is created when absent.
-    Database(const std::string &path, bool create);
+    /// Opens `path` read-write (or, with `readOnly`, for reading only); with `create` the file is
+    /// created when absent.
+    Database(const std::string &path, bool create, bool readOnly = false);
     ~Database();
     Database(const Database &) = delete;
     Database &operator=(const Database &) = delete;
@@ -26,8 +27,10 @@ public:
     const std::string &path() const { return mPath; }
     /// Runs one or more statements without results.
     void exec(const std::string &sql);
-    /// Throws std::runtime_error with SQLite's current message when `rc` is an error code.
+    /// Throws std::runtime_error with SQLite's current message when `rc` is an error code
+    /// (a read-only file and a table changed by another program get messages a user can act on).
     void check(int rc, const char *what) const;
+    bool readOnly() const { return mReadOnly; }
     /// Result of "PRAGMA name" as an integer.
     long long pragmaInt(const std::string &name);
     long long changes() const;
@@ -35,6 +38,7 @@ public:
 private:
     sqlite3 *mDb = nullptr;
     std::string mPath;
+    bool mReadOnly = false;
 };
 
 /// A prepared statement; finalized on destruction. Bind indices are 1-based, columns 0-based.

@@ -97,6 +97,21 @@ struct SqliteStore::Impl {
     }
 };
 
+namespace {
+
+/// Highest version schema_migrations records (0 when the table is missing or unreadable).
+long long recordedSchemaVersion(Database &db)
+{
+    try {
+        Statement s(db, "SELECT max(version) FROM schema_migrations");
+        return s.step() ? s.integer(0) : 0;
+    } catch (const std::runtime_error &) {
+        return 0;
+    }
+}
+
+} // namespace
+
 int SqliteStore::schemaVersion()
 {
     return kMigrations[std::size(kMigrations) - 1].version;
@@ -107,8 +122,24 @@ SqliteStore::SqliteStore(const std::string &path, bool create)
 {
     if (!create && !std::filesystem::exists(path))
         throw LoadError(path, "", "no such project file");
+    // Opening an existing project never turns another file into one: an empty file stays empty.
+    std::error_code sizeError;
+    if (!create && std::filesystem::is_regular_file(path) && std::filesystem::file_size(path, sizeError) == 0
+        && !sizeError)
+        throw LoadError(path, "", "not a MemX project file (the file is empty)");
+    // A project the user may not write is opened for reading (listing, searching); a write then
+    // fails with "the project file is read-only ..." instead of every command failing.
+    // A file with no write bit at all (chmod 444) counts as read-only even for root, who may write
+    // it; so does an existing file the user may not write, also when `create` is asked for.
+    const bool exists = std::filesystem::exists(path);
+    const auto perms = std::filesystem::status(path).permissions();
+    const bool noWriteBit = (perms & std::filesystem::perms::all & (std::filesystem::perms::owner_write
+                                                                     | std::filesystem::perms::group_write
+                                                                     | std::filesystem::perms::others_write))
+        == std::filesystem::perms::none;
+    const bool readOnly = exists && (::access(path.c_str(), W_OK) != 0 || noWriteBit);
     try {
-        d->db = std::make_unique<Database>(path, create);
+        d->db = std::make_unique<Database>(path, create, readOnly);
         // Reading the header also detects "file is not a database".
         const long long appId = d->db->pragmaInt("application_id");
         const long long version = d->db->pragmaInt("user_version");
@@ -118,13 +149,27 @@ SqliteStore::SqliteStore(const std::string &path, bool create)
         }();
         if (appId != kApplicationId && (tables > 0 || version != 0))
             throw LoadError(path, "", "not a MemX project file (an SQLite database of another application)");
+        if (!create && tables == 0)
+            throw LoadError(path, "", "not a MemX project file (an SQLite database without MemX tables)");
+        if (version == 0 && tables > 0)
+            throw LoadError(path, "",
+                            "the project file's schema version (PRAGMA user_version) is 0 although it holds MemX "
+                            "tables: its header was changed by another program; restore it from a backup, or set "
+                            "the version back (sqlite3 FILE 'PRAGMA user_version="
+                                + std::to_string(recordedSchemaVersion(*d->db)) + "')");
         if (version > schemaVersion())
             throw LoadError(path, "",
                             "the project file has schema version " + std::to_string(version)
                                 + ", newer than this MemX understands (" + std::to_string(schemaVersion())
                                 + "); open it with a newer MemX");
         d->openedVersion = static_cast<int>(version);
-        d->db->exec("PRAGMA journal_mode=WAL");
+        if (readOnly && version < schemaVersion())
+            throw LoadError(path, "",
+                            "the project file is read-only and has schema version " + std::to_string(version)
+                                + ", older than this MemX's " + std::to_string(schemaVersion())
+                                + ": make it writable once so that it can be upgraded");
+        if (!readOnly)
+            d->db->exec("PRAGMA journal_mode=WAL");
         d->db->exec("PRAGMA foreign_keys=ON");
         if (version < schemaVersion()) {
             TransactionGuard g(*d->db);
@@ -338,9 +383,15 @@ std::optional<LayerProfile> SqliteStore::profile(const ProfileKey &key) const
 ProfileSet SqliteStore::profiles() const
 {
     ProfileSet set;
-    Statement s(*d->db, "SELECT json FROM profiles ORDER BY gpu, model, tp, micro_batch, seq_length");
-    while (s.step())
-        set.add(d->parseRecord<LayerProfile>(s.text(0), "/profiles", parseStoredProfile));
+    Statement s(*d->db,
+                "SELECT json, gpu, model, tp, micro_batch, seq_length FROM profiles ORDER BY gpu, model, tp, "
+                "micro_batch, seq_length");
+    while (s.step()) // the key in the pointer is what `memx profile remove` takes
+        set.add(d->parseRecord<LayerProfile>(
+            s.text(0),
+            "/profiles/" + s.text(1) + "/" + s.text(2) + "/tp" + std::to_string(s.integer(3)) + "/mb"
+                + std::to_string(s.integer(4)) + "/seq" + std::to_string(s.integer(5)),
+            parseStoredProfile));
     return set;
 }
 
@@ -353,6 +404,34 @@ size_t SqliteStore::removeProfiles(ProfileOrigin origin)
         n = static_cast<size_t>(d->db->changes());
     });
     return n;
+}
+
+bool SqliteStore::removeProfile(const ProfileKey &key)
+{
+    size_t n = 0;
+    d->write([&] {
+        Statement s(*d->db,
+                    "DELETE FROM profiles WHERE gpu = ? AND model = ? AND tp = ? AND micro_batch = ? AND seq_length = ?");
+        s.bind(1, key.gpu)
+            .bind(2, key.model)
+            .bind(3, static_cast<long long>(key.tp))
+            .bind(4, static_cast<long long>(key.microBatch))
+            .bind(5, static_cast<long long>(key.seqLength))
+            .run();
+        n = static_cast<size_t>(d->db->changes());
+    });
+    return n > 0;
+}
+
+bool SqliteStore::removeRun(const std::string &id)
+{
+    size_t n = 0;
+    d->write([&] {
+        Statement s(*d->db, "DELETE FROM runs WHERE id = ?");
+        s.bind(1, id).run();
+        n = static_cast<size_t>(d->db->changes());
+    });
+    return n > 0;
 }
 
 // ---- runs ----

@@ -1,9 +1,14 @@
 #include "memx/store/store.h"
 
+#include "memx/profile/storedvalues.h"
+
 namespace memx {
 
 bool writeImport(Store &store, const ImportBatch &batch, const ProgressCallback &progress)
 {
+    // What the project's reader would refuse is refused here, before anything is written: a
+    // record that imports but cannot be read back would lock the user out of the project.
+    checkStorable(batch);
     const size_t total = batch.itemCount();
     size_t done = 0;
     StoreTransaction tx(store);

@@ -4,16 +4,79 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 namespace memx {
 
 using nlohmann::json;
 
+namespace {
+
+/// Parser callback that refuses a key given twice in one object (nlohmann keeps the last value
+/// silently: "gpus": 8, "gpus": 4 would read as 4), naming the duplicate by its JSON pointer.
+class DuplicateKeyCheck {
+public:
+    explicit DuplicateKeyCheck(const std::string &file) : mFile(file) {}
+
+    bool operator()(int, json::parse_event_t event, json &parsed)
+    {
+        using E = json::parse_event_t;
+        if (event == E::object_start || event == E::array_start || event == E::value)
+            enterElement();
+        switch (event) {
+        case E::object_start:
+        case E::array_start:
+            mFrames.push_back({event == E::array_start, pointer(), {}, {}, 0});
+            break;
+        case E::object_end:
+        case E::array_end:
+            mFrames.pop_back();
+            break;
+        case E::key: {
+            Frame &f = mFrames.back();
+            f.current = parsed.get<std::string>();
+            if (!f.keys.insert(f.current).second)
+                throw LoadError(mFile, jsonPointerJoin(f.pointer, f.current),
+                                "duplicate key \"" + f.current + "\" (each key may appear once in an object)");
+            break;
+        }
+        case E::value:
+            break;
+        }
+        return true;
+    }
+
+private:
+    struct Frame {
+        bool array = false;
+        std::string pointer; ///< of the container itself
+        std::set<std::string> keys;
+        std::string current; ///< objects: the key being read
+        size_t next = 0; ///< arrays: index of the next element
+    };
+    void enterElement()
+    {
+        if (!mFrames.empty() && mFrames.back().array)
+            mFrames.back().current = std::to_string(mFrames.back().next++);
+    }
+    std::string pointer() const
+    {
+        if (mFrames.empty())
+            return "";
+        return jsonPointerJoin(mFrames.back().pointer, mFrames.back().current);
+    }
+
+    const std::string &mFile;
+    std::vector<Frame> mFrames;
+};
+
+} // namespace
+
 nlohmann::json parseJsonText(const std::string &text, const std::string &file)
 {
     try {
-        return json::parse(text);
+        return json::parse(text, DuplicateKeyCheck(file));
     } catch (const json::parse_error &e) {
         // Translate the byte offset into line and column.
         size_t byte = e.byte == 0 ? 0 : e.byte - 1;

@@ -5,6 +5,7 @@
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
 #include "memx/profile/layerprofile.h"
+#include "memx/util/diagnostic.h"
 
 #include <cstdint>
 #include <optional>
@@ -128,8 +129,13 @@ private:
 };
 
 class Store;
-/// Loads the project's cache for `context` (empty cache when none is stored or it is unreadable).
-PredictionCache loadPredictionCache(const Store &store, std::uint64_t context);
+/// Largest |log-ratio| (and spread) a stored prediction may hold (e^20: a factor of ~5e8).
+constexpr float kMaxCachedLogRatio = 20.0f;
+/// Loads the project's cache for `context` (empty cache when none is stored or it is unreadable:
+/// truncated, a NaN/infinite/absurd value, a bad class id). When `warnings` is given, an
+/// unreadable cache adds one Diagnostic saying why it was ignored.
+PredictionCache loadPredictionCache(const Store &store, std::uint64_t context,
+                                    std::vector<Diagnostic> *warnings = nullptr);
 /// Stores the cache under its context.
 void savePredictionCache(Store &store, const PredictionCache &cache);
 

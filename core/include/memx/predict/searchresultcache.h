@@ -1,6 +1,7 @@
 #pragma once
 
 #include "memx/search/search.h"
+#include "memx/util/diagnostic.h"
 
 #include <cstdint>
 #include <list>
@@ -35,8 +36,13 @@ SearchRequestKey searchRequestKey(const SearchRequest &request, std::uint64_t pr
 /// Binary form of a search result ("MXSR" v1) WITHOUT its feature matrix (features are only the
 /// predictor's input; a result that was already predicted does not need them).
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &result);
-/// Throws std::runtime_error on corrupt bytes.
+/// Throws std::runtime_error on corrupt bytes, and on a result that fails validateSearchResult().
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes);
+/// Checks that a result read from outside (a blob) is safe to use: arrays of one length, finite
+/// non-negative metrics (positive times), every index (base, pipeline, group, split offset) in
+/// range, stages that fit their group's GPUs and layer counts that cover the model. Throws
+/// std::runtime_error("search result: ...") naming the first problem.
+void validateSearchResult(const SearchResult &result);
 
 /// In-memory cache of whole search results (after the learned prediction), least recently used
 /// first out. Collision-safe: the full request key is compared on every hit. Not thread-safe.
@@ -66,8 +72,10 @@ private:
 };
 
 /// The project's stored result for `key` (nullopt when absent, unreadable, or stored under
-/// another key with the same hash).
-std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key);
+/// another key with the same hash). An unreadable or invalid blob is a miss; when `warnings` is
+/// given it receives one Diagnostic (pointer "search-result/<hash>") saying why it was ignored.
+std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key,
+                                             std::vector<Diagnostic> *warnings = nullptr);
 /// Stores `result` under `key` and keeps at most `keep` stored results (least recently saved
 /// dropped; the order lives in the blob "index").
 void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchResult &result, size_t keep = 4);

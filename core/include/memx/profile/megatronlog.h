@@ -39,6 +39,8 @@ struct MegatronImportOptions {
     int skipIterations = 1; ///< iteration lines skipped as warm-up before averaging
     std::string runId; ///< default: the log's file name
     std::string group; ///< hardware group label
+    /// Receives the log's warnings (truncated last line, restarted run); not owned, may be null.
+    std::vector<Diagnostic> *warnings = nullptr;
     std::string date;
 };
 

@@ -76,6 +76,11 @@ struct SearchStage {
     int dp = 1;
 };
 
+/// Most transformer layers one pipeline stage of a searched plan may hold (SearchResult stores
+/// layer counts in 8 bits). A split that would put more on one stage is pruned for "layers"
+/// (e.g. a 300-layer model needs at least 2 stages), never wrapped around.
+constexpr int kMaxStageLayers = 255;
+
 /// Result of one search: counts, timings, per-configuration metrics in flat arrays (index i
 /// describes configuration i) and a compact encoding from which materialize(i) rebuilds a Plan.
 struct SearchResult {
@@ -95,7 +100,7 @@ struct SearchResult {
     // compact encoding
     std::vector<uint32_t> baseOf; ///< base configuration index of each configuration
     std::vector<uint32_t> splitOffset; ///< offset of its layer counts in `layerCounts`
-    std::vector<uint8_t> layerCounts; ///< layer count per stage, concatenated
+    std::vector<uint8_t> layerCounts; ///< layer count per stage, concatenated (<= kMaxStageLayers)
 
     /// Decoding tables (filled by runSearch).
     struct Pipeline {

@@ -22,6 +22,7 @@ public:
     SqliteStore &operator=(const SqliteStore &) = delete;
 
     const std::string &path() const;
+    std::string location() const override { return path(); }
     /// The file's schema version as opened (after migrations: schemaVersion()).
     int fileSchemaVersion() const;
 
@@ -44,9 +45,11 @@ public:
     std::optional<LayerProfile> profile(const ProfileKey &key) const override;
     ProfileSet profiles() const override;
     size_t removeProfiles(ProfileOrigin origin) override;
+    bool removeProfile(const ProfileKey &key) override;
     void putRun(const MeasuredRun &run) override;
     std::optional<MeasuredRun> run(const std::string &id) const override;
     std::vector<MeasuredRun> runs() const override;
+    bool removeRun(const std::string &id) override;
     void putNetwork(const NetworkMeasurement &measurement) override;
     std::vector<NetworkMeasurement> networkMeasurements() const override;
     void putBlob(const std::string &kind, const std::string &key, const std::vector<std::uint8_t> &bytes) override;

@@ -28,6 +28,9 @@ class Store {
 public:
     virtual ~Store() = default;
 
+    /// Where the data lives, for messages (a project file's path; empty for in-memory stores).
+    virtual std::string location() const { return {}; }
+
     virtual void begin() = 0;
     virtual void commit() = 0;
     virtual void rollback() = 0;
@@ -50,12 +53,17 @@ public:
     virtual ProfileSet profiles() const = 0;
     /// Removes every profile of the given origin (e.g. to redo augmentation); returns how many.
     virtual size_t removeProfiles(ProfileOrigin origin) = 0;
+    /// Removes the profile with this key, without reading it (so a record the reader refuses can
+    /// still be removed); returns whether there was one.
+    virtual bool removeProfile(const ProfileKey &key) = 0;
 
     /// Stores a measured run, replacing one with the same id.
     virtual void putRun(const MeasuredRun &run) = 0;
     virtual std::optional<MeasuredRun> run(const std::string &id) const = 0;
     /// All runs, sorted by id.
     virtual std::vector<MeasuredRun> runs() const = 0;
+    /// Removes the run with this id, without reading it; returns whether there was one.
+    virtual bool removeRun(const std::string &id) = 0;
 
     /// Stores a network measurement, replacing one with the same key().
     virtual void putNetwork(const NetworkMeasurement &measurement) = 0;
