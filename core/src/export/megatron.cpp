@@ -98,6 +98,55 @@ std::vector<NodeLaunch> cutIntoNodes(const Cluster &cluster, const std::vector<R
     return nodes;
 }
 
+/// One recompute setting for every stage (Megatron-LM has no per-stage recompute): fills
+/// shape.recompute / recomputeLayers, records why not otherwise.
+void checkJobRecompute(const Plan &plan, MegatronShape &shape, Diagnostics &d)
+{
+    std::set<RecomputeMethod> methods;
+    for (const Stage &st : plan.stages)
+        methods.insert(st.recompute.method);
+    if (methods.size() > 1) {
+        std::string list;
+        for (size_t s = 0; s < plan.stages.size(); ++s)
+            list += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + " "
+                + toString(plan.stages[s].recompute.method);
+        d.error("/stages",
+                "expected the same recompute method on every stage (upstream Megatron-LM applies one "
+                "setting to all stages), found "
+                    + list + kFlagScaleHint);
+    } else if (*methods.begin() == RecomputeMethod::Selective) {
+        shape.recompute = JobRecompute::Selective;
+    } else if (*methods.begin() == RecomputeMethod::Full) {
+        // Effective recomputed layers per stage r_i; "--recompute-method block N" gives min(N, L_i).
+        bool all = true;
+        int n = 0;
+        for (const Stage &st : plan.stages) {
+            const int r = normalisedRecompute(st.recompute, st.layerCount).layers;
+            all = all && r == 0;
+            n = std::max(n, r == 0 ? st.layerCount : r);
+        }
+        if (all) {
+            shape.recompute = JobRecompute::FullUniform;
+        } else {
+            shape.recompute = JobRecompute::FullBlock;
+            shape.recomputeLayers = n;
+            for (size_t s = 0; s < plan.stages.size(); ++s) {
+                const Stage &st = plan.stages[s];
+                const int r = normalisedRecompute(st.recompute, st.layerCount).layers;
+                const int want = r == 0 ? st.layerCount : r;
+                if (std::min(n, st.layerCount) != want) {
+                    d.error(jsonPointerJoin("/stages", s) + "/recompute/layers",
+                            "expected " + std::to_string(std::min(n, st.layerCount))
+                                + " recomputed layers (upstream Megatron-LM's \"--recompute-method block "
+                                + std::to_string(n) + "\" recomputes the first " + std::to_string(n)
+                                + " layers of every stage), found " + std::to_string(want) + kFlagScaleHint);
+                    break;
+                }
+            }
+        }
+    }
+}
+
 } // namespace
 
 bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnostics &diags)
@@ -177,50 +226,7 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
         }
     }
 
-    // One recompute setting for every stage.
-    std::set<RecomputeMethod> methods;
-    for (const Stage &st : plan.stages)
-        methods.insert(st.recompute.method);
-    if (methods.size() > 1) {
-        std::string list;
-        for (size_t s = 0; s < plan.stages.size(); ++s)
-            list += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + " "
-                + toString(plan.stages[s].recompute.method);
-        d.error("/stages",
-                "expected the same recompute method on every stage (upstream Megatron-LM applies one "
-                "setting to all stages), found "
-                    + list + kFlagScaleHint);
-    } else if (*methods.begin() == RecomputeMethod::Selective) {
-        shape.recompute = JobRecompute::Selective;
-    } else if (*methods.begin() == RecomputeMethod::Full) {
-        // Effective recomputed layers per stage r_i; "--recompute-method block N" gives min(N, L_i).
-        bool all = true;
-        int n = 0;
-        for (const Stage &st : plan.stages) {
-            const int r = normalisedRecompute(st.recompute, st.layerCount).layers;
-            all = all && r == 0;
-            n = std::max(n, r == 0 ? st.layerCount : r);
-        }
-        if (all) {
-            shape.recompute = JobRecompute::FullUniform;
-        } else {
-            shape.recompute = JobRecompute::FullBlock;
-            shape.recomputeLayers = n;
-            for (size_t s = 0; s < plan.stages.size(); ++s) {
-                const Stage &st = plan.stages[s];
-                const int r = normalisedRecompute(st.recompute, st.layerCount).layers;
-                const int want = r == 0 ? st.layerCount : r;
-                if (std::min(n, st.layerCount) != want) {
-                    d.error(jsonPointerJoin("/stages", s) + "/recompute/layers",
-                            "expected " + std::to_string(std::min(n, st.layerCount))
-                                + " recomputed layers (upstream Megatron-LM's \"--recompute-method block "
-                                + std::to_string(n) + "\" recomputes the first " + std::to_string(n)
-                                + " layers of every stage), found " + std::to_string(want) + kFlagScaleHint);
-                    break;
-                }
-            }
-        }
-    }
+    checkJobRecompute(request.plan, shape, d);
 
     // Layer split.
     for (const Stage &st : plan.stages)
