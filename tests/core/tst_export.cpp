@@ -267,6 +267,42 @@ const ExportFile *fileNamed(const std::vector<ExportFile> &files, const std::str
     return nullptr;
 }
 
+/// A script's shell structure: every single-quoted word ('...', $'...', with '\'' joins) becomes Q,
+/// every comment line "#". Names may change what is inside quotes and comments, nothing else - an
+/// injected $(...), `...`, ; or line break changes the skeleton.
+std::vector<std::string> shellSkeleton(const std::string &script)
+{
+    std::vector<std::string> lines;
+    std::istringstream in(script);
+    for (std::string line; std::getline(in, line);) {
+        const size_t first = line.find_first_not_of(' ');
+        if (first != std::string::npos && line[first] == '#') {
+            lines.push_back("#");
+            continue;
+        }
+        std::string out;
+        for (size_t i = 0; i < line.size();) {
+            const bool ansi = line.compare(i, 2, "$'") == 0;
+            if (!ansi && line[i] != '\'') {
+                out += line[i++];
+                continue;
+            }
+            i += ansi ? 2 : 1;
+            while (i < line.size() && line[i] != '\'')
+                i += ansi && line[i] == '\\' ? 2 : 1;
+            ++i; // closing quote
+            if (line.compare(i, 3, "\\''") == 0) { // '\'' continues the word: skip \', reopen
+                i += 2;
+                continue;
+            }
+            if (out.empty() || out.back() != 'Q')
+                out += 'Q';
+        }
+        lines.push_back(out);
+    }
+    return lines;
+}
+
 /// Names an attacker controls: shell metacharacters, quotes, newlines, unicode, control characters.
 std::vector<std::string> hostileStrings()
 {
@@ -846,7 +882,7 @@ private slots:
         const std::string fld = field.toStdString();
         const bool hetero = fmt == ExportFormat::FlagScale;
         std::vector<HostileExport> exports;
-        for (const std::string &name : hostileStrings()) {
+        const auto withName = [&](const std::string &name) {
             ExportRequest r = requestFor(caseNamed(hetero ? "a100-h100-hetero" : "h100-8x-tp2pp2dp2"), fmt);
             const std::string node = hetero ? "h100" : "dgx-h100"; // a group of one node
             if (fld == "plan")
@@ -870,6 +906,12 @@ private slots:
                         if (x.node == node)
                             x.node = name;
             }
+            return r;
+        };
+        // The same export with a harmless name: hostile scripts must have its shell structure exactly.
+        const std::vector<ExportFile> benign = exportPlan(withName("benign"));
+        for (const std::string &name : hostileStrings()) {
+            const ExportRequest r = withName(name);
             const std::string label = fld + " = \"" + printableText(name) + "\"";
             const std::string why = refusal(r);
             if (fld == "node" && (fmt == ExportFormat::Slurm || fmt == ExportFormat::FlagScale)) {
@@ -881,6 +923,14 @@ private slots:
             }
             QVERIFY2(why.empty(), (label + ": " + why).c_str());
             exports.push_back({label, name, r, exportPlan(r)});
+            for (const ExportFile &f : exports.back().files) {
+                const ExportFile *b = fileNamed(benign, f.path);
+                QVERIFY2(b, (label + ": unexpected file " + f.path).c_str());
+                if (f.executable)
+                    QVERIFY2(shellSkeleton(f.content) == shellSkeleton(b->content),
+                             (label + ": " + f.path + ": the name changed the shell structure (not only quoted "
+                                      "words and comments):\n" + f.content).c_str());
+            }
         }
         checkHostileFiles(exports);
     }
