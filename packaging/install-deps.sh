@@ -11,6 +11,7 @@ packages=(
   libbenchmark-dev
   xvfb xauth
   clang libclang-rt-14-dev desktop-file-utils appstream
+  shellcheck python3-yaml
 )
 
 missing=()

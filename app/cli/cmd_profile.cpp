@@ -1,5 +1,6 @@
 // memx profile import | list | coverage: the project's measured data.
 #include "command.h"
+#include "terminal.h"
 
 #include "memx/io/formats.h"
 #include "memx/profile/augment.h"
@@ -105,8 +106,8 @@ struct ProgressLine {
     bool operator()(size_t done, size_t total) const
     {
         if (enabled && total > 0) {
-            std::cerr << "\r" << label << " " << done << "/" << total << " (" << (100 * done / total) << "%)   "
-                      << std::flush;
+            rawStderr() << "\r" << label << " " << done << "/" << total << " (" << (100 * done / total) << "%)   "
+                        << std::flush;
             if (done == total)
                 std::cerr << "\n";
         }

@@ -1,6 +1,7 @@
 // memx: command-line twin of MemX Workbench. Each subcommand lives in its own cmd_*.cpp and
 // registers itself; this file only dispatches.
 #include "command.h"
+#include "terminal.h"
 
 #include "memx/util/diagnostic.h"
 
@@ -27,6 +28,7 @@ static void printOverview()
 
 int main(int argc, char **argv)
 {
+    installTerminalFilter();
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         printOverview();

@@ -1,4 +1,5 @@
 #include "progress.h"
+#include "terminal.h"
 
 #include "command.h"
 
@@ -45,9 +46,9 @@ bool CliProgress::operator()(size_t done, size_t total)
             const int width = 40;
             // (0, 0): the work is still being set up - an empty bar, not a full one.
             const int filled = total ? static_cast<int>(width * static_cast<double>(std::min(done, total)) / total) : 0;
-            std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
-                      << std::string(static_cast<size_t>(width - filled), ' ') << "] " << done << "/" << total << " "
-                      << mUnit << std::flush;
+            rawStderr() << "\r[" << std::string(static_cast<size_t>(filled), '#')
+                        << std::string(static_cast<size_t>(width - filled), ' ') << "] " << done << "/" << total << " "
+                        << mUnit << std::flush;
             mDrawn = true;
         }
     }

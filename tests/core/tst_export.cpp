@@ -3,6 +3,7 @@
 #include "memx/export/export.h"
 #include "memx/util/hash.h"
 #include "memx/export/megatronargs.h"
+#include "memx/export/quoting.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
@@ -182,10 +183,225 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
     return p;
 }
 
+struct ToolRun {
+    bool started = false;
+    int exitCode = -1;
+    std::string out, err;
+};
+
+/// Runs `program args` with `input` on stdin (nothing generated is executed: the tools only read it).
+ToolRun runTool(const QString &program, const QStringList &args, const std::string &input,
+                const QString &workDir = {})
+{
+    ToolRun r;
+    QProcess p;
+    if (!workDir.isEmpty())
+        p.setWorkingDirectory(workDir);
+    p.start(program, args);
+    if (!p.waitForStarted())
+        return r;
+    r.started = true;
+    p.write(QByteArray::fromStdString(input));
+    p.closeWriteChannel();
+    if (!p.waitForFinished(60000))
+        return r;
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = p.readAllStandardOutput().toStdString();
+    r.err = p.readAllStandardError().toStdString();
+    return r;
+}
+
+/// Several YAML documents (a JSON array of strings) parsed in one run, as a JSON array.
+std::optional<nlohmann::json> parseYamls(const nlohmann::json &docs, std::string &why)
+{
+    ToolRun r;
+    for (const QString &python : {QStringLiteral("python3"), QStringLiteral("/usr/bin/python3")}) {
+        r = runTool(python,
+                    {QStringLiteral("-c"),
+                     QStringLiteral("import sys, json, yaml\n"
+                                    "json.dump([yaml.safe_load(d) for d in json.load(sys.stdin)], sys.stdout)")},
+                    docs.dump());
+        if (r.started && r.err.find("No module named") == std::string::npos)
+            break;
+    }
+    if (!r.started || r.err.find("No module named") != std::string::npos) {
+        why = "skip: python3 with the yaml module (python3-yaml) is not installed";
+        return std::nullopt;
+    }
+    if (r.exitCode != 0) {
+        why = "YAML does not parse: " + r.err;
+        return std::nullopt;
+    }
+    return nlohmann::json::parse(r.out);
+}
+
+/// The YAML document parsed by a real YAML parser (PyYAML, what FlagScale's OmegaConf uses), as JSON;
+/// std::nullopt when python3 with yaml is not installed (`why` starts with "skip") or it does not parse.
+std::optional<nlohmann::json> parseYaml(const std::string &text, std::string &why)
+{
+    const auto all = parseYamls(nlohmann::json::array({text}), why);
+    return all ? std::optional<nlohmann::json>(all->at(0)) : std::nullopt;
+}
+
+/// bash -n and shellcheck -S warning on a generated script; "" when both pass, "skip" when
+/// shellcheck is missing.
+std::string checkScript(const std::string &content)
+{
+    const ToolRun b = runTool(QStringLiteral("bash"), {QStringLiteral("-n")}, content);
+    if (b.exitCode != 0)
+        return "bash -n: " + b.err;
+    const ToolRun sc = runTool(QStringLiteral("shellcheck"),
+                               {QStringLiteral("-S"), QStringLiteral("warning"), QStringLiteral("-s"),
+                                QStringLiteral("bash"), QStringLiteral("-")},
+                               content);
+    if (!sc.started)
+        return "skip";
+    return sc.exitCode == 0 ? std::string() : "shellcheck: " + sc.out;
+}
+
+const ExportFile *fileNamed(const std::vector<ExportFile> &files, const std::string &path)
+{
+    for (const ExportFile &f : files)
+        if (f.path == path)
+            return &f;
+    return nullptr;
+}
+
+/// A script's shell structure: every single-quoted word ('...', $'...', with '\'' joins) becomes Q,
+/// every comment line "#". Names may change what is inside quotes and comments, nothing else - an
+/// injected $(...), `...`, ; or line break changes the skeleton.
+std::vector<std::string> shellSkeleton(const std::string &script)
+{
+    std::vector<std::string> lines;
+    std::istringstream in(script);
+    for (std::string line; std::getline(in, line);) {
+        const size_t first = line.find_first_not_of(' ');
+        if (first != std::string::npos && line[first] == '#') {
+            lines.push_back("#");
+            continue;
+        }
+        std::string out;
+        for (size_t i = 0; i < line.size();) {
+            const bool ansi = line.compare(i, 2, "$'") == 0;
+            if (!ansi && line[i] != '\'') {
+                out += line[i++];
+                continue;
+            }
+            i += ansi ? 2 : 1;
+            while (i < line.size() && line[i] != '\'')
+                i += ansi && line[i] == '\\' ? 2 : 1;
+            ++i; // closing quote
+            if (line.compare(i, 3, "\\''") == 0) { // '\'' continues the word: skip \', reopen
+                i += 2;
+                continue;
+            }
+            if (out.empty() || out.back() != 'Q')
+                out += 'Q';
+        }
+        lines.push_back(out);
+    }
+    return lines;
+}
+
+/// Names an attacker controls: shell metacharacters, quotes, newlines, unicode, control characters.
+std::vector<std::string> hostileStrings()
+{
+    return {"$(touch PWNED)",
+            "`touch PWNED`",
+            "a'b\"c\\d",
+            "x; touch PWNED #",
+            "line1\ntouch PWNED",
+            "cr\rtouch PWNED",
+            "\x1b]0;title\x07",
+            "tab\there",
+            "名前-ノード-ü",
+            "\xc2\x85nel\xe2\x80\xa8ls",
+            "${HOME}&&|<>*?[]{}!~",
+            "- [x]: {y: z} # not yaml",
+            "\\n not a newline",
+            "del\x7f end"};
+}
+
 } // namespace
 
 class TestExport : public QObject {
     Q_OBJECT
+
+    /// One export of a hostile-name run: what must hold for its files.
+    struct HostileExport {
+        std::string label, name;
+        ExportRequest request;
+        std::vector<ExportFile> files;
+    };
+
+    /// Every generated script passes bash -n and shellcheck (one shellcheck run for all of them);
+    /// every YAML parses to the intended values (one parser run); the hostfile has one line per
+    /// host; nothing generated is executed.
+    void checkHostileFiles(const std::vector<HostileExport> &exports)
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        QStringList scripts;
+        nlohmann::json yamls = nlohmann::json::array();
+        std::vector<std::pair<const HostileExport *, const ExportFile *>> yamlOf;
+        for (const HostileExport &x : exports)
+            for (const ExportFile &f : x.files) {
+                if (f.executable) {
+                    const ToolRun b = runTool(QStringLiteral("bash"), {QStringLiteral("-n")}, f.content);
+                    QVERIFY2(b.exitCode == 0, (x.label + ": " + f.path + ": bash -n: " + b.err).c_str());
+                    const QString path = tmp.path() + QStringLiteral("/s%1.sh").arg(scripts.size());
+                    writeFileAtomically(path.toStdString(), f.content);
+                    scripts << path;
+                    Diagnostics d;
+                    const LaunchScript s = parseLaunchScript(f.content, d);
+                    if (f.path.rfind("launch-node", 0) == 0 && x.name.find_first_of("\n\r") == std::string::npos)
+                        QVERIFY2(d.empty() && s.nprocPerNode == 8, (x.label + ": " + f.path).c_str());
+                }
+                if (f.path == "hostfile")
+                    QCOMPARE(std::count(f.content.begin(), f.content.end(), '\n'),
+                             std::ptrdiff_t(1 + x.request.cluster.totalNodes()));
+                if (f.path.size() > 5 && f.path.substr(f.path.size() - 5) == ".yaml") {
+                    yamls.push_back(f.content);
+                    yamlOf.emplace_back(&x, &f);
+                }
+                if (f.path == "plan.json") {
+                    const nlohmann::json j = nlohmann::json::parse(f.content);
+                    QCOMPARE(j.at("name").get<std::string>(), x.request.plan.name);
+                    QCOMPARE(j.at("provenance").at("cluster").get<std::string>(), x.request.cluster.name);
+                }
+            }
+        if (!scripts.isEmpty()) {
+            const ToolRun sc = runTool(QStringLiteral("shellcheck"),
+                                       QStringList {QStringLiteral("-S"), QStringLiteral("warning")} + scripts, {});
+            if (!sc.started)
+                QSKIP("shellcheck is not installed");
+            QVERIFY2(sc.exitCode == 0, ("shellcheck: " + sc.out).c_str());
+        }
+        if (yamls.empty())
+            return;
+        std::string why;
+        const auto parsed = parseYamls(yamls, why);
+        if (!parsed && why.rfind("skip", 0) == 0)
+            QSKIP(why.c_str());
+        QVERIFY2(parsed && parsed->size() == yamls.size(), why.c_str());
+        for (size_t i = 0; i < yamlOf.size(); ++i) {
+            const HostileExport &x = *yamlOf[i].first;
+            const nlohmann::json &y = (*parsed)[i];
+            const std::string where = x.label + ": " + yamlOf[i].second->path;
+            QVERIFY2(y.is_object(), (where + ": " + y.dump()).c_str());
+            if (yamlOf[i].second->path != "conf/memx.yaml") {
+                QVERIFY2(y.size() == 3, where.c_str()); // system, model, data: no key injected
+                continue;
+            }
+            QVERIFY2(y.size() == 4, where.c_str()); // defaults, experiment, action, hydra
+            const nlohmann::json &e = y.at("experiment");
+            const ExportOptions &o = x.request.options;
+            QCOMPARE(e.at("runner").at("master_addr").get<std::string>(),
+                     o.masterAddr.empty() ? std::string("a100-0") : o.masterAddr);
+            QCOMPARE(e.at("runner").at("hostfile").get<std::string>(), o.outputDir + "/hostfile");
+            QCOMPARE(e.at("task").at("entrypoint").get<std::string>(), o.flagscaleEntrypoint);
+        }
+    }
 
 private slots:
     void hashIsFnv1a()
@@ -249,17 +465,15 @@ private slots:
                          .c_str());
         }
         QCOMPARE(produced, filesUnder(dir));
-        // Every generated shell script is valid bash (bash -n parses without running).
+        // Every generated shell script is valid bash (bash -n parses without running) and shellcheck-clean.
         for (const ExportFile &f : files) {
             if (!f.executable)
                 continue;
-            QProcess bash;
-            bash.start(QStringLiteral("bash"), {QStringLiteral("-n")});
-            QVERIFY(bash.waitForStarted());
-            bash.write(QByteArray::fromStdString(f.content));
-            bash.closeWriteChannel();
-            QVERIFY(bash.waitForFinished(10000));
-            QVERIFY2(bash.exitCode() == 0, (f.path + ": " + bash.readAllStandardError().toStdString()).c_str());
+            const std::string problem = checkScript(f.content);
+            if (problem == "skip")
+                qWarning("shellcheck is not installed: only bash -n was run");
+            else
+                QVERIFY2(problem.empty(), (f.path + ": " + problem).c_str());
         }
         // Deterministic: a second export is byte-identical.
         QVERIFY(exportPlan(r) == files);
@@ -357,9 +571,12 @@ private slots:
         QTest::newRow("heterogeneous sample: recompute") << "paper-20gpu-hetero"
                                                          << ""
                                                          << "stage 0 full, stage 1 full, stage 2 none, stage 3 none";
-        QTest::newRow("points to FlagScale") << "paper-20gpu-hetero"
+        QTest::newRow("FlagScale refuses it too") << "paper-20gpu-hetero"
+                                                  << ""
+                                                  << "the FlagScale export (--format flagscale) refuses this plan too";
+        QTest::newRow("points to FlagScale") << "a100-h100-hetero"
                                              << ""
-                                             << "--format flagscale";
+                                             << "use the FlagScale export (--format flagscale), which supports it";
         QTest::newRow("per-stage block counts") << "h100-8x-tp2pp2dp2"
                                                 << "block 3 and 5"
                                                 << "/stages/1/recompute/layers: expected 5 recomputed layers";
@@ -485,33 +702,237 @@ private slots:
 
     void flagscaleMeshes()
     {
-        // paper-20gpu-hetero by hand: stages 0+1 on the two A100 nodes (TP4 DP1) form mesh 0 with pp 2,
-        // the MI250X stage is TP2 DP4, the H100 stage TP2 DP2:
-        //   meshes [4,1,1,1,2, 2,1,1,4,1, 2,1,1,2,1], split [10,8,8,6], world 4*2 + 2*4 + 2*2 = 20.
-        // MBS = 4 (mesh 0); mesh i runs dp_0*MBS/dp_i = 4/1, 4/4 = 1, 4/2 = 2 = the plan's micro-batches.
-        // m = 64 / 4 = 16 micro-batches: per-stage recompute [1, 16, flag].
-        ExportRequest r = requestFor(caseNamed("paper-20gpu-hetero"), ExportFormat::FlagScale);
+        // a100-h100-hetero by hand: stages 0+1 on the two A100 nodes (TP4 DP1) form mesh 0 with pp 2,
+        // the H100 stage is TP2 DP2: meshes [4,1,1,1,2, 2,1,1,2,1], split [10,8,14], world 4*2 + 2*2 = 12.
+        // MBS = 2 (mesh 0); mesh 1 runs dp_0*MBS/dp_1 = 2/2 = 1 = the plan's micro-batch.
+        // m = 64 / 2 = 32 micro-batches: per-stage recompute [1, 32, flag].
+        ExportRequest r = requestFor(caseNamed("a100-h100-hetero"), ExportFormat::FlagScale);
         const std::vector<ExportFile> files = exportPlan(r);
         QCOMPARE(files.size(), size_t(3));
         const std::string &train = files[1].content;
         auto has = [&](const std::string &s) {
             QVERIFY2(train.find(s) != std::string::npos, ("train YAML lacks: " + s).c_str());
         };
-        has("hetero_process_meshes: [4, 1, 1, 1, 2, 2, 1, 1, 4, 1, 2, 1, 1, 2, 1]");
-        has("hetero_pipeline_layer_split: [10, 8, 8, 6]");
-        has("hetero_device_types: [\"a100-40gb-sxm\", \"mi250x\", \"h100-sxm\"]");
-        has("micro_batch_size: 4");
-        has("hetero_use_cpu_communication: true"); // NVIDIA + AMD
-        has("recompute_granularity_per_stage_micro_batch:\n      - [1, 16, 1]\n      - [1, 16, 1]\n      - [1, 16, "
-            "0]\n      - [1, 16, 0]\n");
-        has("recompute_method_per_stage_micro_batch:\n      - [1, 16, 0]\n      - [1, 16, 1]\n");
-        has("recompute_num_layers_per_stage_micro_batch:\n      - [1, 16, 1]\n      - [1, 16, 4]\n");
-        QCOMPARE(files[2].content,
+        has("hetero_process_meshes: [4, 1, 1, 1, 2, 2, 1, 1, 2, 1]");
+        has("hetero_pipeline_layer_split: [10, 8, 14]");
+        has("hetero_device_types: [\"a100-40gb-sxm\", \"h100-sxm\"]");
+        has("micro_batch_size: 2");
+        has("hetero_use_cpu_communication: false"); // one vendor: NCCL everywhere
+        has("recompute_granularity_per_stage_micro_batch:\n      - [1, 32, 1]\n      - [1, 32, 1]\n      - [1, 32, "
+            "0]\n");
+        has("recompute_method_per_stage_micro_batch:\n      - [1, 32, 0]\n      - [1, 32, 1]\n      - [1, 32, 0]\n");
+        has("recompute_num_layers_per_stage_micro_batch:\n      - [1, 32, 1]\n      - [1, 32, 4]\n      - [1, 32, 0]\n");
+    }
+
+    void quotingRoundTrips()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        std::vector<std::string> names = hostileStrings();
+        names.push_back("");
+        names.push_back("plain-name_1.2");
+        for (const std::string &n : names) {
+            // bash reads the quoted word back as exactly the name; printf only prints its argument.
+            const ToolRun b = runTool(QStringLiteral("bash"), {}, "printf '%s' " + shellQuote(n) + "\n", tmp.path());
+            QVERIFY2(b.exitCode == 0, b.err.c_str());
+            QCOMPARE(b.out, n);
+            const std::string p = printableText(n);
+            for (unsigned char c : p)
+                QVERIFY2(c >= 0x20 && c != 0x7f, ("control character left in " + p).c_str());
+            for (const char *lineBreak : {"\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9"}) // YAML line breaks
+                QVERIFY(p.find(lineBreak) == std::string::npos);
+        }
+        QCOMPARE(QDir(tmp.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
+        QCOMPARE(printableText("a\nb\x1b[31m\\"), std::string("a\\nb\\e[31m\\\\"));
+        QCOMPARE(printableText("a\\nb\x01", false), std::string("a\\nb\\x01"));
+        QCOMPARE(printableText("\xff"), std::string("\\xff"));
+        // YAML: every name parses back to itself inside a mapping and a flow sequence.
+        std::string doc = "values:\n";
+        for (const std::string &n : names)
+            doc += "  - " + yamlQuote(n) + "\n";
+        doc += "flow: [" + yamlQuote(names[0]) + ", " + yamlQuote(names[2]) + "]\n";
+        std::string why;
+        const auto j = parseYaml(doc, why);
+        if (!j && why.rfind("skip", 0) == 0)
+            QSKIP(why.c_str());
+        QVERIFY2(j, (why + "\n" + doc).c_str());
+        QCOMPARE(j->at("values").size(), names.size());
+        for (size_t i = 0; i < names.size(); ++i)
+            QCOMPARE(j->at("values")[i].get<std::string>(), names[i]);
+        QCOMPARE(j->at("flow")[1].get<std::string>(), names[2]);
+        // Host names: what a hostfile line and ssh accept.
+        QVERIFY(!hostNameProblem("node-01.example.org"));
+        QVERIFY(!hostNameProblem("10.0.0.1"));
+        QVERIFY(!hostNameProblem("fe80::1"));
+        for (const char *bad : {"", "a b", "a\nb", "-oProxyCommand=x", "#x", "a#b", "$(x)", "名前"})
+            QVERIFY2(hostNameProblem(bad), bad);
+    }
+
+    void flagscaleStarts()
+    {
+        // What FlagScale's runner needs to start (flagscale/runner/runner_train.py): a *_VISIBLE_DEVICES
+        // per host (it counts them for nproc_per_node) and checkpoint.save_interval (it always adds --save).
+        ExportRequest r = requestFor(caseNamed("a100-h100-hetero"), ExportFormat::FlagScale);
+        const std::vector<ExportFile> files = exportPlan(r);
+        std::string why;
+        const auto exp = parseYaml(fileNamed(files, "conf/memx.yaml")->content, why);
+        if (!exp && why.rfind("skip", 0) == 0)
+            QSKIP(why.c_str());
+        QVERIFY2(exp, why.c_str());
+        const auto train = parseYaml(fileNamed(files, "conf/train/memx.yaml")->content, why);
+        QVERIFY2(train, why.c_str());
+        const nlohmann::json &envs = exp->at("experiment").at("envs");
+        const std::map<std::string, std::string> want {{"a100-0", "0,1,2,3"}, {"a100-1", "0,1,2,3"}, {"h100", "2,3,0,1"}};
+        QCOMPARE(envs.at("node_specific").size(), want.size());
+        for (const auto &[host, gpus] : want)
+            QCOMPARE(envs.at("node_specific").at(host).at("CUDA_VISIBLE_DEVICES").get<std::string>(), gpus);
+        // Hostfile hosts = node_specific hosts, in rank order, slots = visible devices.
+        QCOMPARE(fileNamed(files, "hostfile")->content,
                  std::string("# ip slots type=xxx  (FlagScale hostfile; order = node rank = rank order)\n"
-                             "a100-0 slots=4 type=a100-40gb-sxm\n"
-                             "a100-1 slots=4 type=a100-40gb-sxm\n"
-                             "mi250x slots=8 type=mi250x\n"
+                             "a100-0 slots=4 type=a100-40gb-sxm\na100-1 slots=4 type=a100-40gb-sxm\n"
                              "h100 slots=4 type=h100-sxm\n"));
+        QCOMPARE(exp->at("experiment").at("runner").at("nproc_per_node").get<int>(), 4);
+        QCOMPARE(exp->at("experiment").at("runner").at("master_addr").get<std::string>(), std::string("a100-0"));
+        QCOMPARE(exp->at("experiment").at("runner").at("hostfile").get<std::string>(),
+                 cases().outputDir + "/hostfile");
+        const nlohmann::json &sys = train->at("system");
+        QCOMPARE(sys.at("checkpoint").at("save_interval").get<int>(), train->at("model").at("train_iters").get<int>());
+        QCOMPARE(train->at("model").at("rotary_base").get<int>(), 500000); // llama3-8b
+        QCOMPARE(train->at("model").at("position_embedding_type").get<std::string>(), std::string("rope"));
+        QCOMPARE(sys.at("hetero").at("hetero_use_cpu_communication").get<bool>(), false); // NVIDIA only
+        QVERIFY(sys.at("hetero").at("hetero_device_types") == nlohmann::json({"a100-40gb-sxm", "h100-sxm"}));
+        // The Megatron refusal of this plan points to FlagScale, which accepts it.
+        r.format = ExportFormat::Megatron;
+        QVERIFY2(refusal(r).find("use the FlagScale export (--format flagscale), which supports it")
+                     != std::string::npos,
+                 refusal(r).c_str());
+    }
+
+    void flagscaleOtherVendors()
+    {
+        // NVIDIA + Ascend: per-vendor visible-devices variable, gloo between the vendors.
+        ExportRequest r = requestFor(caseNamed("a100-h100-hetero"), ExportFormat::FlagScale);
+        r.cluster.devices[1] = *Catalogue::builtin().find("ascend-910b");
+        r.cluster.groups[1].gpu = "ascend-910b";
+        std::string why = refusal(r);
+        QVERIFY2(why.empty(), why.c_str());
+        const std::vector<ExportFile> files = exportPlan(r);
+        const auto exp = parseYaml(files[0].content, why);
+        if (!exp && why.rfind("skip", 0) == 0)
+            QSKIP(why.c_str());
+        QVERIFY2(exp, why.c_str());
+        const nlohmann::json &ns = exp->at("experiment").at("envs").at("node_specific");
+        QCOMPARE(ns.at("h100").at("ASCEND_RT_VISIBLE_DEVICES").get<std::string>(), std::string("2,3,0,1"));
+        QVERIFY(!ns.at("h100").contains("CUDA_VISIBLE_DEVICES"));
+        QCOMPARE(ns.at("a100-0").at("CUDA_VISIBLE_DEVICES").get<std::string>(), std::string("0,1,2,3"));
+        QVERIFY(files[1].content.find("hetero_use_cpu_communication: true") != std::string::npos);
+        QVERIFY(files[2].content.find("h100 slots=4 type=ascend-910b\n") != std::string::npos);
+        // NVIDIA + AMD (the 20-GPU sample) and AMD alone: upstream FlagScale has no ROCm adaptation.
+        for (const char *c : {"paper-20gpu-hetero", "mi250x-tp2pp2dp2-firstlast"}) {
+            why = refusal(requestFor(caseNamed(c), ExportFormat::FlagScale));
+            QVERIFY2(why.find("FlagScale has no AMD/ROCm adaptation") != std::string::npos, why.c_str());
+        }
+        // ...and the Megatron refusal of the mixed plan does not send the user to FlagScale.
+        why = refusal(requestFor(caseNamed("paper-20gpu-hetero"), ExportFormat::Megatron));
+        QVERIFY(why.find("which supports it") == std::string::npos);
+        QVERIFY2(why.find("the FlagScale export (--format flagscale) refuses this plan too") != std::string::npos,
+                 why.c_str());
+    }
+
+    void rotaryBase()
+    {
+        // --rotary-base for RoPE models: Llama-2 10000 (Megatron's default, written anyway), Llama-3 500000.
+        for (const auto &[model, base] : {std::pair {"llama2-7b", "10000"}, std::pair {"llama3-8b", "500000"}}) {
+            ExportRequest r = requestFor(caseNamed("h100-8x-tp2pp2dp2"), ExportFormat::Megatron);
+            r.model = resolveModel(model);
+            Diagnostics d;
+            const LaunchScript s = parseLaunchScript(exportPlan(r).front().content, d);
+            QVERIFY(d.empty());
+            const auto &a = s.megatronArgs;
+            const auto it = std::find(a.begin(), a.end(), "--rotary-base");
+            QVERIFY2(it != a.end() && it + 1 != a.end(), model);
+            QCOMPARE(*(it + 1), std::string(base));
+            QVERIFY(std::find(a.begin(), a.end(), "rope") != a.end());
+        }
+        // The model file field: optional, > 0, written only when it is not the default.
+        Diagnostics d("m.json");
+        nlohmann::json j = toJson(resolveModel("llama3-8b"));
+        QCOMPARE(j.at("shape").at("rotaryBase").get<int>(), 500000);
+        QVERIFY(!toJson(resolveModel("llama2-7b")).at("shape").contains("rotaryBase"));
+        QCOMPARE(parseModel(j, d).shape.rotaryBase, 500000);
+        j["shape"]["rotaryBase"] = 0;
+        parseModel(j, d);
+        QVERIFY(d.size() == 1 && d.items()[0].pointer == "/shape/rotaryBase");
+    }
+
+    void hostileNames_data()
+    {
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<QString>("field");
+        for (const char *f : {"megatron", "slurm", "flagscale", "json"})
+            for (const char *field : {"plan", "cluster", "model", "node", "masterAddr", "outputDir", "entrypoint"})
+                QTest::newRow((std::string(f) + "/" + field).c_str()) << QString(f) << QString(field);
+    }
+
+    void hostileNames()
+    {
+        QFETCH(QString, format);
+        QFETCH(QString, field);
+        const ExportFormat fmt = *parseExportFormat(format.toStdString());
+        const std::string fld = field.toStdString();
+        const bool hetero = fmt == ExportFormat::FlagScale;
+        std::vector<HostileExport> exports;
+        const auto withName = [&](const std::string &name) {
+            ExportRequest r = requestFor(caseNamed(hetero ? "a100-h100-hetero" : "h100-8x-tp2pp2dp2"), fmt);
+            const std::string node = hetero ? "h100" : "dgx-h100"; // a group of one node
+            if (fld == "plan")
+                r.plan.name = name;
+            else if (fld == "cluster")
+                r.cluster.name = name;
+            else if (fld == "model")
+                r.model.id = r.model.name = name;
+            else if (fld == "masterAddr")
+                r.options.masterAddr = name;
+            else if (fld == "outputDir")
+                r.options.outputDir = "/opt/" + name;
+            else if (fld == "entrypoint")
+                r.options.megatronEntrypoint = r.options.flagscaleEntrypoint = name;
+            else if (fld == "node") {
+                for (NodeGroup &g : r.cluster.groups)
+                    if (g.name == node)
+                        g.name = name;
+                for (Stage &s : r.plan.stages)
+                    for (Replica &x : s.replicas)
+                        if (x.node == node)
+                            x.node = name;
+            }
+            return r;
+        };
+        // The same export with a harmless name: hostile scripts must have its shell structure exactly.
+        const std::vector<ExportFile> benign = exportPlan(withName("benign"));
+        for (const std::string &name : hostileStrings()) {
+            const ExportRequest r = withName(name);
+            const std::string label = fld + " = \"" + printableText(name) + "\"";
+            const std::string why = refusal(r);
+            if (fld == "node" && (fmt == ExportFormat::Slurm || fmt == ExportFormat::FlagScale)) {
+                // Host names go into hostfiles and ssh/Slurm host lists: refused with the reason.
+                QVERIFY2(why.find("/node: cannot be a") != std::string::npos, (label + ": " + why).c_str());
+                for (unsigned char c : why)
+                    QVERIFY2(c >= 0x20 || c == '\n', (label + ": raw control character in " + why).c_str());
+                continue;
+            }
+            QVERIFY2(why.empty(), (label + ": " + why).c_str());
+            exports.push_back({label, name, r, exportPlan(r)});
+            for (const ExportFile &f : exports.back().files) {
+                const ExportFile *b = fileNamed(benign, f.path);
+                QVERIFY2(b, (label + ": unexpected file " + f.path).c_str());
+                if (f.executable)
+                    QVERIFY2(shellSkeleton(f.content) == shellSkeleton(b->content),
+                             (label + ": " + f.path + ": the name changed the shell structure (not only quoted "
+                                      "words and comments):\n" + f.content).c_str());
+            }
+        }
+        checkHostileFiles(exports);
     }
 
     void jsonExport()
@@ -632,16 +1053,27 @@ private slots:
         const QString hetOut = tmp.path() + QStringLiteral("/het");
         const QStringList het = {QStringLiteral("export"),
                                  QStringLiteral("--cluster"),
-                                 root + QStringLiteral("/sample_clusters/paper-20gpu-nvidia-amd.json"),
+                                 root + QStringLiteral("/tests/data/export/a100-h100.cluster.json"),
                                  QStringLiteral("--model"),
-                                 QStringLiteral("llama2-7b"),
+                                 QStringLiteral("llama3-8b"),
                                  QStringLiteral("--plan"),
-                                 root + QStringLiteral("/tests/data/export/paper-20gpu-hetero.plan.json")};
+                                 root + QStringLiteral("/tests/data/export/a100-h100-hetero.plan.json")};
         QCOMPARE(run(het + QStringList {"--format", "megatron", "--out", hetOut}, &so, &se), 1);
         QVERIFY2(se.contains(QStringLiteral("expected one device type")), qPrintable(se));
         QVERIFY(!QDir(hetOut).exists());
         QCOMPARE(run(het + QStringList {"--format", "flagscale", "--out", hetOut}, &so, &se), 0);
         QVERIFY(QFile::exists(hetOut + QStringLiteral("/hostfile")));
+        // Names with terminal control sequences are printed escaped (no raw ESC/BEL reaches the terminal).
+        nlohmann::json hostile = readJsonFile(kData + "/a100-h100-hetero.plan.json");
+        hostile["name"] = "\x1b]0;pwned\x07";
+        hostile["stages"][2]["replicas"][0]["node"] = "h100\x1b[2J\r";
+        const QString hostilePlan = tmp.path() + QStringLiteral("/hostile.plan.json");
+        writeFileAtomically(hostilePlan.toStdString(), hostile.dump());
+        QStringList hostileArgs = het;
+        hostileArgs.last() = hostilePlan;
+        QCOMPARE(run(hostileArgs + QStringList {"--format", "flagscale", "--out", hetOut + "2"}, &so, &se), 1);
+        QVERIFY2(se.contains(QStringLiteral("h100\\e[2J\\r")), qPrintable(se));
+        QVERIFY(!se.contains(QChar(0x1b)) && !se.contains(QChar('\r')) && !se.contains(QChar(0x07)));
         // Bad format: usage error.
         QCOMPARE(run(het + QStringList {"--format", "deepspeed", "--out", hetOut}, &so, &se), 2);
     }

@@ -82,14 +82,6 @@ std::string jobName(const ExportRequest &request)
     return request.options.jobName.empty() ? "memx-" + safeName(request.plan.name) : safeName(request.options.jobName);
 }
 
-std::string shellQuote(const std::string &text)
-{
-    std::string out = "'";
-    for (char c : text)
-        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
 int deviceOfNode(const Cluster &cluster, const std::string &node)
 {
     const auto n = cluster.findNode(node);
@@ -146,6 +138,9 @@ std::vector<std::pair<std::string, std::string>> megatronShapeFlags(const Model 
     f.emplace_back("--max-position-embeddings", std::to_string(s.seqLength));
     f.emplace_back("--position-embedding-type",
                    s.positionEmbedding == PositionEmbedding::Rope ? "rope" : "learned_absolute");
+    // Always written for RoPE (Megatron's default 10000 is Llama-2's; Llama-3 needs 500000).
+    if (s.positionEmbedding == PositionEmbedding::Rope)
+        f.emplace_back("--rotary-base", std::to_string(s.rotaryBase));
     if (s.swiglu)
         f.emplace_back("--swiglu", "");
     f.emplace_back("--normalization", s.normalization == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm");
@@ -229,7 +224,11 @@ std::vector<ExportFile> exportPlan(const ExportRequest &request)
     case ExportFormat::Megatron:
     case ExportFormat::Slurm: {
         MegatronShape shape;
-        if (analyseMegatron(request, shape, diags))
+        if (!analyseMegatron(request, shape, diags))
+            break;
+        if (request.format == ExportFormat::Slurm)
+            checkSlurmHostNames(request, shape, diags);
+        if (diags.empty())
             files
                 = request.format == ExportFormat::Megatron ? writeMegatron(request, shape) : writeSlurm(request, shape);
         break;

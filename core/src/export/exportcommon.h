@@ -2,6 +2,7 @@
 // Internal helpers shared by the export writers (not installed).
 
 #include "memx/export/export.h"
+#include "memx/export/quoting.h"
 #include "memx/util/diagnostic.h"
 
 #include <string>
@@ -49,10 +50,14 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
 
 /// Megatron export: one launch-node<r>.sh per node.
 std::vector<ExportFile> writeMegatron(const ExportRequest &request, const MegatronShape &shape);
+/// Records every plan node that cannot be a Slurm host name / hostfile entry.
+void checkSlurmHostNames(const ExportRequest &request, const MegatronShape &shape, Diagnostics &diags);
 /// Slurm export: the Megatron scripts + job.sbatch + slurm-node.sh + hostfile.
 std::vector<ExportFile> writeSlurm(const ExportRequest &request, const MegatronShape &shape);
 /// FlagScale export; records every reason it cannot and returns nothing then.
 std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics &diags);
+/// True when the FlagScale export accepts the plan (checkFlagScaleExpressible finds nothing).
+bool flagScaleAccepts(const ExportRequest &request);
 
 /// The file name used in diagnostics.
 std::string planFileName(const ExportRequest &request);
@@ -63,8 +68,6 @@ std::string exportDate(const ExportOptions &options);
 std::string safeName(const std::string &text);
 /// Job name: options.jobName or "memx-" + safeName(plan name).
 std::string jobName(const ExportRequest &request);
-/// Single-quoted for POSIX shells.
-std::string shellQuote(const std::string &text);
 /// bf16 when the model asks for it and every device of the plan supports it; else fp16 and a reason.
 bool chooseBf16(const ExportRequest &request, std::string &note);
 /// Default data / training arguments of the Megatron command line.

@@ -13,7 +13,37 @@
 namespace memx::exportdetail {
 namespace {
 
-const char *kFlagScaleHint = " - use the FlagScale export (--format flagscale), which supports it";
+/// Marks where a refusal may point to FlagScale; replaced by finishHints once it is known whether
+/// the FlagScale export accepts the plan (so the hint is never false).
+const char *kFlagScaleHint = "\x01";
+
+void finishHints(const ExportRequest &request, const Diagnostics &d, Diagnostics &diags)
+{
+    const std::string hint = flagScaleAccepts(request)
+        ? " - use the FlagScale export (--format flagscale), which supports it"
+        : " - the FlagScale export (--format flagscale) refuses this plan too";
+    Diagnostics out(d.file());
+    for (const Diagnostic &x : d.items()) {
+        std::string m = x.message;
+        const size_t at = m.find(kFlagScaleHint);
+        if (at != std::string::npos)
+            m.replace(at, 1, hint);
+        out.error(x.pointer, m);
+    }
+    diags.append(out);
+}
+
+/// A Megatron-LM argument value as one shell word (layouts contain '|' and '*').
+std::string argWord(const std::string &value)
+{
+    for (char c : value) {
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.'
+            || c == '-' || c == '_' || c == '/' || c == ',' || c == ':' || c == '=';
+        if (!plain)
+            return shellQuote(value);
+    }
+    return value;
+}
 
 std::string stageList(const std::vector<int> &stages)
 {
@@ -68,85 +98,10 @@ std::vector<NodeLaunch> cutIntoNodes(const Cluster &cluster, const std::vector<R
     return nodes;
 }
 
-} // namespace
-
-bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnostics &diags)
+/// One recompute setting for every stage (Megatron-LM has no per-stage recompute): fills
+/// shape.recompute / recomputeLayers, records why not otherwise.
+void checkJobRecompute(const Plan &plan, MegatronShape &shape, Diagnostics &d)
 {
-    const Plan &plan = request.plan;
-    const Cluster &cluster = request.cluster;
-    Diagnostics d(planFileName(request));
-    validatePlan(plan, cluster, request.model, d);
-    if (!d.empty()) {
-        diags.append(d);
-        return false;
-    }
-
-    // One device type, on a vendor upstream Megatron-LM runs on.
-    std::map<int, std::vector<int>> stagesByDevice;
-    for (int s = 0; s < plan.pp(); ++s)
-        for (const Replica &r : plan.stages[static_cast<size_t>(s)].replicas) {
-            auto &v = stagesByDevice[deviceOfNode(cluster, r.node)];
-            if (v.empty() || v.back() != s)
-                v.push_back(s);
-        }
-    if (stagesByDevice.size() > 1) {
-        std::string list;
-        for (const auto &[dev, stages] : stagesByDevice)
-            list += (list.empty() ? "" : ", ") + cluster.devices[static_cast<size_t>(dev)].id + " (" + stageList(stages)
-                + ")";
-        d.error("/stages",
-                "expected one device type for the whole job (upstream Megatron-LM runs homogeneous jobs), "
-                "found "
-                    + std::to_string(stagesByDevice.size()) + ": " + list + kFlagScaleHint);
-    }
-    for (const auto &[dev, stages] : stagesByDevice) {
-        const GpuSpec &spec = cluster.devices[static_cast<size_t>(dev)];
-        if (spec.vendor != "NVIDIA" && spec.vendor != "AMD")
-            d.error(jsonPointerJoin("/stages", static_cast<size_t>(stages.front())),
-                    "expected NVIDIA (CUDA) or AMD (ROCm) GPUs for upstream Megatron-LM, found " + spec.vendor + " "
-                        + spec.id + " (it needs the vendor's own fork)" + kFlagScaleHint);
-    }
-
-    // Same TP and micro-batch on every replica, same DP on every stage.
-    const Replica &first = plan.stages.front().replicas.front();
-    shape.tp = first.tp;
-    shape.microBatch = first.microBatch;
-    shape.dp = plan.stages.front().dp();
-    shape.pp = plan.pp();
-    for (size_t s = 0; s < plan.stages.size(); ++s) {
-        const Stage &st = plan.stages[s];
-        const std::string sp = jsonPointerJoin("/stages", s);
-        if (st.dp() != shape.dp)
-            d.error(sp + "/replicas",
-                    "expected " + std::to_string(shape.dp) + (shape.dp == 1 ? " replica" : " replicas")
-                        + " like stage 0 (upstream Megatron-LM has one data-parallel size), "
-                          "found "
-                        + std::to_string(st.dp()) + kFlagScaleHint);
-        for (size_t i = 0; i < st.replicas.size(); ++i) {
-            const Replica &r = st.replicas[i];
-            const std::string rp = jsonPointerJoin(sp + "/replicas", i);
-            if (r.tp != shape.tp) {
-                d.error(rp + "/tp",
-                        "expected TP " + std::to_string(shape.tp)
-                            + " like /stages/0/replicas/0 (upstream Megatron-LM has one "
-                              "--tensor-model-parallel-size), found "
-                            + std::to_string(r.tp) + kFlagScaleHint);
-                break;
-            }
-        }
-        for (size_t i = 0; i < st.replicas.size(); ++i) {
-            const Replica &r = st.replicas[i];
-            if (r.microBatch != shape.microBatch) {
-                d.error(jsonPointerJoin(sp + "/replicas", i) + "/microBatch",
-                        "expected micro-batch " + std::to_string(shape.microBatch)
-                            + " like /stages/0/replicas/0 (upstream Megatron-LM has one --micro-batch-size), found "
-                            + std::to_string(r.microBatch) + kFlagScaleHint);
-                break;
-            }
-        }
-    }
-
-    // One recompute setting for every stage.
     std::set<RecomputeMethod> methods;
     for (const Stage &st : plan.stages)
         methods.insert(st.recompute.method);
@@ -190,6 +145,88 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
             }
         }
     }
+}
+
+} // namespace
+
+bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnostics &diags)
+{
+    const Plan &plan = request.plan;
+    const Cluster &cluster = request.cluster;
+    Diagnostics d(planFileName(request));
+    validatePlan(plan, cluster, request.model, d);
+    if (!d.empty()) {
+        diags.append(d);
+        return false;
+    }
+
+    // One device type, on a vendor upstream Megatron-LM runs on.
+    std::map<int, std::vector<int>> stagesByDevice;
+    for (int s = 0; s < plan.pp(); ++s)
+        for (const Replica &r : plan.stages[static_cast<size_t>(s)].replicas) {
+            auto &v = stagesByDevice[deviceOfNode(cluster, r.node)];
+            if (v.empty() || v.back() != s)
+                v.push_back(s);
+        }
+    if (stagesByDevice.size() > 1) {
+        std::string list;
+        for (const auto &[dev, stages] : stagesByDevice)
+            list += (list.empty() ? "" : ", ") + printableText(cluster.devices[static_cast<size_t>(dev)].id) + " ("
+                + stageList(stages) + ")";
+        d.error("/stages",
+                "expected one device type for the whole job (upstream Megatron-LM runs homogeneous jobs), "
+                "found "
+                    + std::to_string(stagesByDevice.size()) + ": " + list + kFlagScaleHint);
+    }
+    for (const auto &[dev, stages] : stagesByDevice) {
+        const GpuSpec &spec = cluster.devices[static_cast<size_t>(dev)];
+        if (spec.vendor != "NVIDIA" && spec.vendor != "AMD")
+            d.error(jsonPointerJoin("/stages", static_cast<size_t>(stages.front())),
+                    "expected NVIDIA (CUDA) or AMD (ROCm) GPUs for upstream Megatron-LM, found "
+                        + printableText(spec.vendor) + " " + printableText(spec.id)
+                        + " (it needs the vendor's own fork)" + kFlagScaleHint);
+    }
+
+    // Same TP and micro-batch on every replica, same DP on every stage.
+    const Replica &first = plan.stages.front().replicas.front();
+    shape.tp = first.tp;
+    shape.microBatch = first.microBatch;
+    shape.dp = plan.stages.front().dp();
+    shape.pp = plan.pp();
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+        const Stage &st = plan.stages[s];
+        const std::string sp = jsonPointerJoin("/stages", s);
+        if (st.dp() != shape.dp)
+            d.error(sp + "/replicas",
+                    "expected " + std::to_string(shape.dp) + (shape.dp == 1 ? " replica" : " replicas")
+                        + " like stage 0 (upstream Megatron-LM has one data-parallel size), "
+                          "found "
+                        + std::to_string(st.dp()) + kFlagScaleHint);
+        for (size_t i = 0; i < st.replicas.size(); ++i) {
+            const Replica &r = st.replicas[i];
+            const std::string rp = jsonPointerJoin(sp + "/replicas", i);
+            if (r.tp != shape.tp) {
+                d.error(rp + "/tp",
+                        "expected TP " + std::to_string(shape.tp)
+                            + " like /stages/0/replicas/0 (upstream Megatron-LM has one "
+                              "--tensor-model-parallel-size), found "
+                            + std::to_string(r.tp) + kFlagScaleHint);
+                break;
+            }
+        }
+        for (size_t i = 0; i < st.replicas.size(); ++i) {
+            const Replica &r = st.replicas[i];
+            if (r.microBatch != shape.microBatch) {
+                d.error(jsonPointerJoin(sp + "/replicas", i) + "/microBatch",
+                        "expected micro-batch " + std::to_string(shape.microBatch)
+                            + " like /stages/0/replicas/0 (upstream Megatron-LM has one --micro-batch-size), found "
+                            + std::to_string(r.microBatch) + kFlagScaleHint);
+                break;
+            }
+        }
+    }
+
+    checkJobRecompute(request.plan, shape, d);
 
     // Layer split.
     for (const Stage &st : plan.stages)
@@ -210,7 +247,7 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
     }
 
     if (!d.empty()) {
-        diags.append(d);
+        finishHints(request, d, diags);
         return false;
     }
 
@@ -224,7 +261,7 @@ bool analyseMegatron(const ExportRequest &request, MegatronShape &shape, Diagnos
         if (n != shape.nprocPerNode) {
             std::string list;
             for (const auto &[nn, c] : gpusPerNode)
-                list += (list.empty() ? "" : ", ") + nn + " " + std::to_string(c);
+                list += (list.empty() ? "" : ", ") + printableText(nn) + " " + std::to_string(c);
             d.error("/stages",
                     "expected the same number of GPUs on every node of the plan (torchrun starts the "
                     "same --nproc_per_node processes on each node), found "
@@ -334,11 +371,12 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
 std::string headerLines(const ExportRequest &request, const std::string &what)
 {
     std::ostringstream o;
-    o << "# " << what << "\n";
-    o << "# Generated by memx " << MEMX_VERSION << " on " << exportDate(request.options) << " from plan \""
-      << request.plan.name << "\"\n";
-    o << "#   cluster \"" << request.cluster.name << "\", model " << request.model.id << "\n";
-    o << "#   " << request.plan.summary(request.cluster) << "\n";
+    o << "# " << printableText(what) << "\n";
+    o << "# Generated by memx " << MEMX_VERSION << " on " << printableText(exportDate(request.options))
+      << " from plan \"" << printableText(request.plan.name) << "\"\n";
+    o << "#   cluster \"" << printableText(request.cluster.name) << "\", model " << printableText(request.model.id)
+      << "\n";
+    o << "#   " << printableText(request.plan.summary(request.cluster)) << "\n";
     return o.str();
 }
 
@@ -355,8 +393,9 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
                          + std::to_string(m.nodes.size()) + ": " + n.node + " (" + std::to_string(n.slots.size())
                          + " x " + dev.id + ", " + dev.vendor + ")");
     o << "#\n# Run the script of each node on that node (any order); node rank 0 hosts the rendezvous:\n";
-    o << "#   MASTER_ADDR=<address of " << m.nodes.front().node << "> MASTER_PORT=" << request.options.masterPort
-      << " bash launch-node" << n.nodeRank << ".sh [extra Megatron-LM flags]\n";
+    o << "#   MASTER_ADDR=<address of " << printableText(m.nodes.front().node)
+      << "> MASTER_PORT=" << request.options.masterPort << " bash launch-node" << n.nodeRank
+      << ".sh [extra Megatron-LM flags]\n";
     o << "# Set MEGATRON_DIR to the Megatron-LM checkout, DATA_ARGS / TRAIN_ARGS to replace the defaults below.\n#\n";
     o << "# Global ranks " << n.firstGlobalRank << "-" << n.firstGlobalRank + static_cast<int>(n.slots.size()) - 1
       << " run here (global rank = node rank x " << m.nprocPerNode << " + local rank). Megatron rank order "
@@ -377,13 +416,14 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
         o << "# Precision: fp16 because " << m.precisionNote << ".\n";
     o << "set -euo pipefail\n\n";
     o << "NODE_NAME=" << shellQuote(n.node) << "\n";
-    o << "MASTER_ADDR=\"${MASTER_ADDR:-" << masterAddr << "}\"\n";
+    o << "if [ -z \"${MASTER_ADDR:-}\" ]; then MASTER_ADDR=" << shellQuote(masterAddr) << "; fi\n";
     o << "MASTER_PORT=\"${MASTER_PORT:-" << request.options.masterPort << "}\"\n";
     o << "MEGATRON_DIR=\"${MEGATRON_DIR:-.}\"\n";
-    o << "DATA_ARGS=\"${DATA_ARGS:-"
-      << (request.options.dataArgs.empty() ? defaultDataArgs(request.model) : request.options.dataArgs) << "}\"\n";
-    o << "TRAIN_ARGS=\"${TRAIN_ARGS:-"
-      << (request.options.trainArgs.empty() ? defaultTrainArgs() : request.options.trainArgs) << "}\"\n\n";
+    o << "if [ -z \"${DATA_ARGS:-}\" ]; then DATA_ARGS="
+      << shellQuote(request.options.dataArgs.empty() ? defaultDataArgs(request.model) : request.options.dataArgs)
+      << "; fi\n";
+    o << "if [ -z \"${TRAIN_ARGS:-}\" ]; then TRAIN_ARGS="
+      << shellQuote(request.options.trainArgs.empty() ? defaultTrainArgs() : request.options.trainArgs) << "; fi\n\n";
     o << "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
     o << "export OMP_NUM_THREADS=\"${OMP_NUM_THREADS:-4}\"\n";
     if (dev.vendor == "AMD") {
@@ -404,7 +444,7 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
     for (const auto &[flag, value] : flags) {
         o << "    " << flag;
         if (!value.empty())
-            o << " " << (value.find_first_of("|*\"' ") != std::string::npos ? shellQuote(value) : value);
+            o << " " << argWord(value);
         o << "\n";
     }
     o << ")\n\n";
@@ -419,7 +459,7 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
     o << "    --rdzv_backend static \\\n";
     o << "    --master_addr \"$MASTER_ADDR\" \\\n";
     o << "    --master_port \"$MASTER_PORT\" \\\n";
-    o << "    \"$MEGATRON_DIR/" << request.options.megatronEntrypoint << "\" \\\n";
+    o << "    \"$MEGATRON_DIR\"/" << shellQuote(request.options.megatronEntrypoint) << " \\\n";
     o << "    \"${MEGATRON_ARGS[@]}\" $DATA_ARGS $TRAIN_ARGS \"$@\"\n";
     return o.str();
 }
@@ -456,12 +496,12 @@ std::vector<ExportFile> writeSlurm(const ExportRequest &request, const MegatronS
     s << "# Optional: pin the plan's nodes when they are the real Slurm host names\n";
     s << "##SBATCH --nodelist=";
     for (size_t i = 0; i < shape.nodes.size(); ++i)
-        s << (i ? "," : "") << shape.nodes[i].node;
+        s << (i ? "," : "") << printableText(shape.nodes[i].node);
     s << "\n";
     s << headerLines(request,
                      "Slurm batch script (one torchrun launcher per node, " + std::to_string(shape.nodes.size()) + " x "
                          + std::to_string(shape.nprocPerNode) + " " + dev.id + ")");
-    s << "#\n# Submit from any folder: sbatch " << dir << "/job.sbatch\n";
+    s << "#\n# Submit from any folder: sbatch " << printableText(dir) << "/job.sbatch\n";
     s << "# Node ranks: when every plan node below is a host of the allocation, each host runs the script of\n"
          "# its own plan node (the plan's GPU choice is kept); otherwise node rank = SLURM_NODEID.\n";
     s << "set -euo pipefail\n\n";
@@ -473,7 +513,7 @@ std::vector<ExportFile> writeSlurm(const ExportRequest &request, const MegatronS
     s << "    echo \"$HOSTS\" | grep -qx \"$n\" || MEMX_MATCH_BY_NAME=0\n";
     s << "done\n";
     s << "if [ \"$MEMX_MATCH_BY_NAME\" = 1 ]; then\n";
-    s << "    MASTER_ADDR=\"${MASTER_ADDR:-" << shape.nodes.front().node << "}\"\n";
+    s << "    if [ -z \"${MASTER_ADDR:-}\" ]; then MASTER_ADDR=" << shellQuote(shape.nodes.front().node) << "; fi\n";
     s << "else\n";
     s << "    MASTER_ADDR=\"${MASTER_ADDR:-$(echo \"$HOSTS\" | head -n1)}\"\n";
     s << "fi\n";
@@ -507,6 +547,21 @@ std::vector<ExportFile> writeSlurm(const ExportRequest &request, const MegatronS
         h << nl.node << " slots=" << nl.slots.size() << "\n";
     files.push_back({"hostfile", h.str(), false});
     return files;
+}
+
+void checkSlurmHostNames(const ExportRequest &request, const MegatronShape &shape, Diagnostics &diags)
+{
+    Diagnostics d(planFileName(request));
+    for (const NodeLaunch &n : shape.nodes)
+        if (const auto why = hostNameProblem(n.node))
+            d.error(
+                jsonPointerJoin(jsonPointerJoin("/stages", static_cast<size_t>(n.slots.front().stage)) + "/replicas",
+                                static_cast<size_t>(n.slots.front().replica))
+                    + "/node",
+                "cannot be a Slurm host (job.sbatch matches it against scontrol show hostnames, the hostfile "
+                "lists it): "
+                    + *why);
+    diags.append(d);
 }
 
 } // namespace memx::exportdetail

@@ -396,7 +396,7 @@ Model parseModel(const json &j, Diagnostics &diags)
     if (const json *sh = r.requireObject("shape")) {
         JsonObjectReader s(*sh, "/shape", diags);
         s.rejectUnknownKeys({"layers", "hidden", "heads", "kvGroups", "ffnHidden", "vocab", "seqLength", "swiglu",
-                             "tiedEmbeddings", "normalization", "positionEmbedding"});
+                             "tiedEmbeddings", "normalization", "positionEmbedding", "rotaryBase"});
         ModelShape &x = m.shape;
         x.layers = static_cast<int>(s.requireInt("layers", 1, 100000));
         x.hidden = static_cast<int>(s.requireInt("hidden", 1, 1 << 20));
@@ -409,6 +409,7 @@ Model parseModel(const json &j, Diagnostics &diags)
         x.tiedEmbeddings = s.optionalBool("tiedEmbeddings").value_or(true);
         x.normalization = static_cast<Normalization>(s.optionalEnum("normalization", {"LayerNorm", "RMSNorm"}).value_or(0));
         x.positionEmbedding = static_cast<PositionEmbedding>(s.optionalEnum("positionEmbedding", {"learned", "rope"}).value_or(0));
+        x.rotaryBase = static_cast<int>(s.optionalInt("rotaryBase", 1, 1000000000).value_or(10000));
         if (x.heads > 0 && x.hidden % x.heads != 0)
             s.error("heads", "expected a divisor of hidden (" + std::to_string(x.hidden) + "), found "
                                  + std::to_string(x.heads));
@@ -457,6 +458,8 @@ json toJson(const Model &m)
                   {"tiedEmbeddings", s.tiedEmbeddings},
                   {"normalization", toString(s.normalization)},
                   {"positionEmbedding", toString(s.positionEmbedding)}};
+    if (s.rotaryBase != ModelShape {}.rotaryBase)
+        j["shape"]["rotaryBase"] = s.rotaryBase;
     j["training"] = {{"globalBatch", m.training.globalBatch},
                      {"precision", toString(m.training.precision)},
                      {"optimizer", toString(m.training.optimizer)},

@@ -37,6 +37,7 @@ struct ModelShape
     bool tiedEmbeddings = true;
     Normalization normalization = Normalization::LayerNorm;
     PositionEmbedding positionEmbedding = PositionEmbedding::Learned;
+    int rotaryBase = 10000; ///< RoPE base (theta); Megatron-LM's --rotary-base, whose default is 10000
 
     bool operator==(const ModelShape &) const = default;
 };

@@ -20,11 +20,11 @@
 set -euo pipefail
 
 NODE_NAME='dgx-h100'
-MASTER_ADDR="${MASTER_ADDR:-dgx-h100}"
+if [ -z "${MASTER_ADDR:-}" ]; then MASTER_ADDR='dgx-h100'; fi
 MASTER_PORT="${MASTER_PORT:-29500}"
 MEGATRON_DIR="${MEGATRON_DIR:-.}"
-DATA_ARGS="${DATA_ARGS:---mock-data --tokenizer-type NullTokenizer --vocab-size 32000}"
-TRAIN_ARGS="${TRAIN_ARGS:---train-iters 100 --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style cosine --lr-warmup-iters 10 --weight-decay 0.1 --clip-grad 1.0 --log-interval 1 --eval-iters 0}"
+if [ -z "${DATA_ARGS:-}" ]; then DATA_ARGS='--mock-data --tokenizer-type NullTokenizer --vocab-size 32000'; fi
+if [ -z "${TRAIN_ARGS:-}" ]; then TRAIN_ARGS='--train-iters 100 --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style cosine --lr-warmup-iters 10 --weight-decay 0.1 --clip-grad 1.0 --log-interval 1 --eval-iters 0'; fi
 
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-4}"
@@ -49,6 +49,7 @@ MEGATRON_ARGS=(
     --seq-length 4096
     --max-position-embeddings 4096
     --position-embedding-type rope
+    --rotary-base 10000
     --swiglu
     --normalization RMSNorm
     --untie-embeddings-and-output-weights
@@ -69,5 +70,5 @@ exec torchrun \
     --rdzv_backend static \
     --master_addr "$MASTER_ADDR" \
     --master_port "$MASTER_PORT" \
-    "$MEGATRON_DIR/pretrain_gpt.py" \
+    "$MEGATRON_DIR"/'pretrain_gpt.py' \
     "${MEGATRON_ARGS[@]}" $DATA_ARGS $TRAIN_ARGS "$@"
