@@ -9,6 +9,9 @@
 #include "memx/store/memorystore.h"
 #include "memx/testbed/virtualtestbed.h"
 #include "memx/util/diagnostic.h"
+#include "memx/util/fileio.h"
+
+#include <nlohmann/json.hpp>
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -135,7 +138,15 @@ private slots:
 
     void manifestRoundTripAndErrors()
     {
-        const Cluster c = loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json");
+        // NVIDIA-only and heterogeneous (the 20-GPU sample with L40S nodes for its MI250X ones):
+        // FlagScale runs its mixed plans; it has no AMD adaptation.
+        nlohmann::json cj = nlohmann::json::parse(readTextFile(kSamples + "/paper-20gpu-nvidia-amd.json"));
+        for (nlohmann::json &n : cj["nodes"])
+            if (n["gpu"] == "mi250x")
+                n["gpu"] = "l40s";
+        Diagnostics cd("nvidia-only");
+        const Cluster c = parseCluster(cj, Catalogue::builtin(), cd);
+        QVERIFY(cd.empty());
         const Model m = resolveModel("llama2-7b");
         MinimalSetOptions o;
         o.space.stagesPerGroup = {1};

@@ -144,6 +144,8 @@ std::vector<std::pair<std::string, std::string>> megatronShapeFlags(const Model 
     if (s.swiglu)
         f.emplace_back("--swiglu", "");
     f.emplace_back("--normalization", s.normalization == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm");
+    // The attention backend the memory estimate assumed (auto resolves per device the same way).
+    f.emplace_back("--attention-backend", toString(model.training.attention));
     if (!s.tiedEmbeddings)
         f.emplace_back("--untie-embeddings-and-output-weights", "");
     // The Model type has no bias field: Llama-style models (SwiGLU + RMSNorm) have no linear biases.

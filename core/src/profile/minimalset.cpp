@@ -249,17 +249,26 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         order[i] = i;
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return result.timeMs[a] < result.timeMs[b]; });
+    // An export check costs ~ms on a large cluster: look at the kLaunchChecks fastest plans of
+    // each depth (and of each memory end) at most, so a cluster no launcher supports (e.g. AMD
+    // GPUs, which FlagScale cannot run) does not scan the whole space.
+    constexpr int kLaunchChecks = 32;
     std::map<int, size_t> bestPerPp;
+    std::map<int, int> checked;
     std::set<int> allDepths;
     for (size_t i : order) {
         const int pp = ppOf(i);
         allDepths.insert(pp);
-        if (!bestPerPp.count(pp) && launchable(i))
-            bestPerPp[pp] = i;
+        if (!bestPerPp.count(pp) && checked[pp] < kLaunchChecks) {
+            ++checked[pp];
+            if (launchable(i))
+                bestPerPp[pp] = i;
+        }
     }
     if (bestPerPp.size() < allDepths.size())
         plan.notes.push_back(std::to_string(allDepths.size() - bestPerPp.size())
-                             + " pipeline depth(s) have no plan expressible in Megatron-LM or FlagScale");
+                             + " pipeline depth(s) have no plan expressible in Megatron-LM or FlagScale among their "
+                             + std::to_string(kLaunchChecks) + " fastest");
     std::vector<std::pair<size_t, std::string>> picks;
     std::vector<std::pair<int, size_t>> byTime(bestPerPp.begin(), bestPerPp.end());
     std::sort(byTime.begin(), byTime.end(),
@@ -273,7 +282,8 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         std::stable_sort(byMem.begin(), byMem.end(),
                          [&](size_t a, size_t b) { return result.peakMemory[a] < result.peakMemory[b]; });
         auto pickFirst = [&](auto begin, auto end, const char *why) {
-            for (auto it = begin; it != end; ++it) {
+            int tries = 0;
+            for (auto it = begin; it != end && tries++ < kLaunchChecks; ++it) {
                 const size_t i = *it;
                 if (std::any_of(picks.begin(), picks.end(), [&](const auto &p) { return p.first == i; }))
                     return;

@@ -54,6 +54,7 @@ MEGATRON_ARGS=(
     --rotary-base 500000
     --swiglu
     --normalization RMSNorm
+    --attention-backend auto
     --untie-embeddings-and-output-weights
     --disable-bias-linear
     --optimizer adam

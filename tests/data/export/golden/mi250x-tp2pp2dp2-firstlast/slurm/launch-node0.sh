@@ -63,6 +63,7 @@ MEGATRON_ARGS=(
     --rotary-base 10000
     --swiglu
     --normalization RMSNorm
+    --attention-backend auto
     --untie-embeddings-and-output-weights
     --disable-bias-linear
     --optimizer adam

@@ -52,6 +52,7 @@ MEGATRON_ARGS=(
     --max-position-embeddings 2048
     --position-embedding-type learned_absolute
     --normalization LayerNorm
+    --attention-backend auto
     --optimizer adam
     --fp16
     --initial-loss-scale 65536
