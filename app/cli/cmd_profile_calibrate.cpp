@@ -55,11 +55,11 @@ void print(const Calibration &c)
                  "   M MAPE% before/after\n";
     for (const DeviceCalibration &d : c.devices)
         std::cout << "  " << std::left << std::setw(20) << d.device << std::right << std::setw(6) << d.timeRuns << "/"
-                  << std::left << std::setw(4) << d.memoryRuns << std::right << std::setw(9)
-                  << num(d.gemmEfficiency, 3) << std::setw(13) << num(d.contextGiB, 2) << std::setw(10)
-                  << num(d.communicatorGiB, 2) << std::setw(9) << num(d.reserveFraction, 3) << std::setw(13)
-                  << d.timeMapeBeforePct << " / " << std::setw(5) << d.timeMapeAfterPct << std::setw(15)
-                  << d.memMapeBeforePct << " / " << std::setw(5) << d.memMapeAfterPct << "\n";
+                  << std::left << std::setw(4) << d.memoryRuns << std::right << std::setw(9) << num(d.gemmEfficiency, 3)
+                  << std::setw(13) << num(d.contextGiB, 2) << std::setw(10) << num(d.communicatorGiB, 2) << std::setw(9)
+                  << num(d.reserveFraction, 3) << std::setw(13) << d.timeMapeBeforePct << " / " << std::setw(5)
+                  << d.timeMapeAfterPct << std::setw(15) << d.memMapeBeforePct << " / " << std::setw(5)
+                  << d.memMapeAfterPct << "\n";
     std::cout << "\nAll runs: time MAPE " << c.timeMapeDefaultsPct << "% with the defaults, " << c.timeMapeCalibratedPct
               << "% calibrated (in-sample)";
     if (c.folds)

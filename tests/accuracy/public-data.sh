@@ -49,3 +49,9 @@ for key, v in sorted(groups.items()):
 print("groups %d, Kendall tau %.2f, Top-1 %d/%d, mean regret %.1f%%, worst %.1f%%" % (
     len(groups), (conc - disc) / max(1, conc + disc), top1, len(groups), sum(regret) / len(regret), max(regret)))
 PY
+
+echo "== Calibration (memx profile calibrate --dry-run): defaults, in-sample and 5-fold out-of-sample"
+for P in mt vtrain sailor; do
+  echo "-- $P"
+  "$MEMX" profile calibrate --project "$WORK/$P.memx" --dry-run
+done

@@ -104,7 +104,8 @@ private slots:
     void tooFewRunsIsRefused()
     {
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                                 calibrate({}, [](const std::string &) { return std::nullopt; }, nullptr, {}, 0));
+                                 calibrate(
+                                     {}, [](const std::string &) { return std::nullopt; }, nullptr, {}, 0));
     }
 
     void nicSharedByTheRingsOfANode()

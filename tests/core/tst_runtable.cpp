@@ -114,20 +114,25 @@ private slots:
         QTest::addColumn<QString>("pointer");
         QTest::addColumn<QString>("message");
         QTest::newRow("tp x pp x dp") << "t,R1,x,gpt,4,64,4,128,8,2,0,1,,1,,2,0,none,2,1,1,1.0,10,"
-                                       << "line 2, column n_gpus" << "expected tp x pp x dp x cp = 4, found \"8\"";
+                                      << "line 2, column n_gpus"
+                                      << "expected tp x pp x dp x cp = 4, found \"8\"";
         QTest::newRow("gbs") << "t,R1,x,gpt,4,64,4,128,2,1,0,1,,1,,2,0,none,6,1,1,1.0,10,"
-                             << "line 2, column gbs" << "expected mbs x dp x grad_accum = 2, found \"6\"";
+                             << "line 2, column gbs"
+                             << "expected mbs x dp x grad_accum = 2, found \"6\"";
         QTest::newRow("memory") << "t,R1,x,gpt,4,64,4,128,1,1,0,1,,1,,1,0,none,1,1,1,lots,10,"
-                                << "line 2, column mem_GB_per_gpu" << "expected a number in [0.001, 100000], found \"lots\"";
-        QTest::newRow("recompute") << "t,R1,x,gpt,4,64,4,128,1,1,0,1,,1,,1,0,partial,1,1,1,1.0,10,"
-                                   << "line 2, column recompute"
-                                   << "expected none, selective, full, full(uniform;1 layer) or full(block;N layers), found \"partial\"";
+                                << "line 2, column mem_GB_per_gpu"
+                                << "expected a number in [0.001, 100000], found \"lots\"";
+        QTest::newRow("recompute")
+            << "t,R1,x,gpt,4,64,4,128,1,1,0,1,,1,,1,0,partial,1,1,1,1.0,10,"
+            << "line 2, column recompute"
+            << "expected none, selective, full, full(uniform;1 layer) or full(block;N layers), found \"partial\"";
         QTest::newRow("oom with time") << "t,R1,x,gpt,4,64,4,128,1,1,0,1,,1,,1,0,none,1,1,1,OOM,10,"
                                        << "line 2, column step_ms"
                                        << "expected no time for a run that failed out of memory, found \"10\"";
-        QTest::newRow("sp without tp") << "t,R1,x,gpt,4,64,4,128,1,1,1,1,,1,,1,0,none,1,1,1,1.0,10,"
-                                       << "line 2, column sp"
-                                       << "expected 0 with tp 1 (sequence parallelism shards over the tensor-parallel group), found \"1\"";
+        QTest::newRow("sp without tp")
+            << "t,R1,x,gpt,4,64,4,128,1,1,1,1,,1,,1,0,none,1,1,1,1.0,10,"
+            << "line 2, column sp"
+            << "expected 0 with tp 1 (sequence parallelism shards over the tensor-parallel group), found \"1\"";
     }
 
     void badTablesNameLineAndColumn()

@@ -25,8 +25,7 @@ struct Item {
 };
 
 /// Progress over a known number of estimatePlan evaluations.
-class Counter
-{
+class Counter {
 public:
     Counter(const std::function<bool(size_t, size_t)> &fn, size_t total)
         : mFn(fn)
@@ -191,8 +190,8 @@ std::array<double, 3> nonNegativeFit(const std::vector<std::array<double, 3>> &r
     return {0, 0, 0};
 }
 
-void fitMemory(const std::vector<const Item *> &items, Figures &f, const ProfileSet *profiles,
-               const CostOptions &base, Counter &counter)
+void fitMemory(const std::vector<const Item *> &items, Figures &f, const ProfileSet *profiles, const CostOptions &base,
+               Counter &counter)
 {
     std::map<std::string, std::vector<std::array<double, 3>>> rows;
     std::map<std::string, std::vector<double>> ys;
@@ -243,8 +242,8 @@ Errors errorsOf(const std::vector<const Item *> &items, const Figures &f, const 
             ++e.timeRuns;
         }
         if (it->run->peakMemoryBytes && *it->run->peakMemoryBytes > 0) {
-            e.mem += std::abs(peakOfKind(p, it->run->memoryKind) - *it->run->peakMemoryBytes)
-                / *it->run->peakMemoryBytes;
+            e.mem
+                += std::abs(peakOfKind(p, it->run->memoryKind) - *it->run->peakMemoryBytes) / *it->run->peakMemoryBytes;
             ++e.memRuns;
         }
     }
@@ -414,10 +413,14 @@ nlohmann::json toJson(const Calibration &c)
             {"hostOpMicroseconds", opt(c.hostOpMicroseconds)},
             {"devices", devices},
             {"folds", c.folds},
-            {"timeMapePct", {{"defaults", c.timeMapeDefaultsPct}, {"calibrated", c.timeMapeCalibratedPct},
-                             {"outOfSample", c.timeMapeOutOfSamplePct}}},
-            {"memoryMapePct", {{"defaults", c.memMapeDefaultsPct}, {"calibrated", c.memMapeCalibratedPct},
-                               {"outOfSample", c.memMapeOutOfSamplePct}}}};
+            {"timeMapePct",
+             {{"defaults", c.timeMapeDefaultsPct},
+              {"calibrated", c.timeMapeCalibratedPct},
+              {"outOfSample", c.timeMapeOutOfSamplePct}}},
+            {"memoryMapePct",
+             {{"defaults", c.memMapeDefaultsPct},
+              {"calibrated", c.memMapeCalibratedPct},
+              {"outOfSample", c.memMapeOutOfSamplePct}}}};
 }
 
 Calibration calibrationFromJson(const nlohmann::json &j)

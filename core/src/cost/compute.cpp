@@ -59,7 +59,8 @@ PassSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, 
     struct G {
         double m, n, k;
     };
-    const G gemms[] = {{T, (q + 2 * kv) / tp, h}, {T, h, q / tp}, {T, f * (s.swiglu ? 2.0 : 1.0) / tp, h}, {T, h, f / tp}};
+    const G gemms[]
+        = {{T, (q + 2 * kv) / tp, h}, {T, h, q / tp}, {T, f * (s.swiglu ? 2.0 : 1.0) / tp, h}, {T, h, f / tp}};
     PassSeconds gpu;
     for (const G &g : gemms) {
         gpu.forward += gemmSeconds(p, g.m, g.n, g.k);

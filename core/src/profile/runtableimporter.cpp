@@ -19,14 +19,29 @@ namespace {
 
 using nlohmann::json;
 
-const char *const kRequired[] = {"source_table", "row",  "model", "layers",         "hidden",     "heads",
-                                 "seq_len",      "n_gpus", "tp",  "sp",             "pp",         "cp",
-                                 "dp",           "dist_optimizer", "recompute", "gbs", "mbs", "grad_accum",
-                                 "mem_GB_per_gpu", "step_ms"};
+const char *const kRequired[] = {"source_table",
+                                 "row",
+                                 "model",
+                                 "layers",
+                                 "hidden",
+                                 "heads",
+                                 "seq_len",
+                                 "n_gpus",
+                                 "tp",
+                                 "sp",
+                                 "pp",
+                                 "cp",
+                                 "dp",
+                                 "dist_optimizer",
+                                 "recompute",
+                                 "gbs",
+                                 "mbs",
+                                 "grad_accum",
+                                 "mem_GB_per_gpu",
+                                 "step_ms"};
 
 /// One row, with typed access that names the line and column on error.
-class Row
-{
+class Row {
 public:
     Row(const std::vector<std::string> &cells, const std::map<std::string, size_t> &cols, std::string file, int line)
         : mCells(cells)
@@ -323,14 +338,22 @@ RunTableOptions vTrainOptions()
 
 ImportBatch importVTrainTable(const std::string &text, const std::string &file, const RunTableOptions &options)
 {
-    static const char *const kColumns[] = {"# GPUs",          "global batch",          "micro batch",
-                                           "hidden size",     "attention heads",       "# layers",
-                                           "sequence length", "tensor parallelism",    "data parallelism",
-                                           "pipeline parallelism", "iteration time (ms)"};
+    static const char *const kColumns[] = {"# GPUs",
+                                           "global batch",
+                                           "micro batch",
+                                           "hidden size",
+                                           "attention heads",
+                                           "# layers",
+                                           "sequence length",
+                                           "tensor parallelism",
+                                           "data parallelism",
+                                           "pipeline parallelism",
+                                           "iteration time (ms)"};
     std::istringstream in(text);
-    std::string line, out = std::string("source_table,row,make_target,model,layers,hidden,heads,seq_len,n_gpus,tp,sp,pp,"
-                                        "layers_per_virtual_stage,cp,cp_comm,dp,dist_optimizer,recompute,gbs,mbs,"
-                                        "grad_accum,mem_GB_per_gpu,step_ms,note\n");
+    std::string line,
+        out = std::string("source_table,row,make_target,model,layers,hidden,heads,seq_len,n_gpus,tp,sp,pp,"
+                          "layers_per_virtual_stage,cp,cp_comm,dp,dist_optimizer,recompute,gbs,mbs,"
+                          "grad_accum,mem_GB_per_gpu,step_ms,note\n");
     int lineNo = 0;
     bool header = true;
     while (std::getline(in, line)) {

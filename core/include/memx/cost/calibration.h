@@ -41,10 +41,10 @@ struct Calibration {
 /// Fits the calibration to `runs` (out-of-memory runs and runs whose model `modelOf` cannot
 /// resolve are skipped). Time, from the runs whose compute is (partly) modelled rather than
 /// profiled: the host op cost and per device the GEMM efficiency minimise the mean
-/// |log(predicted / measured)| (coordinate search, on at most 240 runs spread over the set); memory: per device, least squares of
-/// measured - allocator peak = reserve x allocator peak + context + groups x communicator (Eigen),
-/// figures kept >= 0. `folds` >= 2 also runs a k-fold out-of-sample check (runs dealt by index).
-/// `progress(done, total)`; false cancels (throws std::runtime_error "cancelled").
+/// |log(predicted / measured)| (coordinate search, on at most 240 runs spread over the set); memory: per device, least
+/// squares of measured - allocator peak = reserve x allocator peak + context + groups x communicator (Eigen), figures
+/// kept >= 0. `folds` >= 2 also runs a k-fold out-of-sample check (runs dealt by index). `progress(done, total)`; false
+/// cancels (throws std::runtime_error "cancelled").
 Calibration calibrate(const std::vector<MeasuredRun> &runs,
                       const std::function<std::optional<Model>(const std::string &)> &modelOf,
                       const ProfileSet *profiles, const CostOptions &base, int folds = 5,

@@ -40,8 +40,7 @@ struct PassSeconds {
 PassSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
                                     AttentionBackend attention, const CostOptions &options);
 /// Output layer (final norm, logits GEMM over the padded vocabulary, fp32 cross-entropy).
-PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
-                        const CostOptions &options);
+PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &options);
 /// Embedding lookup (a gather of b x s x h 16-bit values, memory bound) and its scatter-add.
 PassSeconds embeddingSeconds(const ComputeParams &p, const Model &model, int microBatch, const CostOptions &options);
 
