@@ -209,6 +209,9 @@ int run(const std::vector<std::string> &argv)
         j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", rankMs}, {"pareto", paretoMs}};
         j["threads"] = res.threads;
         j["predictor"] = res.predictor;
+        j["attention"] = {{"model", toString(req.model.training.attention)}};
+        for (const GpuSpec &d : req.cluster.devices)
+            j["attention"]["resolved"][d.id] = toString(resolveAttention(req.model, d));
         if (learned)
             j["learned"] = {{"cacheHits", learnedStats.cacheHits},
                             {"predicted", learnedStats.predicted},
@@ -258,6 +261,10 @@ int run(const std::vector<std::string> &argv)
 
     std::cout << "Search: " << req.model.id << " (gbs " << res.globalBatch << ") on \"" << req.cluster.name << "\""
               << (res.cancelled ? "  [CANCELLED: partial results]" : "") << "\n";
+    std::cout << "  attention " << toString(req.model.training.attention) << ":";
+    for (const GpuSpec &d : req.cluster.devices)
+        std::cout << " " << d.id << "=" << toString(resolveAttention(req.model, d));
+    std::cout << "\n";
     std::cout << "  enumerated " << res.enumerated << ", evaluated (fit in memory) " << res.evaluated << ", pruned "
               << res.pruned.total() << " (divisibility " << res.pruned.divisibility << ", micro-batch limit "
               << res.pruned.microBatchLimit << ", layers " << res.pruned.layers << ", out of memory "

@@ -243,6 +243,31 @@ private slots:
         QVERIFY(again == p);
     }
 
+    void clusterSizeLimits()
+    {
+        // Issue 21/22: a 100k-GPU cluster hung in the quadratic link set-up, a file with 1.3 M
+        // node groups exhausted the GUI. Both are refused by the reader, naming the sizes.
+        auto firstError = [](const nlohmann::json &j) {
+            Diagnostics d("big.json");
+            parseCluster(j, Catalogue::builtin(), d);
+            return d.empty() ? std::string("<none>") : d.items().front().pointer + ": " + d.items().front().message;
+        };
+        nlohmann::json j = {{"format", "memx.cluster/1"},
+                            {"name", "big"},
+                            {"nodes", {{{"name", "a"}, {"gpu", "h100-sxm"}, {"gpus", 8}, {"count", 12500}}}},
+                            {"network", {{"interNode", {{"bandwidthGBps", 50}, {"latencyUs", 5}}}}}};
+        QCOMPARE(QString::fromStdString(firstError(j)),
+                 QString("/nodes: expected a cluster of at most 8192 nodes and 65536 GPUs (the planner's limits), "
+                         "found 12500 nodes and 100000 GPUs"));
+        j["nodes"][0]["count"] = 1024; // 8192 GPUs: accepted
+        QCOMPARE(QString::fromStdString(firstError(j)), QString("<none>"));
+        nlohmann::json many = nlohmann::json::array();
+        for (int i = 0; i < 4097; ++i)
+            many.push_back({{"name", "n" + std::to_string(i)}, {"gpu", "h100-sxm"}, {"gpus", 1}});
+        j["nodes"] = many;
+        QCOMPARE(QString::fromStdString(firstError(j)), QString("/nodes: expected at most 4096 node groups, found 4097"));
+    }
+
     void atomicWriteKeepsOldFileOnFailure()
     {
         QTemporaryDir dir;

@@ -15,6 +15,16 @@ using nlohmann::json;
 
 namespace {
 
+// Largest cluster the planner takes (docs/formats.md): the search's link set-up grows with the
+// square of the node count, and a million node groups exhaust any GUI.
+constexpr size_t kMaxNodeGroups = 4096;
+constexpr long long kMaxNodes = 8192;
+constexpr long long kMaxGpus = 65536;
+
+} // namespace
+
+namespace {
+
 constexpr double kHuge = 1e12;
 
 std::optional<Link> parseLink(const json &j, const std::string &pointer, Diagnostics &diags)
@@ -250,6 +260,37 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
     const json *nodes = r.requireArray("nodes");
     if (nodes && nodes->empty())
         r.error("nodes", "expected at least one node group, found an empty list");
+    // Size limits, checked before anything is expanded: the search's link set-up grows with the
+    // square of the node count, and a million node groups exhaust any GUI.
+    if (nodes && nodes->size() > kMaxNodeGroups) {
+        r.error("nodes", "expected at most " + std::to_string(kMaxNodeGroups) + " node groups, found "
+                             + std::to_string(nodes->size()));
+        return c;
+    }
+    if (nodes) {
+        long long totalNodes = 0, totalGpus = 0;
+        for (const json &n : *nodes)
+            if (n.is_object()) {
+                // Values outside their own range are reported by the per-group checks below.
+                const auto in = [&](const char *key, long long lo, long long hi, long long dflt) {
+                    if (!n.contains(key))
+                        return dflt;
+                    const json &v = n[key];
+                    return v.is_number_integer() && v.get<long long>() >= lo && v.get<long long>() <= hi
+                        ? v.get<long long>()
+                        : 0LL;
+                };
+                const long long count = in("count", 1, 100000, 1), gpus = in("gpus", 1, 64, 1);
+                totalNodes += count;
+                totalGpus += count * gpus;
+            }
+        if (totalNodes > kMaxNodes || totalGpus > kMaxGpus) {
+            r.error("nodes", "expected a cluster of at most " + std::to_string(kMaxNodes) + " nodes and "
+                                 + std::to_string(kMaxGpus) + " GPUs (the planner's limits), found "
+                                 + std::to_string(totalNodes) + " nodes and " + std::to_string(totalGpus) + " GPUs");
+            return c;
+        }
+    }
     if (nodes) {
         for (size_t i = 0; i < nodes->size(); ++i) {
             const std::string p = jsonPointerJoin("/nodes", i);
