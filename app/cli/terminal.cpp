@@ -88,11 +88,14 @@ std::string terminalText(std::string_view text)
 
 void installTerminalFilter()
 {
-    static EscapingBuf out(std::cout.rdbuf());
-    static EscapingBuf err(std::cerr.rdbuf());
+    // Never destroyed: std::cout and std::cerr are flushed by the runtime after main returns (in
+    // ios_base::Init's destructor, after function-local statics are gone), so their buffers must
+    // outlive every static. (A static buffer here crashed every memx exit under ASan.)
+    static EscapingBuf *const out = new EscapingBuf(std::cout.rdbuf());
+    static EscapingBuf *const err = new EscapingBuf(std::cerr.rdbuf());
     gRawErr = std::cerr.rdbuf();
-    std::cout.rdbuf(&out);
-    std::cerr.rdbuf(&err);
+    std::cout.rdbuf(out);
+    std::cerr.rdbuf(err);
 }
 
 std::ostream &rawStderr()
