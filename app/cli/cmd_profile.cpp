@@ -1,5 +1,6 @@
 // memx profile import | list | coverage: the project's measured data.
 #include "command.h"
+#include "searchoptions.h"
 #include "terminal.h"
 
 #include "memx/io/formats.h"
@@ -158,12 +159,7 @@ int runImport(const std::vector<std::string> &argv)
         RunTableOptions o = *format == "vtrain" ? vTrainOptions() : RunTableOptions {};
         o.gpu = args.value("gpu").value_or(o.gpu);
         o.vocab = static_cast<int>(args.intValue("vocab", 1, 1 << 24).value_or(o.vocab));
-        if (auto a = args.value("attention")) {
-            const auto backend = attentionFromString(*a);
-            if (!backend)
-                throw UsageError {"--attention: expected auto, flash, fused or unfused, found \"" + *a + "\""};
-            o.attention = *backend;
-        }
+        o.attention = attentionOption(args).value_or(o.attention);
         o.memoryUnitBytes = static_cast<double>(
             args.intValue("memory-unit", 1, 1LL << 40).value_or(static_cast<long long>(o.memoryUnitBytes)));
         for (const std::string &file : args.positional())

@@ -129,17 +129,24 @@ const char *const kModelOptionsUsage = R"(  --attention A         attention back
                         V100/Turing), flash, fused or unfused; default: the model file's
 )";
 
+std::optional<AttentionBackend> attentionOption(const Args &args)
+{
+    const auto a = args.value("attention");
+    if (!a)
+        return std::nullopt;
+    const std::optional<AttentionBackend> backend = attentionFromString(*a);
+    if (!backend)
+        throw UsageError {"--attention: expected auto, flash, fused or unfused, found \"" + *a + "\""};
+    return backend;
+}
+
 Model modelOption(const Args &args, const Store *store)
 {
     const std::string id = args.require("model");
     std::optional<Model> stored = store ? store->model(id) : std::nullopt;
     Model m = stored ? *stored : resolveModel(id);
-    if (auto a = args.value("attention")) {
-        const std::optional<AttentionBackend> backend = attentionFromString(*a);
-        if (!backend)
-            throw UsageError {"--attention: expected auto, flash, fused or unfused, found \"" + *a + "\""};
+    if (const auto backend = attentionOption(args))
         m.training.attention = *backend;
-    }
     return m;
 }
 

@@ -6,6 +6,7 @@
 #include "memx/search/search.h"
 #include "memx/store/store.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ extern const char *const kSpaceOptionsUsage;
 /// then --attention auto|flash|fused|unfused replaces its TrainingSettings::attention. Every
 /// command that predicts, searches or exports reads its model through this.
 Model modelOption(const Args &args, const Store *store = nullptr);
+/// --attention auto|flash|fused|unfused, nullopt when absent; UsageError for anything else.
+std::optional<AttentionBackend> attentionOption(const Args &args);
 extern const std::set<std::string> kModelValueOptions; ///< {"attention"}
 extern const char *const kModelOptionsUsage;
 
