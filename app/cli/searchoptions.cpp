@@ -124,11 +124,6 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
 
 const std::set<std::string> kModelValueOptions {"attention"};
 
-const char *const kModelOptionsUsage = R"(  --attention A         attention backend of the run: auto (per device, as Megatron-LM's
-                        --attention-backend auto: flash on Ampere/Hopper/CDNA2+, unfused on
-                        V100/Turing), flash, fused or unfused; default: the model file's
-)";
-
 std::optional<AttentionBackend> attentionOption(const Args &args)
 {
     const auto a = args.value("attention");

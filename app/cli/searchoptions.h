@@ -38,6 +38,5 @@ Model modelOption(const Args &args, const Store *store = nullptr);
 /// --attention auto|flash|fused|unfused, nullopt when absent; UsageError for anything else.
 std::optional<AttentionBackend> attentionOption(const Args &args);
 extern const std::set<std::string> kModelValueOptions; ///< {"attention"}
-extern const char *const kModelOptionsUsage;
 
 } // namespace memx::cli
