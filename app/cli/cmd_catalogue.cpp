@@ -34,7 +34,7 @@ std::string fmt(const std::optional<double> &v, int precision = 0)
 int run(const std::vector<std::string> &argv)
 {
     Args args(argv, {"vendor"}, {"json"});
-    const Catalogue &cat = Catalogue::builtin();
+    const Catalogue &cat = builtinCatalogue();
     if (!args.positional().empty()) {
         const GpuSpec *d = cat.find(args.positional().front());
         if (!d) {

@@ -1,7 +1,7 @@
 // memx evaluate: cross-validated accuracy of the learned predictor vs the analytic model.
 #include "command.h"
 
-#include "memx/predict/evaluation.h"
+#include "memx/predict/crossvalidation.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"

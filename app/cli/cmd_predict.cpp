@@ -4,7 +4,7 @@
 #include "memx/cost/costjson.h"
 #include "memx/cost/costmodel.h"
 #include "memx/io/formats.h"
-#include "memx/predict/features.h"
+#include "memx/cost/features.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"

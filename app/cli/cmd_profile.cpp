@@ -4,12 +4,12 @@
 #include "terminal.h"
 
 #include "memx/io/formats.h"
-#include "memx/profile/augment.h"
-#include "memx/profile/megatronlog.h"
-#include "memx/profile/runtableimporter.h"
-#include "memx/profile/minimalset.h"
-#include "memx/profile/profileio.h"
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/augment.h"
+#include "memx/profiling/megatronlog.h"
+#include "memx/profiling/runtableimporter.h"
+#include "memx/profiling/minimalset.h"
+#include "memx/profiling/profileio.h"
+#include "memx/profiling/sailorimporter.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/fileio.h"
 

@@ -5,8 +5,8 @@
 #include "searchoptions.h"
 
 #include "memx/io/formats.h"
-#include "memx/profile/augment.h"
-#include "memx/profile/minimalset.h"
+#include "memx/profiling/augment.h"
+#include "memx/profiling/minimalset.h"
 #include "memx/search/objective.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/testbed/virtualtestbed.h"

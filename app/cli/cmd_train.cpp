@@ -1,7 +1,7 @@
 // memx train: fit the learned (XGBoost) predictor on the project's measured runs.
 #include "command.h"
 
-#include "memx/predict/evaluation.h"
+#include "memx/predict/crossvalidation.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"

@@ -49,7 +49,7 @@ int run(const std::vector<std::string> &argv)
                                            : std::string();
             if (format == kClusterFormat) {
                 kind = "cluster";
-                Cluster c = parseCluster(j, Catalogue::builtin(), diags);
+                Cluster c = parseCluster(j, builtinCatalogue(), diags);
                 if (diags.empty())
                     summary = "cluster \"" + c.name + "\": " + std::to_string(c.totalNodes()) + " nodes, "
                               + std::to_string(c.totalGpus()) + " GPUs";

@@ -6,7 +6,7 @@
 #include "memx/predict/learnedsearch.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/predict/searchresultcache.h"
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/sailorimporter.h"
 #include "memx/search/objective.h"
 #include "memx/store/memorystore.h"
 

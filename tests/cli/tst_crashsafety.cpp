@@ -7,7 +7,7 @@
 // one uninterrupted write (it varies with load), so every phase of the write is hit. The helper processes for saveAs and
 // writeFileAtomically are this executable started with a "--child-..." argument.
 #include "memx/io/formats.h"
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/fileio.h"
 #include "memx/util/jsonreader.h"

@@ -1,7 +1,7 @@
 // Interpolation-based augmentation: hand-worked cases and an honest hold-out test on public data.
 #include "memx/io/formats.h"
-#include "memx/profile/augment.h"
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/augment.h"
+#include "memx/profiling/sailorimporter.h"
 
 #include <QTest>
 

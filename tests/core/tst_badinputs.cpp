@@ -4,9 +4,9 @@
 // imported into a project - must leave the user's project byte- and record-identical. A few are
 // also run through the memx binary (exit status 1, the same message on stderr).
 #include "memx/io/formats.h"
-#include "memx/profile/megatronlog.h"
-#include "memx/profile/profileio.h"
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/megatronlog.h"
+#include "memx/profiling/profileio.h"
+#include "memx/profiling/sailorimporter.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"

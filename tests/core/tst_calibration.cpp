@@ -115,7 +115,7 @@ private slots:
         // all-reduce of S bytes over 2 ranks = 2 x 1/2 x S / (0.125e9 / 8) s.
         Cluster c;
         c.name = "two-nodes";
-        c.devices.push_back(*Catalogue::builtin().find("rtx-3090"));
+        c.devices.push_back(*builtinCatalogue().find("rtx-3090"));
         NodeGroup g;
         g.name = "n";
         g.gpu = "rtx-3090";

@@ -365,7 +365,7 @@ private slots:
         // newer and on CDNA2+, unfused on Volta, Turing and CDNA1.
         Model m = megatronModel();
         m.training.attention = AttentionBackend::Auto;
-        const Catalogue &cat = Catalogue::builtin();
+        const Catalogue &cat = builtinCatalogue();
         for (const char *id : {"v100-16gb-sxm2", "rtx-2080", "titan-rtx", "mi100"})
             QCOMPARE(resolveAttention(m, *cat.find(id)), AttentionBackend::Unfused);
         for (const char *id : {"a100-80gb-sxm", "h100-sxm", "gh200-96gb", "rtx-3090", "rtx-4090", "mi250x", "mi300x"})

@@ -1,6 +1,6 @@
 // Evaluation metrics worked by hand: MAPE, Kendall tau, Top-1, regret (time and T x M rankings),
 // ranking sets, the noise floor, k-fold grouping.
-#include "memx/predict/evaluation.h"
+#include "memx/predict/crossvalidation.h"
 
 #include <QTest>
 

@@ -632,7 +632,7 @@ private slots:
         } else if (m == "reuse GPU") {
             r.plan.stages[1].replicas[0].gpus = {0, 5};
         } else if (m == "gaudi2") {
-            r.cluster.devices[0] = *Catalogue::builtin().find("gaudi2");
+            r.cluster.devices[0] = *builtinCatalogue().find("gaudi2");
             r.cluster.groups[0].gpu = "gaudi2";
         }
         const std::string why = refusal(r);
@@ -812,7 +812,7 @@ private slots:
     {
         // NVIDIA + Ascend: per-vendor visible-devices variable, gloo between the vendors.
         ExportRequest r = requestFor(caseNamed("a100-h100-hetero"), ExportFormat::FlagScale);
-        r.cluster.devices[1] = *Catalogue::builtin().find("ascend-910b");
+        r.cluster.devices[1] = *builtinCatalogue().find("ascend-910b");
         r.cluster.groups[1].gpu = "ascend-910b";
         std::string why = refusal(r);
         QVERIFY2(why.empty(), why.c_str());

@@ -1,7 +1,7 @@
 // Megatron-LM log importer and the MemX CSV / JSON profile formats.
 #include "memx/io/formats.h"
-#include "memx/profile/megatronlog.h"
-#include "memx/profile/profileio.h"
+#include "memx/profiling/megatronlog.h"
+#include "memx/profiling/profileio.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
 

@@ -2,8 +2,8 @@
 // configurations), smaller than the naive grid, cost arithmetic by hand, manifest round trip and
 // errors, per-layer import from Megatron timer logs.
 #include "memx/io/formats.h"
-#include "memx/profile/augment.h"
-#include "memx/profile/minimalset.h"
+#include "memx/profiling/augment.h"
+#include "memx/profiling/minimalset.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 #include "memx/store/memorystore.h"
@@ -145,7 +145,7 @@ private slots:
             if (n["gpu"] == "mi250x")
                 n["gpu"] = "l40s";
         Diagnostics cd("nvidia-only");
-        const Cluster c = parseCluster(cj, Catalogue::builtin(), cd);
+        const Cluster c = parseCluster(cj, builtinCatalogue(), cd);
         QVERIFY(cd.empty());
         const Model m = resolveModel("llama2-7b");
         MinimalSetOptions o;

@@ -2,10 +2,10 @@
 // GH200 measured runs, leave-one-out accuracy against the analytic model, persistence, the
 // search integration (batched, deterministic, cache hits == misses).
 #include "memx/io/formats.h"
-#include "memx/predict/evaluation.h"
+#include "memx/predict/crossvalidation.h"
 #include "memx/predict/learnedsearch.h"
 #include "memx/predict/projectpredictor.h"
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/sailorimporter.h"
 #include "memx/store/memorystore.h"
 
 #include <QTest>

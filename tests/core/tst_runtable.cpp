@@ -2,9 +2,9 @@
 // public megatron-tutorials H100 runs: the analytic model against upstream Megatron-LM's measured
 // device-used peaks and OOM rows (../shared/data/public/megatron-tutorials/h100_runs.csv).
 #include "memx/io/formats.h"
-#include "memx/predict/evaluation.h"
+#include "memx/predict/crossvalidation.h"
 #include "memx/predict/learnedpredictor.h"
-#include "memx/profile/runtableimporter.h"
+#include "memx/profiling/runtableimporter.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
 

@@ -1,7 +1,7 @@
 // Project store (MemoryStore, SqliteStore) and the Sailor dataset importer.
 #include "memx/io/formats.h"
-#include "memx/profile/profileio.h"
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/profileio.h"
+#include "memx/profiling/sailorimporter.h"
 #include "memx/store/memorystore.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"

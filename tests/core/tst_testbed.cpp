@@ -91,7 +91,7 @@ private slots:
 
     void gemmAlignment()
     {
-        const GpuSpec &h100 = *Catalogue::builtin().find("h100-sxm");
+        const GpuSpec &h100 = *builtinCatalogue().find("h100-sxm");
         const VirtualTestbed tb(1, quiet());
         // By hand, 4096^3 vs 4000^3 on 132 SMs, 128x128 tiles, K in steps of 64:
         //   4096: tiles 32x32 = 1024, waves ceil(1024/132) = 8 -> 1024/1056; tile and K padding 1.

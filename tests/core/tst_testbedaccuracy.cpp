@@ -4,10 +4,10 @@
 // The full-size figure is produced by tests/testbed/accuracy.sh (docs/accuracy.md); this test is
 // a narrowed copy that runs in seconds.
 #include "memx/io/formats.h"
-#include "memx/predict/evaluation.h"
+#include "memx/predict/crossvalidation.h"
 #include "memx/predict/projectpredictor.h"
-#include "memx/profile/augment.h"
-#include "memx/profile/minimalset.h"
+#include "memx/profiling/augment.h"
+#include "memx/profiling/minimalset.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 #include "memx/store/memorystore.h"

@@ -2,7 +2,7 @@
 // that parsed.
 #include "fuzzcommon.h"
 
-#include "memx/profile/megatronlog.h"
+#include "memx/profiling/megatronlog.h"
 
 #include <cmath>
 

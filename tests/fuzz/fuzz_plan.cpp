@@ -24,7 +24,7 @@ struct Fixture {
     Fixture()
     {
         Diagnostics d("fixture");
-        cluster = parseCluster(parseJsonText(kCluster, "fixture"), Catalogue::builtin(), d);
+        cluster = parseCluster(parseJsonText(kCluster, "fixture"), builtinCatalogue(), d);
         d.throwIfAny();
     }
 };

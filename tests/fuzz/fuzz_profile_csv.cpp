@@ -2,7 +2,7 @@
 // parsed.
 #include "fuzzcommon.h"
 
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 
 using namespace memx;
 

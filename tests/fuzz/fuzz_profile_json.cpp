@@ -2,7 +2,7 @@
 // round trip of what parsed.
 #include "fuzzcommon.h"
 
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 
 using namespace memx;
 

@@ -3,7 +3,7 @@
 #include "fuzzcommon.h"
 
 #include "memx/io/formats.h"
-#include "memx/profile/runtableimporter.h"
+#include "memx/profiling/runtableimporter.h"
 
 #include <map>
 

@@ -10,7 +10,7 @@
 // repository). After each input the tree is put back as it was.
 #include "fuzzcommon.h"
 
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/sailorimporter.h"
 
 #include <filesystem>
 #include <fstream>

@@ -197,7 +197,7 @@ private slots:
 
     void catalogueModel()
     {
-        const memx::Catalogue &cat = memx::Catalogue::builtin();
+        const memx::Catalogue &cat = memx::builtinCatalogue();
         GpuCatalogueModel model(cat);
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         int devices = 0;

@@ -430,7 +430,7 @@ private slots:
         g.gpu = "a100-40gb-sxm";
         g.gpusPerNode = 8;
         a100.groups.push_back(g);
-        a100.devices.push_back(*memx::Catalogue::builtin().find("a100-40gb-sxm"));
+        a100.devices.push_back(*memx::builtinCatalogue().find("a100-40gb-sxm"));
         const auto model = w.document()->projectData().model("sailor-opt-350");
         QVERIFY(model);
         const auto coverage = profileCoverage(w.document()->projectData().profiles(), a100, *model);

@@ -1,7 +1,7 @@
 // Profiles panel: the minimal-set profiling plan, writing its jobs, running it on the virtual
 // testbed (import into the project, coverage), cancel leaving the project untouched.
 #include "memx/io/formats.h"
-#include "memx/profile/minimalset.h"
+#include "memx/profiling/minimalset.h"
 #include "memx/testbed/virtualtestbed.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/profilespanel.h"

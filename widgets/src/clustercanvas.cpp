@@ -1,5 +1,6 @@
 #include "memx/ui/clustercanvas.h"
 
+#include "memx/io/formats.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/nodegroupitem.h"
 #include "memx/ui/vendorstyle.h"
@@ -223,7 +224,7 @@ int ClusterCanvas::dropGpu(const QMimeData *mime, QPointF scenePos)
     if (!mime || !mime->hasFormat(QLatin1String(kGpuMimeType)))
         return -1;
     const std::string id = mime->data(QLatin1String(kGpuMimeType)).toStdString();
-    const memx::GpuSpec *spec = memx::Catalogue::builtin().find(id);
+    const memx::GpuSpec *spec = memx::builtinCatalogue().find(id);
     const int gpus = spec && spec->segment == "consumer" ? 4 : 8;
     const QPointF topLeft(snap(scenePos.x() - NodeGroupItem::kWidth / 2),
                           snap(scenePos.y() - NodeGroupItem::kHeight / 2));

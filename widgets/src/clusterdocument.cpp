@@ -144,7 +144,7 @@ QString ClusterDocument::validateGroup(const memx::NodeGroup &group, int index) 
         return tr("GPUs per node: expected 1 to 64, found %1").arg(group.gpusPerNode);
     if (group.count < 1 || group.count > 100000)
         return tr("node count: expected 1 to 100000, found %1").arg(group.count);
-    if (mCluster.deviceIndex(group.gpu) < 0 && !memx::Catalogue::builtin().find(group.gpu))
+    if (mCluster.deviceIndex(group.gpu) < 0 && !memx::builtinCatalogue().find(group.gpu))
         return tr("GPU: unknown device \"%1\"").arg(QString::fromStdString(group.gpu));
     if (group.intraLink) {
         const QString e = validateLink(*group.intraLink);
@@ -202,7 +202,7 @@ int ClusterDocument::addNodeGroup(const std::string &gpuId, QPointF pos, int gpu
     if (local >= 0)
         spec = &mCluster.devices[size_t(local)];
     else
-        spec = memx::Catalogue::builtin().find(gpuId);
+        spec = memx::builtinCatalogue().find(gpuId);
     if (!spec) {
         fail(error, tr("GPU: unknown device \"%1\"").arg(QString::fromStdString(gpuId)));
         return -1;
@@ -425,7 +425,7 @@ void ClusterDocument::normalizeDevices()
             continue;
         const int local = mCluster.deviceIndex(g.gpu);
         const memx::GpuSpec *spec
-            = local >= 0 ? &mCluster.devices[size_t(local)] : memx::Catalogue::builtin().find(g.gpu);
+            = local >= 0 ? &mCluster.devices[size_t(local)] : memx::builtinCatalogue().find(g.gpu);
         if (spec) {
             g.gpu = spec->id;
             devices.push_back(*spec);

@@ -43,7 +43,7 @@ void ClusterJsonStorage::save(const DocumentContent &content, const QString &pat
     const nlohmann::json j = memx::toJson(content.cluster);
     // A file MemX itself cannot read back is worse than no file: validate as a load would.
     memx::Diagnostics diags(path.toStdString());
-    memx::parseCluster(j, memx::Catalogue::builtin(), diags);
+    memx::parseCluster(j, memx::builtinCatalogue(), diags);
     diags.throwIfAny();
     memx::saveJson(j, path.toStdString());
 }
@@ -141,7 +141,7 @@ void ProjectStorage::save(const DocumentContent &content, const QString &path) c
 {
     // Same validation as cluster JSON: never write what would not load back.
     memx::Diagnostics diags(path.toStdString());
-    memx::parseCluster(memx::toJson(content.cluster), memx::Catalogue::builtin(), diags);
+    memx::parseCluster(memx::toJson(content.cluster), memx::builtinCatalogue(), diags);
     diags.throwIfAny();
 
     const QFileInfo target(path);

@@ -1,5 +1,6 @@
 #include "memx/ui/gpupalette.h"
 
+#include "memx/io/formats.h"
 #include "memx/ui/gpucataloguemodel.h"
 
 #include <QHeaderView>
@@ -13,7 +14,7 @@ namespace memx::ui {
 GpuPalette::GpuPalette(QWidget *parent)
     : QWidget(parent)
 {
-    mModel = new GpuCatalogueModel(memx::Catalogue::builtin(), this);
+    mModel = new GpuCatalogueModel(memx::builtinCatalogue(), this);
     mProxy = new QSortFilterProxyModel(this);
     mProxy->setSourceModel(mModel);
     mProxy->setFilterCaseSensitivity(Qt::CaseInsensitive);

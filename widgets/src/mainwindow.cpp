@@ -603,7 +603,7 @@ void MainWindow::addGpuAtFreeSpot(const QString &deviceId)
         first = false;
     }
     QString error;
-    const memx::GpuSpec *spec = memx::Catalogue::builtin().find(deviceId.toStdString());
+    const memx::GpuSpec *spec = memx::builtinCatalogue().find(deviceId.toStdString());
     const int index = mDocument->addNodeGroup(deviceId.toStdString(), QPointF(x, y),
                                               spec && spec->segment == "consumer" ? 4 : 8, &error);
     if (index < 0) {

@@ -1,5 +1,6 @@
 #include "memx/ui/nodepropertypanel.h"
 
+#include "memx/io/formats.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/vendorstyle.h"
 
@@ -98,7 +99,7 @@ QWidget *NodePropertyPanel::buildGroupPage()
     mGpu->setMaxVisibleItems(20);
     mGpu->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     mGpu->setMinimumContentsLength(14);
-    for (const memx::GpuSpec &d : memx::Catalogue::builtin().devices()) {
+    for (const memx::GpuSpec &d : memx::builtinCatalogue().devices()) {
         QPixmap swatch(10, 10);
         swatch.fill(vendorColor(d.vendor));
         mGpu->addItem(QIcon(swatch),

@@ -1,8 +1,5 @@
 #include "memx/cluster/gpuspec.h"
 
-#include "memx/io/builtinresources.h"
-#include "memx/io/formats.h"
-
 #include <algorithm>
 #include <cctype>
 
@@ -54,12 +51,6 @@ static std::string lower(std::string s)
 }
 
 Catalogue::Catalogue(std::vector<GpuSpec> devices) : mDevices(std::move(devices)) {}
-
-const Catalogue &Catalogue::builtin()
-{
-    static const Catalogue catalogue = parseCatalogue(std::string(builtinCatalogueJson()), "<builtin catalogue>");
-    return catalogue;
-}
 
 const GpuSpec *Catalogue::find(const std::string &idOrAlias) const
 {

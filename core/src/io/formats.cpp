@@ -508,6 +508,12 @@ json toJson(const Model &m)
     return j;
 }
 
+const Catalogue &builtinCatalogue()
+{
+    static const Catalogue catalogue = parseCatalogue(std::string(builtinCatalogueJson()), "<builtin catalogue>");
+    return catalogue;
+}
+
 const std::vector<Model> &builtinModels()
 {
     static const std::vector<Model> models = [] {

@@ -1,7 +1,7 @@
 #include "memx/predict/predictioncache.h"
 
 #include "memx/io/formats.h"
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 #include "memx/store/store.h"
 #include "memx/util/bytes.h"
 #include "memx/util/hash.h"
@@ -14,31 +14,6 @@
 #include <stdexcept>
 
 namespace memx {
-
-std::string linkDescriptor(const Link &link)
-{
-    std::string s = exactNumber(link.bandwidthGBps) + "," + exactNumber(link.latencyUs);
-    if (!link.curve.empty()) {
-        std::string c;
-        for (const CurvePoint &p : link.curve)
-            c += exactNumber(p.bytes) + ":" + exactNumber(p.bandwidthGBps) + ";";
-        s += ",c" + fnv1a64Hex(c);
-    }
-    return s;
-}
-
-std::string linkClass(const std::vector<Link> &links)
-{
-    std::vector<std::string> d;
-    for (const Link &l : links)
-        d.push_back(linkDescriptor(l));
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
-    std::string out;
-    for (size_t i = 0; i < d.size(); ++i)
-        out += (i ? "+" : "") + d[i];
-    return out;
-}
 
 PlanSignature makeSignature(std::string key)
 {

@@ -1,7 +1,7 @@
 #include "memx/predict/searchresultcache.h"
 
 #include "memx/io/formats.h"
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 #include "memx/store/store.h"
 #include "memx/util/bytes.h"
 #include "memx/util/diagnostic.h"
@@ -304,7 +304,7 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     {
         Diagnostics diags;
         const nlohmann::json cj = nlohmann::json::parse(rd.str(), nullptr, false);
-        r.cluster = parseCluster(cj, Catalogue::builtin(), diags);
+        r.cluster = parseCluster(cj, builtinCatalogue(), diags);
         const nlohmann::json mj = nlohmann::json::parse(rd.str(), nullptr, false);
         r.model = parseModel(mj, diags);
         if (!diags.empty())

@@ -1,7 +1,7 @@
 #include "memx/search/search.h"
 
-#include "memx/predict/features.h"
-#include "memx/predict/predictioncache.h"
+#include "memx/cost/features.h"
+#include "memx/cost/linkkey.h"
 
 #include <algorithm>
 #include <atomic>
@@ -1031,7 +1031,7 @@ std::string SearchResult::signatureKey(size_t index) const
     for (const SearchStage &s : pl.stages)
         maxDp = std::max(maxDp, s.dp);
     const int step = microBatchSizes[d.mbIndex] * maxDp;
-    // Same layout as planSignature() (memx/predict/predictioncache.cpp).
+    // Same layout as planSignature() (memx/predict/predictioncache.cpp, link classes: memx/cost/linkkey.h).
     std::string key;
     key.reserve(96 * pl.stages.size() + 48);
     key += "gbs=" + std::to_string(globalBatch) + ";m=" + std::to_string(globalBatch / step)

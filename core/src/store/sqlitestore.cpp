@@ -1,7 +1,7 @@
 #include "memx/store/sqlitestore.h"
 
 #include "memx/io/formats.h"
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/jsonreader.h"
 #include "sqlitedb.h"
@@ -296,7 +296,7 @@ std::optional<Cluster> SqliteStore::cluster(const std::string &name) const
         return std::nullopt;
     return d->parseRecord<Cluster>(
         s.text(0), "/clusters/" + name,
-        [](const json &j, const std::string &, Diagnostics &dg) { return parseCluster(j, Catalogue::builtin(), dg); });
+        [](const json &j, const std::string &, Diagnostics &dg) { return parseCluster(j, builtinCatalogue(), dg); });
 }
 
 std::vector<std::string> SqliteStore::clusterNames() const

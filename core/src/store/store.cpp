@@ -1,6 +1,6 @@
 #include "memx/store/store.h"
 
-#include "memx/profile/storedvalues.h"
+#include "memx/profiling/storedvalues.h"
 
 namespace memx {
 

@@ -76,9 +76,6 @@ public:
     Catalogue() = default;
     explicit Catalogue(std::vector<GpuSpec> devices);
 
-    /// The catalogue shipped with MemX (resources/catalogue/gpus.json, compiled in).
-    static const Catalogue &builtin();
-
     const std::vector<GpuSpec> &devices() const { return mDevices; }
     const GpuSpec *find(const std::string &idOrAlias) const;
     /// Ids of the devices whose id or name is closest to `text` (for "did you mean" hints).

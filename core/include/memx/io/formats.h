@@ -28,11 +28,13 @@ GpuSpec parseGpuSpec(const nlohmann::json &j, const std::string &pointer, Diagno
 nlohmann::json toJson(const GpuSpec &spec);
 
 Catalogue parseCatalogue(const std::string &text, const std::string &file);
+/// The catalogue shipped with MemX (resources/catalogue/gpus.json, compiled in), parsed once.
+const Catalogue &builtinCatalogue();
 nlohmann::json toJson(const Catalogue &catalogue);
 
 /// Parses a cluster; device ids resolve against the cluster's own "devices" first, then `catalogue`.
 Cluster parseCluster(const nlohmann::json &j, const Catalogue &catalogue, Diagnostics &diags);
-Cluster loadCluster(const std::string &path, const Catalogue &catalogue = Catalogue::builtin());
+Cluster loadCluster(const std::string &path, const Catalogue &catalogue = builtinCatalogue());
 nlohmann::json toJson(const Cluster &cluster);
 
 Model parseModel(const nlohmann::json &j, Diagnostics &diags);

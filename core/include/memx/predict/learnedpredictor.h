@@ -1,7 +1,7 @@
 #pragma once
 
 #include "memx/cost/costmodel.h"
-#include "memx/predict/features.h"
+#include "memx/cost/features.h"
 #include "memx/profile/layerprofile.h"
 #include "memx/profile/measuredrun.h"
 

@@ -2,6 +2,7 @@
 
 #include "memx/cluster/cluster.h"
 #include "memx/cost/costmodel.h"
+#include "memx/cost/linkkey.h"
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
 #include "memx/profile/layerprofile.h"
@@ -37,11 +38,6 @@ struct PlanSignature {
     std::uint64_t hash = 0;
     std::string key;
 };
-
-/// Short stable descriptor of one link ("bw,lat,curvehash").
-std::string linkDescriptor(const Link &link);
-/// Sorted, de-duplicated descriptors of `links` joined by '+'.
-std::string linkClass(const std::vector<Link> &links);
 
 PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const CostOptions &cost = CostOptions {});
 /// Assembles a signature from a ready key (computes the hash).

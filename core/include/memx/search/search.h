@@ -52,7 +52,7 @@ struct SearchRequest {
     ProfileSet profiles; ///< may be empty
     int threads = 0; ///< 0: std::thread::hardware_concurrency()
     /// Also fill SearchResult::features (kFeatureCount floats per configuration, the learned
-    /// predictor's input; memx/predict/features.h). Off: the analytic search is unchanged.
+    /// predictor's input; memx/cost/features.h). Off: the analytic search is unchanged.
     bool collectFeatures = false;
 };
 

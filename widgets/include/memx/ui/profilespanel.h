@@ -5,7 +5,7 @@
 #include "memx/plan/plan.h"
 #include "memx/profile/layerprofile.h"
 #include "memx/profile/measuredrun.h"
-#include "memx/profile/minimalset.h"
+#include "memx/profiling/minimalset.h"
 
 #include <QAbstractTableModel>
 #include <QWidget>

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "memx/cluster/cluster.h"
-#include "memx/profile/minimalset.h"
+#include "memx/profiling/minimalset.h"
 
 #include <QAbstractTableModel>
 

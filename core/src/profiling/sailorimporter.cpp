@@ -1,6 +1,6 @@
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/sailorimporter.h"
 
-#include "memx/profile/storedvalues.h"
+#include "memx/profiling/storedvalues.h"
 
 #include "memx/io/formats.h"
 #include "memx/util/fileio.h"
@@ -266,10 +266,10 @@ private:
 
     std::string gpuId(const std::string &name, const std::string &file, const std::string &pointer)
     {
-        if (const GpuSpec *spec = Catalogue::builtin().find(name))
+        if (const GpuSpec *spec = builtinCatalogue().find(name))
             return spec->id;
         std::string hint;
-        for (const std::string &s : Catalogue::builtin().suggest(name))
+        for (const std::string &s : builtinCatalogue().suggest(name))
             hint += (hint.empty() ? "; did you mean \"" : ", \"") + s + "\"";
         throw LoadError(file, pointer,
                         "unknown GPU \"" + name + "\": not in the MemX catalogue" + hint + (hint.empty() ? "" : "?"));
@@ -751,7 +751,7 @@ private:
                                     groups[0].gpu, groups[0].gpusPerNode, groups[0].zone);
         if (!inter) {
             // Documented default when the dataset has no fit: the device's typical NIC, else 100 Gb/s.
-            const GpuSpec *spec = Catalogue::builtin().find(groups[0].gpu);
+            const GpuSpec *spec = builtinCatalogue().find(groups[0].gpu);
             const double gbps = spec && spec->nicGbps ? *spec->nicGbps : 100.0;
             inter = json {{"bandwidthGBps", gbps / 8.0}, {"latencyUs", 5.0}};
             warn(file, "",
@@ -777,7 +777,7 @@ private:
                                 {"nodes", nodes},
                                 {"network", network}};
         Diagnostics cdiags(file);
-        const Cluster cluster = parseCluster(clusterJson, Catalogue::builtin(), cdiags);
+        const Cluster cluster = parseCluster(clusterJson, builtinCatalogue(), cdiags);
         if (!cdiags.empty())
             throw LoadError(file, "", "internal: the synthetic cluster is invalid: " + cdiags.items()[0].toString());
 

@@ -5,7 +5,7 @@ namespace memx {
 struct ImportBatch;
 
 /// Ranges of the values a project stores: one definition for the project reader (the parse
-/// functions of memx/profile/profileio.h that SqliteStore reads records with) and for every
+/// functions of memx/profiling/profileio.h that SqliteStore reads records with) and for every
 /// importer, which checks them first and names its own file, line and field.
 constexpr double kMaxStoredLayerTimeMs = 1e9; ///< forward/backward/optimizer time of one layer
 constexpr double kMaxStoredRunTimeMs = 1e12; ///< measured iteration time of a run

@@ -74,7 +74,7 @@ struct ProfilingPlan {
 
 /// True when `point` is measured, interpolable in micro-batch from measured sizes below and above
 /// at the same TP, or (when `tpInterpolation`) interpolable in TP from measured degrees below and
-/// above at the same micro-batch - the rules of memx/profile/augment.h.
+/// above at the same micro-batch - the rules of memx/profiling/augment.h.
 bool kernelCovered(const std::set<KernelPoint> &measured, const KernelPoint &point, bool tpInterpolation);
 /// Whether TP interpolation is allowed on `device` under `options`.
 bool tpInterpolationAllowed(const GpuSpec &device, const MinimalSetOptions &options);

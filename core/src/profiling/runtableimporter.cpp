@@ -1,8 +1,8 @@
-#include "memx/profile/runtableimporter.h"
+#include "memx/profiling/runtableimporter.h"
 
 #include "memx/cluster/gpuspec.h"
 #include "memx/io/formats.h"
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 #include "memx/util/diagnostic.h"
 
 #include <nlohmann/json.hpp>
@@ -184,7 +184,7 @@ Cluster rowCluster(int gpus, const RunTableOptions &o, const std::string &file)
                   {"nodes", json::array({{{"name", "node"}, {"gpu", o.gpu}, {"gpus", gpus}}})},
                   {"network", {{"interNode", {{"bandwidthGBps", 50}, {"latencyUs", 5}}}}}};
     Diagnostics d(file);
-    Cluster c = parseCluster(j, Catalogue::builtin(), d);
+    Cluster c = parseCluster(j, builtinCatalogue(), d);
     if (!d.empty())
         throw LoadError(file, "", "cluster of " + o.gpu + ": " + d.items().front().message);
     return c;
@@ -243,7 +243,7 @@ void checkConsistent(const Row &row)
 
 ImportBatch importRunTable(const std::string &text, const std::string &file, const RunTableOptions &o)
 {
-    if (!Catalogue::builtin().find(o.gpu))
+    if (!builtinCatalogue().find(o.gpu))
         throw LoadError(file, "", "unknown GPU \"" + o.gpu + "\" for the runs (expected a catalogue device id)");
     ImportBatch batch;
     std::istringstream in(text);

@@ -1,7 +1,7 @@
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 
 #include "memx/io/formats.h"
-#include "memx/profile/storedvalues.h"
+#include "memx/profiling/storedvalues.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
 #include "memx/util/jsonreader.h"
@@ -167,7 +167,7 @@ MeasuredRun parseMeasuredRun(const json &j, const std::string &pointer, Diagnost
     }
     if (const json *cluster = r.requireObject("cluster")) {
         Diagnostics nested(diags.file());
-        run.cluster = parseCluster(*cluster, Catalogue::builtin(), nested);
+        run.cluster = parseCluster(*cluster, builtinCatalogue(), nested);
         appendNested(diags, nested, r.pointerTo("cluster"));
     }
     return run;

@@ -1,4 +1,4 @@
-#include "memx/profile/augment.h"
+#include "memx/profiling/augment.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-#include "memx/profile/megatronlog.h"
+#include "memx/profiling/megatronlog.h"
 
-#include "memx/profile/storedvalues.h"
+#include "memx/profiling/storedvalues.h"
 #include "memx/util/fileio.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "memx/predict/features.h"
+#include "memx/cost/features.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "memx/profile/minimalset.h"
+#include "memx/profiling/minimalset.h"
 
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
@@ -386,7 +386,7 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file)
     r.rejectUnknownKeys({"format", "cluster", "model", "globalBatch", "estimate", "jobs"});
     if (const nlohmann::json *c = r.requireObject("cluster")) {
         Diagnostics cd(file);
-        m.cluster = parseCluster(*c, Catalogue::builtin(), cd);
+        m.cluster = parseCluster(*c, builtinCatalogue(), cd);
         for (const Diagnostic &d : cd.items())
             diags.error("/cluster" + d.pointer, d.message);
     }

@@ -1,6 +1,6 @@
-#include "memx/profile/megatronlog.h"
-#include "memx/profile/minimalset.h"
-#include "memx/profile/sailorimporter.h"
+#include "memx/profiling/megatronlog.h"
+#include "memx/profiling/minimalset.h"
+#include "memx/profiling/sailorimporter.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "memx/cluster/gpuspec.h"
+#include "memx/io/formats.h"
 #include "memx/profile/layerprofile.h"
 #include "memx/profile/measuredrun.h"
 #include "memx/profile/networkmeasurement.h"
@@ -28,7 +29,7 @@ std::optional<ProfileOrigin> profileOriginFromString(const std::string &text);
 // GPU names are resolved to catalogue ids through `catalogue`; an empty catalogue accepts any name.
 nlohmann::json toJson(const LayerProfile &profile);
 LayerProfile parseLayerProfile(const nlohmann::json &j, const std::string &pointer, Diagnostics &diags,
-                               const Catalogue &catalogue = Catalogue::builtin());
+                               const Catalogue &catalogue = builtinCatalogue());
 /// One CSV line split into trimmed cells ("" quoting as RFC 4180).
 std::vector<std::string> splitCsvLine(const std::string &line);
 nlohmann::json toJson(const MeasuredRun &run);
@@ -39,17 +40,17 @@ NetworkMeasurement parseNetworkMeasurement(const nlohmann::json &j, const std::s
 /// A "memx.profile/1" JSON file: {"format": ..., "profiles": [ ... ]}. GPU names may be catalogue
 /// ids or aliases and are stored as ids. Throws LoadError listing every problem.
 std::vector<LayerProfile> parseProfileJson(const std::string &text, const std::string &file,
-                                           const Catalogue &catalogue = Catalogue::builtin());
+                                           const Catalogue &catalogue = builtinCatalogue());
 std::string profilesToJsonText(const std::vector<LayerProfile> &profiles);
 
 /// The CSV profile format: kProfileCsvHeader, one row per layer; rows of one key form one profile
 /// whose layers must be numbered 0..n-1 (any order). Empty param/activation cells mean unknown.
 /// Errors name "line N, column NAME". Throws LoadError listing every problem.
 std::vector<LayerProfile> parseProfileCsv(const std::string &text, const std::string &file,
-                                          const Catalogue &catalogue = Catalogue::builtin());
+                                          const Catalogue &catalogue = builtinCatalogue());
 std::string profilesToCsv(const std::vector<LayerProfile> &profiles);
 
 /// Reads a .csv or .json profile file (by extension; content sniffing for anything else).
-std::vector<LayerProfile> loadProfileFile(const std::string &path, const Catalogue &catalogue = Catalogue::builtin());
+std::vector<LayerProfile> loadProfileFile(const std::string &path, const Catalogue &catalogue = builtinCatalogue());
 
 } // namespace memx

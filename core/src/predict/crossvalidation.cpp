@@ -1,4 +1,4 @@
-#include "memx/predict/evaluation.h"
+#include "memx/predict/crossvalidation.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "memx/profile/storedvalues.h"
+#include "memx/profiling/storedvalues.h"
 
 #include "memx/io/formats.h"
 #include "memx/profile/importbatch.h"
-#include "memx/profile/profileio.h"
+#include "memx/profiling/profileio.h"
 #include "memx/util/jsonreader.h"
 
 namespace memx {
@@ -36,7 +36,7 @@ void checkStorable(const ImportBatch &batch)
     }
     for (const Cluster &c : batch.clusters) {
         Diagnostics d;
-        parseCluster(toJson(c), Catalogue::builtin(), d); // as SqliteStore::cluster reads it
+        parseCluster(toJson(c), builtinCatalogue(), d); // as SqliteStore::cluster reads it
         refuse(errors, "", "/clusters/" + c.name, d);
     }
     for (const LayerProfile &p : batch.profiles) {
