@@ -98,7 +98,7 @@ int run(const std::vector<std::string> &argv)
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     applySpaceOptions(args, req.search.space);
-    req.memxWeights = weightsOption(args, Objective {1, 0.5, 0.5});
+    req.memxWeights = weightsOption(args);
     req.candidatesPerMethod = static_cast<size_t>(args.intValue("candidates", 1, 100000).value_or(100));
     req.testbedSeed = static_cast<uint64_t>(args.intValue("seed", 0, 1LL << 62).value_or(1));
     req.secondsPerProfiledRun = static_cast<double>(args.intValue("seconds-per-run", 1, 1000000).value_or(47));
@@ -133,10 +133,10 @@ int run(const std::vector<std::string> &argv)
         return Ok;
     }
 
-    const Objective w = report.memxWeights;
+    const ObjectiveWeights w = report.memxWeights;
     std::cout << "Compare: " << req.search.model.id << " on \"" << req.search.cluster.name << "\" ("
-              << req.search.cluster.totalGpus() << " GPUs), MemX weights T,M,B = " << fixed(w.wt, 2) << ','
-              << fixed(w.wm, 2) << ',' << fixed(w.wb, 2) << "\n";
+              << req.search.cluster.totalGpus() << " GPUs), MemX weights T,M,B = " << fixed(w.time, 2) << ','
+              << fixed(w.memory, 2) << ',' << fixed(w.balance, 2) << "\n";
     size_t ok = 0;
     for (const TruthCandidate &c : report.truth.candidates)
         ok += c.ok ? 1 : 0;

@@ -296,7 +296,7 @@ int runSimulated(const std::vector<std::string> &argv)
             const SearchResult res = runSearch(req);
             const size_t k = static_cast<size_t>(args.intValue("top", 0, 10000).value_or(5));
             const size_t spread = static_cast<size_t>(args.intValue("spread", 0, 10000).value_or(0));
-            const std::vector<uint32_t> order = rank(res, Objective {1, 0, 0}, res.size());
+            const std::vector<uint32_t> order = rank(res, ObjectiveWeights::timeOnly(), res.size());
             std::vector<uint32_t> chosen(order.begin(),
                                          order.begin() + static_cast<std::ptrdiff_t>(std::min(k, order.size())));
             // Evenly spaced ranks k .. n-1 (the slowest included); a rank is taken once.

@@ -64,7 +64,7 @@ int run(const std::vector<std::string> &argv)
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     applySpaceOptions(args, req.search.space);
-    req.objective = weightsOption(args, Objective {1, 0.5, 0.5});
+    req.objective = weightsOption(args);
     req.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
     if (!args.value("to"))
         throw UsageError {"--to: expected target GPU counts, e.g. --to 40,60"};
@@ -119,8 +119,8 @@ int run(const std::vector<std::string> &argv)
         return Ok;
     }
     std::cout << "Scale: " << req.search.model.id << " on \"" << req.search.cluster.name
-              << "\", weights T,M,B = " << fixed(req.objective.wt, 2) << ',' << fixed(req.objective.wm, 2) << ','
-              << fixed(req.objective.wb, 2) << "\n\n";
+              << "\", weights T,M,B = " << fixed(req.objective.time, 2) << ',' << fixed(req.objective.memory, 2) << ','
+              << fixed(req.objective.balance, 2) << "\n\n";
     std::cout << std::setw(6) << "GPUs" << std::setw(12) << "enumerated" << std::setw(10) << "valid" << std::setw(12)
               << "search ms" << std::setw(11) << "T ms" << std::setw(8) << "M" << std::setw(8) << "B" << std::setw(11)
               << "samples/s"

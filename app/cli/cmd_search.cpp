@@ -39,7 +39,7 @@ Options:
   --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
                         unfused on V100/Turing), flash, fused or unfused (default: the model's)
   --gbs N               global batch (default: the model's)
-  --weights T,M,B       objective weights (default 1,0,0: time only)
+  --weights T,M,B       objective weights (default 1,0.5,0.5; 1,0,0 ranks by time alone)
   --top K               plans to show (default 10)
   --threads N           worker threads (default: all cores)
   --json                full JSON: counts, timings, top-K plans with per-GPU memory, Pareto front
@@ -124,7 +124,7 @@ int run(const std::vector<std::string> &argv)
     req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     const size_t topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
-    const Objective obj = weightsOption(args, Objective {});
+    const ObjectiveWeights obj = weightsOption(args);
     applySpaceOptions(args, req.space);
 
     const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
@@ -193,7 +193,7 @@ int run(const std::vector<std::string> &argv)
         j["cluster"] = req.cluster.name;
         j["model"] = req.model.id;
         j["globalBatch"] = res.globalBatch;
-        j["weights"] = {obj.wt, obj.wm, obj.wb};
+        j["weights"] = {obj.time, obj.memory, obj.balance};
         j["cancelled"] = res.cancelled;
         j["narrowed"] = narrowed;
         j["counts"] = {{"enumerated", res.enumerated},
@@ -284,7 +284,7 @@ int run(const std::vector<std::string> &argv)
                       << learnedStats.totalMs << " ms" << std::setprecision(2);
         std::cout << "\n";
     }
-    std::cout << "  weights T,M,B = " << obj.wt << "," << obj.wm << "," << obj.wb
+    std::cout << "  weights T,M,B = " << obj.time << "," << obj.memory << "," << obj.balance
               << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
     if (top.empty()) {
         std::cout << "  no plan fits this cluster; " << noPlanHint(res.pruned, req.cluster.groups.size(), req.model.shape.layers) << "\n";

@@ -41,11 +41,11 @@ std::vector<int> intList(const Args &args, const std::string &name, std::vector<
     return out;
 }
 
-Objective weightsOption(const Args &args, Objective dflt)
+ObjectiveWeights weightsOption(const Args &args)
 {
     auto w = args.value("weights");
     if (!w)
-        return dflt;
+        return ObjectiveWeights {};
     const auto parts = splitList(*w);
     double v[3] = {0, 0, 0};
     bool ok = parts.size() == 3;
@@ -61,7 +61,7 @@ Objective weightsOption(const Args &args, Objective dflt)
     if (!ok)
         throw UsageError {"--weights: expected three non-negative numbers T,M,B (e.g. 1,0.5,0.5), found \"" + *w
                           + "\""};
-    return Objective {v[0], v[1], v[2]};
+    return ObjectiveWeights {v[0], v[1], v[2]};
 }
 
 const std::set<std::string> kSpaceValueOptions {"stages",    "tp",       "mbs",    "max-mbs",

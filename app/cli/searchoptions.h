@@ -19,8 +19,8 @@ std::vector<std::string> splitList(const std::string &text);
 /// --NAME a,b,c as integers within [lo, hi]; `dflt` when the option is absent. UsageError otherwise.
 std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi);
 
-/// --weights T,M,B (three non-negative numbers); `dflt` when absent.
-Objective weightsOption(const Args &args, Objective dflt);
+/// --weights T,M,B (three non-negative numbers); the documented default ObjectiveWeights {} when absent.
+ObjectiveWeights weightsOption(const Args &args);
 
 /// The options that shape the search space, shared by every command that searches
 /// (search, compare, scale): value options and switches to pass to Args, and their effect.

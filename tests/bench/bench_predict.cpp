@@ -69,7 +69,7 @@ void learnedSearch(benchmark::State &state, const SearchRequest &req, Prediction
         const double c0 = processCpuSeconds();
         SearchResult res = runSearch(req);
         st = applyLearnedPredictor(res, predictor(), cache ? &*cache : nullptr);
-        benchmark::DoNotOptimize(rank(res, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(rank(res, ObjectiveWeights {1, 0.5, 0.2}, 10));
         benchmark::DoNotOptimize(paretoFront(res));
         cpu += processCpuSeconds() - c0;
     }
@@ -99,7 +99,7 @@ void BM_AnalyticSearch(benchmark::State &state)
     for (auto _ : state) {
         const double c0 = processCpuSeconds();
         SearchResult res = runSearch(req);
-        benchmark::DoNotOptimize(rank(res, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(rank(res, ObjectiveWeights {1, 0.5, 0.2}, 10));
         benchmark::DoNotOptimize(paretoFront(res));
         cpu += processCpuSeconds() - c0;
         n = res.size();
@@ -147,7 +147,7 @@ void BM_LearnedSearchWarmResult(benchmark::State &state)
         std::optional<SearchResult> res = persisted ? loadSearchResult(store, key) : memory.find(key);
         if (!res)
             state.SkipWithError("no hit");
-        benchmark::DoNotOptimize(rank(*res, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(rank(*res, ObjectiveWeights {1, 0.5, 0.2}, 10));
         benchmark::DoNotOptimize(paretoFront(*res));
         cpu += processCpuSeconds() - c0;
         n = res->size();
@@ -180,7 +180,7 @@ void BM_RerankAfterWeightChange(benchmark::State &state)
     double w = 0.1;
     for (auto _ : state) {
         w = w > 2 ? 0.1 : w + 0.1;
-        benchmark::DoNotOptimize(rank(res, Objective {1, w, 0.2}, 10));
+        benchmark::DoNotOptimize(rank(res, ObjectiveWeights {1, w, 0.2}, 10));
     }
     state.counters["configs"] = static_cast<double>(res.size());
 }

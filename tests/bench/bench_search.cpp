@@ -45,7 +45,7 @@ void runFull(benchmark::State &state, const SearchRequest &req)
     for (auto _ : state) {
         const double c0 = processCpuSeconds();
         SearchResult r = runSearch(req);
-        auto top = rank(r, Objective {1, 0.5, 0.2}, 10);
+        auto top = rank(r, ObjectiveWeights {1, 0.5, 0.2}, 10);
         auto f = paretoFront(r);
         cpu += processCpuSeconds() - c0;
         benchmark::DoNotOptimize(top.data());
@@ -217,7 +217,7 @@ void BM_Rerank31240(benchmark::State &state)
     double w = 0.1;
     for (auto _ : state) {
         w = w > 2 ? 0.1 : w + 0.1; // a new weight every time
-        auto top = rank(v, Objective {1.0, w, 0.3}, 10);
+        auto top = rank(v, ObjectiveWeights {1.0, w, 0.3}, 10);
         benchmark::DoNotOptimize(top.data());
     }
     state.counters["plans"] = static_cast<double>(v.size);

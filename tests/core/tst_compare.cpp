@@ -53,7 +53,7 @@ private slots:
         };
         truth.candidates = {cand(true, 100, 0.90, 0.50), cand(true, 110, 0.50, 0.05), cand(false, 0, 1.2, 0.9),
                             cand(true, 105, 0.95, 0.60)};
-        rankGroundTruth(truth, Objective {1, 0.5, 0.5});
+        rankGroundTruth(truth, ObjectiveWeights {1, 0.5, 0.5});
         // Time: 100 (0) < 105 (3) < 110 (1); the failed run (2) is not ranked.
         QCOMPARE(truth.timeOrder, (std::vector<uint32_t> {0, 3, 1}));
         // Weighted product, each metric over its max (110, 0.95, 0.6), by hand:
@@ -110,7 +110,7 @@ private slots:
         // fastest plan is at least as fast (predicted).
         SearchRequest full = req.search;
         const SearchResult res = runSearch(full);
-        const std::vector<uint32_t> fastest = rank(res, Objective {1, 0, 0}, 1);
+        const std::vector<uint32_t> fastest = rank(res, ObjectiveWeights::timeOnly(), 1);
         QVERIFY(res.timeMs[fastest[0]] <= b1.predictedTimeMs + 1e-9);
         // Exhaustive profiling: every valid configuration x 47 s, and it finds the measured best.
         QCOMPARE(b4.validConfigs, memx.validConfigs);

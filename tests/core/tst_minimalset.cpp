@@ -284,7 +284,7 @@ private slots:
         QCOMPARE(profiled.enumerated, analytic.enumerated);
         QVERIFY(profiled.size() > 0);
         QVERIFY(profiled.timeMs != analytic.timeMs); // the profiles are used
-        for (uint32_t i : rank(profiled, Objective {1, 0, 0}, 3)) {
+        for (uint32_t i : rank(profiled, ObjectiveWeights::timeOnly(), 3)) {
             const TestbedRun r = tb.runPlan(profiled.materialize(i), c, m);
             QVERIFY2(r.ok, r.error.c_str());
             store.putRun(r.run);

@@ -151,12 +151,12 @@ private slots:
             return r.imbalance[a] < r.imbalance[b];
         });
         byTime.resize(K);
-        QCOMPARE(rank(r, Objective {1, 0, 0}, K), byTime);
+        QCOMPARE(rank(r, ObjectiveWeights::timeOnly(), K), byTime);
 
         // Rescaling T or M leaves the ranking unchanged (powers of two: exact in floating point,
         // so the comparison is exact; other factors are checked on scores below). B, a coefficient
         // of variation, is already scale-free and enters as 1 + B, so it is not rescaled.
-        const Objective w {1.0, 0.7, 0.3};
+        const ObjectiveWeights w {1.0, 0.7, 0.3};
         const auto base = rank(r, w, K);
         std::vector<double> t = r.timeMs, m = r.peakMemory, b = r.imbalance;
         for (double &x : t)
@@ -172,12 +172,12 @@ private slots:
         for (size_t i = 0; i < s0.size(); i += 97)
             QVERIFY(std::abs(s0[i] - s1[i]) < 1e-9);
         // Scaling all weights together does not change the order either.
-        QCOMPARE(rank(r, Objective {2.0, 1.4, 0.6}, K), base);
+        QCOMPARE(rank(r, ObjectiveWeights {2.0, 1.4, 0.6}, K), base);
         // Weight on memory prefers lower peak memory: the top plan under (0, 1, 0) has the least M.
-        const auto memTop = rank(r, Objective {0, 1, 0}, 1);
+        const auto memTop = rank(r, ObjectiveWeights {0, 1, 0}, 1);
         QCOMPARE(r.peakMemory[memTop[0]], *std::min_element(r.peakMemory.begin(), r.peakMemory.end()));
         // Negative weights are rejected.
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank(r, Objective {-1, 0, 0}, 1));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank(r, ObjectiveWeights {-1, 0, 0}, 1));
     }
 
     void objectiveBalanceTradeOff()
@@ -195,7 +195,7 @@ private slots:
         //   b: ln 0.88 + 0.5 ln(1.004/1.4) = -0.127833 - 0.166214 = -0.294047
         //   c: ln 0.92 + 0.5 ln(1.4/1.4) = -0.083382
         //   d: 0.5 ln(1/1.4) = -0.168236
-        const Objective w {1, 0.5, 0.5};
+        const ObjectiveWeights w {1, 0.5, 0.5};
         const auto s = logScores(v, w);
         QVERIFY(std::abs(s[0] - 0.5 * std::log(1.003 / 1.4)) < 1e-12);
         QVERIFY(std::abs(s[1] - (std::log(0.88) + 0.5 * std::log(1.004 / 1.4))) < 1e-12);
@@ -207,10 +207,10 @@ private slots:
         // A real imbalance still counts: at (1, 0, 1) the balanced plan d (ln(1/1.4) = -0.336) beats
         // c, 8% faster but 40% imbalanced (ln 0.92 = -0.083); b: ln 0.88 + ln(1.004/1.4) = -0.460,
         // a: ln(1.003/1.4) = -0.333.
-        QCOMPARE(rank(v, Objective {1, 0, 1}, 4), (std::vector<uint32_t> {1, 3, 0, 2}));
+        QCOMPARE(rank(v, ObjectiveWeights {1, 0, 1}, 4), (std::vector<uint32_t> {1, 3, 0, 2}));
         // Time only: b first; balance only: d (B = 0) first.
-        QCOMPARE(rank(v, Objective {1, 0, 0}, 1).front(), 1u);
-        QCOMPARE(rank(v, Objective {0, 0, 1}, 1).front(), 3u);
+        QCOMPARE(rank(v, ObjectiveWeights::timeOnly(), 1).front(), 1u);
+        QCOMPARE(rank(v, ObjectiveWeights {0, 0, 1}, 1).front(), 3u);
         // logScore against a scale reproduces logScores (compare uses it for plans chosen elsewhere).
         for (size_t i = 0; i < t.size(); ++i)
             QCOMPARE(logScore(sc, w, t[i], m[i], b[i]), s[i]);
@@ -237,8 +237,8 @@ private slots:
     {
         const SearchResult &r = mDefault;
         SearchRequest req = request20(1);
-        std::vector<uint32_t> picks = rank(r, Objective {1, 0, 0}, 20);
-        for (uint32_t i : rank(r, Objective {1, 1, 1}, 20))
+        std::vector<uint32_t> picks = rank(r, ObjectiveWeights::timeOnly(), 20);
+        for (uint32_t i : rank(r, ObjectiveWeights {1, 1, 1}, 20))
             picks.push_back(i);
         for (size_t i = 0; i < r.size(); i += r.size() / 50 + 1)
             picks.push_back(static_cast<uint32_t>(i));
@@ -313,7 +313,7 @@ private slots:
         // Fast GPUs get more layers: in the time-best plan, the H100 stage (4 x 989 TFLOP/s)
         // carries more layers than the MI250X stage (8 x 191.5 TFLOP/s at a lower efficiency).
         const SearchResult &r = mDefault;
-        const Plan best = r.materialize(rank(r, Objective {1, 0, 0}, 1).front());
+        const Plan best = r.materialize(rank(r, ObjectiveWeights::timeOnly(), 1).front());
         const Cluster &c = r.cluster;
         auto deviceOf = [&](const Stage &s) { return c.devices[c.findNode(s.replicas[0].node)->device].id; };
         int h100 = 0, mi = 0;
@@ -335,7 +335,7 @@ private slots:
         cons.threads = 2;
         const SearchResult rc = runSearch(cons);
         QVERIFY(rc.size() > 0);
-        for (uint32_t i : rank(rc, Objective {1, 0, 0}, 5)) {
+        for (uint32_t i : rank(rc, ObjectiveWeights::timeOnly(), 5)) {
             const Plan p = rc.materialize(i);
             double rtxPerGpu = 0, a100PerGpu = 0;
             bool rtxRecomputes = false;

@@ -30,7 +30,7 @@ namespace {
 /// `memx profile run-simulated --top K --spread N` picks them).
 std::vector<uint32_t> pick(const SearchResult &res, size_t top, size_t spread)
 {
-    const std::vector<uint32_t> order = rank(res, Objective {1, 0, 0}, res.size());
+    const std::vector<uint32_t> order = rank(res, ObjectiveWeights::timeOnly(), res.size());
     std::vector<uint32_t> out(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(top, order.size())));
     const size_t rest = order.size() - out.size();
     for (size_t j = 0; j < spread && rest > 1; ++j)

@@ -32,7 +32,7 @@ void use(const SearchResult &r)
             }
         (void)r.signatureKey(i);
     }
-    (void)rank(r, Objective {}, 10);
+    (void)rank(r, ObjectiveWeights {}, 10);
     (void)paretoFront(r);
 }
 

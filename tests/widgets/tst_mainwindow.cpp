@@ -16,6 +16,7 @@
 #include "memx/ui/resultspanel.h"
 #include "memx/ui/searchjob.h"
 #include "memx/ui/stagediagram.h"
+#include "memx/ui/undocommands.h"
 #include "memx/ui/weightsliders.h"
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,7 @@
 #include <set>
 
 using namespace memx::ui;
+using memx::ObjectiveWeights;
 
 namespace {
 constexpr int kSearchTimeoutMs = 240000; // a loaded 2-core machine; normally a few seconds
@@ -55,9 +57,9 @@ struct MemoryWeightChange {
 MemoryWeightChange firstMemoryWeightChangingTop(const memx::SearchResult &result)
 {
     MemoryWeightChange c;
-    c.timeOnly = memx::rank(result, memx::Objective {1.0, 0.0, 0.0}, 1).front();
+    c.timeOnly = memx::rank(result, memx::ObjectiveWeights::timeOnly(), 1).front();
     for (int step = 1; step <= 10 && c.changeAt < 0; ++step) {
-        const uint32_t top = memx::rank(result, memx::Objective {1.0, step / 10.0, 0.0}, 1).front();
+        const uint32_t top = memx::rank(result, memx::ObjectiveWeights {1.0, step / 10.0, 0.0}, 1).front();
         if (top != c.timeOnly) {
             c.changeAt = step;
             c.expected = top;
@@ -113,7 +115,7 @@ private slots:
         request.model = memx::resolveModel("llama2-7b");
         const memx::SearchResult reference = memx::runSearch(request);
         QCOMPARE(outcome->result.evaluated, reference.evaluated);
-        const auto top = memx::rank(reference, memx::Objective {1.0, 0.5, 0.5}, 1);
+        const auto top = memx::rank(reference, memx::ObjectiveWeights {1.0, 0.5, 0.5}, 1);
         QCOMPARE(top.size(), size_t(1));
         const quint32 shownTop = panel()->tableModel()->topPlanId();
         QVERIFY(outcome->result.materialize(shownTop - 1) == reference.materialize(top.front()));
@@ -177,8 +179,8 @@ private slots:
 
         // Undo restores the weights, the ranking and the selected best plan; redo re-applies them.
         stack->undo();
-        QCOMPARE(w->weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
-        QCOMPARE(panel()->weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(w->weights(), (ObjectiveWeights::timeOnly()));
+        QCOMPARE(panel()->weights(), (ObjectiveWeights::timeOnly()));
         QCOMPARE(panel()->tableModel()->topPlanId(), PlanResults::idOf(timeOnly));
         QCOMPARE(panel()->selectedPlan(), PlanResults::idOf(timeOnly));
         QCOMPARE(stack->redoText(), QStringLiteral("Change objective weights"));
@@ -192,7 +194,7 @@ private slots:
         QCOMPARE(stack->undoText(), QStringLiteral("Change objective weights"));
         stack->undo();
         stack->undo();
-        QCOMPARE(w->weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(w->weights(), (ObjectiveWeights::timeOnly()));
         w->setWeights({1.0, 0.5, 0.5});
     }
 
@@ -334,7 +336,8 @@ private slots:
         // The project keeps the objective weights (set as a user does: one undoable edit).
         const ObjectiveWeights before = mWindow->weightSliders()->weights();
         const ObjectiveWeights saved {0.8, 0.25, 0.75};
-        doc->undoStack()->push(new ChangeWeightsCommand(mWindow->weightSliders(), before, saved));
+        doc->undoStack()->push(new ChangeWeightsCommand(doc, before, saved));
+        QVERIFY(doc->objectiveWeights() == saved);
         QVERIFY(mWindow->weightSliders()->weights() == saved);
         QTemporaryDir dir;
         const QString path = dir.path() + QStringLiteral("/project.memx");

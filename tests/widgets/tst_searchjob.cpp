@@ -9,6 +9,7 @@
 #include <QtTest>
 
 using namespace memx::ui;
+using memx::ObjectiveWeights;
 
 namespace {
 constexpr int kTimeoutMs = 240000;
@@ -53,13 +54,13 @@ private slots:
         // Mapping to the views: the shown set ranks exactly like the whole result.
         PlanResults results;
         results.setOutcome(outcome, {1.0, 0.5, 0.5});
-        const auto top = memx::rank(outcome->result, memx::Objective {1.0, 0.5, 0.5}, 20);
+        const auto top = memx::rank(outcome->result, memx::ObjectiveWeights {1.0, 0.5, 0.5}, 20);
         QCOMPARE(results.topPlanId(), PlanResults::idOf(top.front()));
         const QVector<PlanPoint> points = results.points();
         QVERIFY(points.size() >= qsizetype(outcome->front.size()));
         QVERIFY(size_t(points.size()) <= outcome->front.size() + PlanResults::TopShown + PlanResults::SampleShown + 3);
         // Scores over the shown set equal exp(logScores over the whole result).
-        const auto all = memx::logScores(memx::metricsOf(outcome->result), memx::Objective {1.0, 0.5, 0.5});
+        const auto all = memx::logScores(memx::metricsOf(outcome->result), memx::ObjectiveWeights {1.0, 0.5, 0.5});
         for (const PlanPoint &p : points)
             QVERIFY(qAbs(std::log(p.score) - all[PlanResults::indexOf(p.id)]) < 1e-9);
         // The 20 best by score in the shown set are the core's top 20, in order.

@@ -20,14 +20,15 @@ private slots:
             QSettings qs(ini, QSettings::IniFormat);
             Settings s(&qs);
             QCOMPARE(s.lastModelId(), QStringLiteral("llama2-7b")); // default
-            QCOMPARE(s.lastWeights(), (Settings::Weights {1, 1, 1}));
+            QCOMPARE(s.lastWeights(), memx::ObjectiveWeights {}); // first run: the documented default 1, 0.5, 0.5
+            QCOMPARE(s.lastWeights(), (memx::ObjectiveWeights {1, 0.5, 0.5}));
             s.setLastWeights({0.75, 0.25, 2.0}); // balance clamped to 1
             s.setLastModelId(QStringLiteral("gpt3-13b"));
             s.setWindowGeometry(QByteArray("geom\0etry", 9));
         }
         QSettings qs(ini, QSettings::IniFormat);
         Settings s(&qs);
-        QCOMPARE(s.lastWeights(), (Settings::Weights {0.75, 0.25, 1.0}));
+        QCOMPARE(s.lastWeights(), (memx::ObjectiveWeights {0.75, 0.25, 1.0}));
         QCOMPARE(s.lastModelId(), QStringLiteral("gpt3-13b"));
         QCOMPARE(s.windowGeometry(), QByteArray("geom\0etry", 9));
     }

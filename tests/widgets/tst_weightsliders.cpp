@@ -1,4 +1,6 @@
+#include "memx/ui/clusterdocument.h"
 #include "memx/ui/plantablemodel.h"
+#include "memx/ui/undocommands.h"
 #include "memx/ui/weightsliders.h"
 
 #include <QDir>
@@ -10,6 +12,7 @@
 #include <QtTest>
 
 using namespace memx::ui;
+using memx::ObjectiveWeights;
 
 namespace {
 
@@ -47,10 +50,8 @@ private slots:
         drag(w.slider(Metric::Memory), {100, 250, 400});
         QCOMPARE(live.count(), 3);
         QCOMPARE(finished.count(), 1);
-        QCOMPARE(live.at(1).at(0).toDouble(), 1.0);
-        QCOMPARE(live.at(1).at(1).toDouble(), 0.25);
-        QCOMPARE(live.at(1).at(2).toDouble(), 0.0);
-        QCOMPARE(finished.at(0).at(1).toDouble(), 0.4);
+        QCOMPARE(live.at(1).at(0).value<memx::ObjectiveWeights>(), (ObjectiveWeights {1.0, 0.25, 0.0}));
+        QCOMPARE(finished.at(0).at(0).value<memx::ObjectiveWeights>().memory, 0.4);
         QCOMPARE(w.spinBox(Metric::Memory)->value(), 0.4); // field follows the slider
         QCOMPARE(w.weights().memory, 0.4);
     }
@@ -65,7 +66,7 @@ private slots:
         QCOMPARE(w.weights().balance, 0.125);
         QCOMPARE(live.count(), 1);
         QCOMPARE(finished.count(), 1);
-        QCOMPARE(live.at(0).at(2).toDouble(), 0.125);
+        QCOMPARE(live.at(0).at(0).value<memx::ObjectiveWeights>().balance, 0.125);
         // Out-of-range input is clamped by setWeights.
         w.setWeights({2.0, -1.0, 0.5});
         QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.5}));
@@ -74,11 +75,12 @@ private slots:
 
     void presets()
     {
+        ClusterDocument doc;
+        QUndoStack &stack = *doc.undoStack();
         WeightSliders w;
-        QUndoStack stack;
-        w.setUndoStack(&stack);
+        w.setDocument(&doc);
         w.applyPreset(0);
-        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights::timeOnly()));
         w.applyPreset(1);
         QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 1.0, 1.0}));
         QCOMPARE(stack.count(), 2); // two presets = two undo steps, never merged
@@ -86,21 +88,26 @@ private slots:
         QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.5, 0.5}));
         stack.undo();
         QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 1.0, 1.0}));
+        QCOMPARE(doc.objectiveWeights(), (ObjectiveWeights {1.0, 1.0, 1.0})); // the weights live in the document
         QVERIFY(w.presetButton()->menu());
         QCOMPARE(w.presetButton()->menu()->actions().size(), 3);
     }
 
     void dragIsOneUndoStep()
     {
+        ClusterDocument doc;
+        doc.setObjectiveWeights(ObjectiveWeights::timeOnly());
+        QUndoStack &stack = *doc.undoStack();
         WeightSliders w;
-        w.setWeights({1.0, 0.0, 0.0});
-        QUndoStack stack;
-        w.setUndoStack(&stack);
+        w.setDocument(&doc);
+        QCOMPARE(w.weights(), ObjectiveWeights::timeOnly()); // shows the document's weights
         drag(w.slider(Metric::Memory), {100, 200, 300, 700});
         QCOMPARE(stack.count(), 1);
         drag(w.slider(Metric::Time), {900, 500});
         QCOMPARE(stack.count(), 2); // a second drag is a second step
         QCOMPARE(w.weights(), (ObjectiveWeights {0.5, 0.7, 0.0}));
+        QCOMPARE(doc.objectiveWeights(), (ObjectiveWeights {0.5, 0.7, 0.0}));
+        QVERIFY(doc.isModified()); // a weight edit is an edit of the document
 
         QSignalSpy live(&w, &WeightSliders::weightsChanged);
         stack.undo();
@@ -108,7 +115,7 @@ private slots:
         QCOMPARE(w.slider(Metric::Time)->value(), 1000);
         QCOMPARE(stack.count(), 2); // undo does not push new commands
         stack.undo();
-        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights::timeOnly()));
         QCOMPARE(w.spinBox(Metric::Memory)->value(), 0.0);
         QCOMPARE(live.count(), 2);
         stack.redo();
@@ -117,24 +124,24 @@ private slots:
 
     void commandMerge()
     {
+        ClusterDocument doc;
+        doc.setObjectiveWeights(ObjectiveWeights::timeOnly());
         WeightSliders w;
-        w.setWeights({1.0, 0.0, 0.0});
+        w.setDocument(&doc);
         QUndoStack stack;
         // A caller pushing commands itself: same session merges, another session does not.
-        w.setWeights({1.0, 0.2, 0.0});
-        stack.push(new ChangeWeightsCommand(&w, {1.0, 0.0, 0.0}, {1.0, 0.2, 0.0}, 7));
-        w.setWeights({1.0, 0.6, 0.0});
-        stack.push(new ChangeWeightsCommand(&w, {1.0, 0.2, 0.0}, {1.0, 0.6, 0.0}, 7));
+        stack.push(new ChangeWeightsCommand(&doc, {1.0, 0.0, 0.0}, {1.0, 0.2, 0.0}, 7));
+        stack.push(new ChangeWeightsCommand(&doc, {1.0, 0.2, 0.0}, {1.0, 0.6, 0.0}, 7));
         QCOMPARE(stack.count(), 1);
         const auto *cmd = static_cast<const ChangeWeightsCommand *>(stack.command(0));
-        QCOMPARE(cmd->before(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(cmd->before(), (ObjectiveWeights::timeOnly()));
         QCOMPARE(cmd->after(), (ObjectiveWeights {1.0, 0.6, 0.0}));
-        stack.push(new ChangeWeightsCommand(&w, {1.0, 0.6, 0.0}, {1.0, 0.6, 0.3}, 8));
+        stack.push(new ChangeWeightsCommand(&doc, {1.0, 0.6, 0.0}, {1.0, 0.6, 0.3}, 8));
         QCOMPARE(stack.count(), 2);
         QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.6, 0.3})); // push() runs redo()
         stack.undo();
         stack.undo();
-        QCOMPARE(w.weights(), (ObjectiveWeights {1.0, 0.0, 0.0}));
+        QCOMPARE(w.weights(), (ObjectiveWeights::timeOnly()));
     }
 
     void sliderChangesTopPlanWhenItShould()
@@ -150,8 +157,8 @@ private slots:
         PlanTableModel model;
         WeightSliders w;
         w.setWeights({1.0, 0.0, 0.0});
-        auto rerank = [&](double t, double m, double b) {
-            scorePlans(plans, {t, m, b});
+        auto rerank = [&](const ObjectiveWeights &weights) {
+            scorePlans(plans, weights);
             QVector<double> scores;
             for (const auto &p : plans)
                 scores << p.score;

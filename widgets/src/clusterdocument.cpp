@@ -94,7 +94,7 @@ void ClusterDocument::load(const QString &path, const DocumentStorage &storage)
     DocumentContent content = storage.load(path); // throws; nothing changed yet
     reset(content.cluster, content.model.value_or(mModel), std::move(content.projectData));
     if (content.weights)
-        mWeights = content.weights;
+        setObjectiveWeights(*content.weights);
     mFilePath = path;
     emit filePathChanged(mFilePath);
 }
@@ -469,6 +469,14 @@ memx::Network ClusterDocument::networkAfter(const std::vector<memx::NodeGroup> &
             net.overrides.push_back({*a, *b, o.link});
     }
     return net;
+}
+
+void ClusterDocument::setObjectiveWeights(const memx::ObjectiveWeights &weights)
+{
+    if (weights == mWeights)
+        return;
+    mWeights = weights;
+    emit objectiveWeightsChanged(mWeights);
 }
 
 } // namespace memx::ui

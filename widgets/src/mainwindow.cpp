@@ -99,9 +99,9 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     mModelPanel = new ModelPanel(mDocument);
     mProfiles = new ProfilesPanel(mDocument);
     mWeights = new WeightSliders;
-    // Weight edits are undo steps of the window (Edit > Undo "Change objective weights"); one
-    // slider drag merges into one step (ChangeWeightsCommand::mergeWith).
-    mWeights->setUndoStack(mDocument->undoStack());
+    // The weights live in the document; slider edits are its undo steps (Edit > Undo "Change
+    // objective weights"); one slider drag merges into one step (ChangeWeightsCommand::mergeWith).
+    mWeights->setDocument(mDocument);
     auto *paletteDock = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
     auto *profilesDock = makeDock(tr("Profiles"), QStringLiteral("profilesDock"), mProfiles, this);
     auto *weightsDock = makeDock(tr("Objective"), QStringLiteral("weightsDock"), mWeights, this);
@@ -152,13 +152,13 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
 
     // Results: weights re-rank the cached metrics; the selection feeds the profiles panel (a
     // Megatron log is imported as a run of the selected plan).
-    connect(mWeights, &WeightSliders::weightsChanged, this, [this](double t, double m, double b) {
-        mResults->setWeights({t, m, b});
-        mDocument->setObjectiveWeights({t, m, b}); // saved with a .memx project
-    });
-    connect(mWeights, &WeightSliders::weightsEditFinished, this, [this](double t, double m, double b) {
+    // The sliders re-rank live during a drag; the document's weights (undo/redo, a project's
+    // weights on open) re-rank too. Both land on ResultsPanel::setWeights, a no-op when unchanged.
+    connect(mWeights, &WeightSliders::weightsChanged, mResults, &ResultsPanel::setWeights);
+    connect(mDocument, &ClusterDocument::objectiveWeightsChanged, mResults, &ResultsPanel::setWeights);
+    connect(mWeights, &WeightSliders::weightsEditFinished, this, [this](const memx::ObjectiveWeights &w) {
         if (mRememberLayout)
-            mSettings.setLastWeights({t, m, b});
+            mSettings.setLastWeights(w);
     });
     connect(mResults->selection(), &PlanSelection::changed, this, [this](quint32 id) {
         mProfiles->setCurrentPlan(id ? std::optional<memx::Plan>(mResults->selectedDetail().plan) : std::nullopt);
@@ -179,14 +179,10 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
             statusBar()->showMessage(message, 8000);
     });
 
-    ObjectiveWeights weights; // 1, 0.5, 0.5
-    if (mRememberLayout) {
-        const Settings::Weights w = mSettings.lastWeights();
-        weights = {w.time, w.memory, w.balance};
-    }
-    mWeights->setWeights(weights);
+    // The documented default (1, 0.5, 0.5), or the last weights the user chose.
+    const memx::ObjectiveWeights weights = mRememberLayout ? mSettings.lastWeights() : memx::ObjectiveWeights {};
+    mDocument->setObjectiveWeights(weights); // the sliders follow the document
     mResults->setWeights(weights);
-    mDocument->setObjectiveWeights(weights);
 
     // Start with an empty cluster and the last model; main() opens a file next.
     memx::Model model = memx::resolveModel("llama2-7b");
@@ -415,9 +411,7 @@ bool MainWindow::openFile(const QString &path, bool ask)
     if (ask && !maybeSave())
         return false;
     try {
-        mDocument->load(path, storageFor(path));
-        if (const auto w = mDocument->objectiveWeights())
-            mWeights->setWeights(*w); // the project's weights (not an undo step: the stack was just cleared)
+        mDocument->load(path, storageFor(path)); // a project's weights reach the sliders and results
     } catch (const memx::LoadError &e) {
         showLoadErrors(tr("Cannot open %1").arg(QFileInfo(path).fileName()), e);
         if (mRememberLayout && !QFileInfo::exists(path)) {

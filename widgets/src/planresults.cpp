@@ -9,11 +9,6 @@
 
 namespace memx::ui {
 
-memx::Objective toObjective(const ObjectiveWeights &w)
-{
-    return memx::Objective {std::max(0.0, w.time), std::max(0.0, w.memory), std::max(0.0, w.balance)};
-}
-
 void PlanResults::clear()
 {
     mOutcome.reset();
@@ -40,7 +35,7 @@ void PlanResults::setOutcome(std::shared_ptr<const SearchOutcome> outcome, const
     for (size_t i = 0; i < front.size(); i += frontStride)
         shown.push_back(front[i]);
     // The best plans for the current weights.
-    const std::vector<uint32_t> top = memx::rank(r, toObjective(weights), TopShown);
+    const std::vector<uint32_t> top = memx::rank(r, weights, TopShown);
     shown.insert(shown.end(), top.begin(), top.end());
     // A strided sample showing the shape of the whole cloud.
     const size_t stride = std::max<size_t>(1, n / SampleShown);
@@ -64,7 +59,7 @@ bool PlanResults::setWeights(const ObjectiveWeights &weights)
     mWeights = weights;
     if (isEmpty())
         return false;
-    const std::vector<uint32_t> top = memx::rank(mOutcome->result, toObjective(weights), TopShown);
+    const std::vector<uint32_t> top = memx::rank(mOutcome->result, weights, TopShown);
     mTopId = top.empty() ? 0 : idOf(top.front());
     std::vector<uint32_t> missing;
     for (uint32_t i : top)
@@ -94,7 +89,7 @@ void PlanResults::rescore()
         b[i] = r.imbalance[mShown[i]];
     }
     memx::MetricView view {t.data(), m.data(), b.data(), mShown.size()};
-    mLogScores = memx::logScores(view, toObjective(mWeights));
+    mLogScores = memx::logScores(view, mWeights);
 }
 
 QString PlanResults::summaryOf(uint32_t index) const

@@ -331,6 +331,8 @@ void ResultsPanel::applyResults(Prepared &prepared)
 
 void ResultsPanel::setWeights(const ObjectiveWeights &weights)
 {
+    if (weights == mResults.weights() && !mResults.isEmpty())
+        return; // the sliders and the document both report one change
     const quint32 oldTop = mResults.topPlanId();
     if (mResults.isEmpty()) {
         mResults.setWeights(weights);

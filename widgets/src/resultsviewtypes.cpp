@@ -80,9 +80,7 @@ void scorePlans(QVector<PlanPoint> &plans, const ObjectiveWeights &weights)
         b.push_back(p.imbalance);
     }
     const memx::MetricView view {t.data(), m.data(), b.data(), t.size()};
-    const memx::Objective objective {std::max(0.0, weights.time), std::max(0.0, weights.memory),
-                                     std::max(0.0, weights.balance)};
-    const std::vector<double> logs = memx::logScores(view, objective);
+    const std::vector<double> logs = memx::logScores(view, weights);
     for (qsizetype i = 0; i < plans.size(); ++i)
         plans[i].score = std::exp(logs[size_t(i)]);
 }

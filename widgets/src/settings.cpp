@@ -4,6 +4,7 @@
 #include <QSettings>
 
 #include <algorithm>
+#include <cmath>
 
 namespace memx::ui {
 
@@ -16,11 +17,11 @@ const QString kWeightMemory = QStringLiteral("objective/memoryWeight");
 const QString kWeightBalance = QStringLiteral("objective/balanceWeight");
 const QString kModel = QStringLiteral("model/lastId");
 
-double weight(const QSettings &s, const QString &key)
+double weight(const QSettings &s, const QString &key, double fallback)
 {
     bool ok = false;
-    const double v = s.value(key, 1.0).toDouble(&ok);
-    return ok ? std::clamp(v, 0.0, 1.0) : 1.0;
+    const double v = s.value(key, fallback).toDouble(&ok);
+    return ok && std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : fallback;
 }
 } // namespace
 
@@ -87,12 +88,14 @@ void Settings::clearRecentFiles()
     mSettings->remove(kRecent);
 }
 
-Settings::Weights Settings::lastWeights() const
+memx::ObjectiveWeights Settings::lastWeights() const
 {
-    return {weight(*mSettings, kWeightTime), weight(*mSettings, kWeightMemory), weight(*mSettings, kWeightBalance)};
+    const memx::ObjectiveWeights d; // the documented default
+    return {weight(*mSettings, kWeightTime, d.time), weight(*mSettings, kWeightMemory, d.memory),
+            weight(*mSettings, kWeightBalance, d.balance)};
 }
 
-void Settings::setLastWeights(const Weights &w)
+void Settings::setLastWeights(const memx::ObjectiveWeights &w)
 {
     mSettings->setValue(kWeightTime, std::clamp(w.time, 0.0, 1.0));
     mSettings->setValue(kWeightMemory, std::clamp(w.memory, 0.0, 1.0));

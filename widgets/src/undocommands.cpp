@@ -188,4 +188,50 @@ bool SetModelCommand::mergeWith(const QUndoCommand *other)
     return true;
 }
 
+ChangeWeightsCommand::ChangeWeightsCommand(ClusterDocument *document, const memx::ObjectiveWeights &before,
+                                           const memx::ObjectiveWeights &after, int session, QUndoCommand *parent)
+    : QUndoCommand(parent)
+    , mDocument(document)
+    , mBefore(before)
+    , mAfter(after)
+    , mSession(session)
+{
+    updateText();
+}
+
+bool ChangeWeightsCommand::mergeWith(const QUndoCommand *other)
+{
+    const auto *o = static_cast<const ChangeWeightsCommand *>(other);
+    if (o->mDocument != mDocument || o->mSession != mSession)
+        return false;
+    mAfter = o->mAfter;
+    updateText();
+    setObsolete(mAfter == mBefore);
+    return true;
+}
+
+void ChangeWeightsCommand::undo()
+{
+    mDocument->setObjectiveWeights(mBefore);
+}
+
+void ChangeWeightsCommand::redo()
+{
+    mDocument->setObjectiveWeights(mAfter);
+}
+
+void ChangeWeightsCommand::updateText()
+{
+    // Before the newline: the History view's entry; after it: the Edit menu's "Undo ..." text.
+    setText(QObject::tr("Objective weights %1\nChange objective weights").arg(weightsText(mAfter)));
+}
+
+QString weightsText(const memx::ObjectiveWeights &w)
+{
+    return QStringLiteral("T %1 / M %2 / B %3")
+        .arg(w.time, 0, 'f', 2)
+        .arg(w.memory, 0, 'f', 2)
+        .arg(w.balance, 0, 'f', 2);
+}
+
 } // namespace memx::ui

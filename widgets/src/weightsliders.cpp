@@ -1,5 +1,8 @@
 #include "memx/ui/weightsliders.h"
 
+#include "memx/ui/clusterdocument.h"
+#include "memx/ui/undocommands.h"
+
 #include <QDoubleSpinBox>
 #include <QGridLayout>
 #include <QLabel>
@@ -31,13 +34,6 @@ ObjectiveWeights clamped(ObjectiveWeights w)
     return w;
 }
 
-QString weightsText(const ObjectiveWeights &w)
-{
-    return QStringLiteral("T %1 / M %2 / B %3")
-        .arg(w.time, 0, 'f', 2)
-        .arg(w.memory, 0, 'f', 2)
-        .arg(w.balance, 0, 'f', 2);
-}
 
 } // namespace
 
@@ -116,9 +112,15 @@ QDoubleSpinBox *WeightSliders::spinBox(Metric metric) const
     return mSpins[int(metric)];
 }
 
-void WeightSliders::setUndoStack(QUndoStack *stack)
+void WeightSliders::setDocument(ClusterDocument *document)
 {
-    mUndoStack = stack;
+    if (mDocument)
+        disconnect(mDocument, nullptr, this, nullptr);
+    mDocument = document;
+    if (!mDocument)
+        return;
+    connect(mDocument, &ClusterDocument::objectiveWeightsChanged, this, &WeightSliders::setWeights);
+    setWeights(mDocument->objectiveWeights());
 }
 
 void WeightSliders::setWeights(const ObjectiveWeights &weights)
@@ -128,8 +130,8 @@ void WeightSliders::setWeights(const ObjectiveWeights &weights)
         return;
     mWeights = w;
     syncEditors();
-    emit weightsChanged(mWeights.time, mWeights.memory, mWeights.balance);
-    emit weightsEditFinished(mWeights.time, mWeights.memory, mWeights.balance);
+    emit weightsChanged(mWeights);
+    emit weightsEditFinished(mWeights);
 }
 
 void WeightSliders::applyPreset(int index)
@@ -172,10 +174,10 @@ void WeightSliders::userChange(const ObjectiveWeights &weights)
     mWeights = w;
     syncEditors();
     mEditOpen = true;
-    emit weightsChanged(mWeights.time, mWeights.memory, mWeights.balance);
-    if (mUndoStack) {
-        // redo() re-applies mWeights: a no-op because they are already set.
-        mUndoStack->push(new ChangeWeightsCommand(this, before, mWeights, mEditSession));
+    emit weightsChanged(mWeights);
+    if (mDocument) {
+        // redo() sets the document's weights, which this widget already shows (no second signal).
+        mDocument->undoStack()->push(new ChangeWeightsCommand(mDocument, before, mWeights, mEditSession));
     }
 }
 
@@ -185,7 +187,7 @@ void WeightSliders::finishEdit()
         return;
     mEditOpen = false;
     ++mEditSession;
-    emit weightsEditFinished(mWeights.time, mWeights.memory, mWeights.balance);
+    emit weightsEditFinished(mWeights);
 }
 
 void WeightSliders::syncEditors()
@@ -197,46 +199,6 @@ void WeightSliders::syncEditors()
         mSpins[k]->setValue(v);
     }
     mSyncing = false;
-}
-
-ChangeWeightsCommand::ChangeWeightsCommand(WeightSliders *target, const ObjectiveWeights &before,
-                                           const ObjectiveWeights &after, int session, QUndoCommand *parent)
-    : QUndoCommand(parent)
-    , mTarget(target)
-    , mBefore(before)
-    , mAfter(after)
-    , mSession(session)
-{
-    updateText();
-}
-
-bool ChangeWeightsCommand::mergeWith(const QUndoCommand *other)
-{
-    const auto *o = dynamic_cast<const ChangeWeightsCommand *>(other);
-    if (!o || o->mTarget != mTarget || o->mSession != mSession)
-        return false;
-    mAfter = o->mAfter;
-    updateText();
-    setObsolete(mAfter == mBefore);
-    return true;
-}
-
-void ChangeWeightsCommand::undo()
-{
-    if (mTarget)
-        mTarget->setWeights(mBefore);
-}
-
-void ChangeWeightsCommand::redo()
-{
-    if (mTarget)
-        mTarget->setWeights(mAfter);
-}
-
-void ChangeWeightsCommand::updateText()
-{
-    // Before the newline: the History view's entry; after it: the Edit menu's "Undo ..." text.
-    setText(QObject::tr("Objective weights %1\nChange objective weights").arg(weightsText(mAfter)));
 }
 
 } // namespace memx::ui

@@ -28,7 +28,7 @@ bool homogeneousRecompute(const SearchResult &result, size_t index)
 }
 
 /// Ranks a subset of `result` (indices `subset`) and returns indices into `result`.
-std::vector<uint32_t> rankSubset(const SearchResult &result, const std::vector<uint32_t> &subset, Objective objective,
+std::vector<uint32_t> rankSubset(const SearchResult &result, const std::vector<uint32_t> &subset, ObjectiveWeights objective,
                                  size_t topK)
 {
     std::vector<double> t, m, b;
@@ -53,7 +53,7 @@ std::string planKey(Plan plan)
     return toJson(plan).dump();
 }
 
-void fillPredicted(MethodOutcome &o, double t, double m, double b, const ObjectiveScale &mx, Objective w)
+void fillPredicted(MethodOutcome &o, double t, double m, double b, const ObjectiveScale &mx, ObjectiveWeights w)
 {
     o.predictedTimeMs = t;
     o.predictedPeak = m;
@@ -120,7 +120,7 @@ void measuredMemoryMetrics(const TestbedRun &run, const Plan &plan, const Cluste
     imbalance = mean > 0 ? std::sqrt(var) / mean : 0.0;
 }
 
-void rankGroundTruth(GroundTruth &truth, Objective memoryBalanceWeights)
+void rankGroundTruth(GroundTruth &truth, ObjectiveWeights memoryBalanceWeights)
 {
     std::vector<uint32_t> okIdx;
     std::vector<double> t, m, b;
@@ -136,7 +136,7 @@ void rankGroundTruth(GroundTruth &truth, Objective memoryBalanceWeights)
     const MetricView view {t.data(), m.data(), b.data(), okIdx.size()};
     truth.timeOrder.clear();
     truth.memoryBalanceOrder.clear();
-    for (uint32_t k : rank(view, Objective {1, 0, 0}, okIdx.size()))
+    for (uint32_t k : rank(view, ObjectiveWeights::timeOnly(), okIdx.size()))
         truth.timeOrder.push_back(okIdx[k]);
     for (uint32_t k : rank(view, memoryBalanceWeights, okIdx.size()))
         truth.memoryBalanceOrder.push_back(okIdx[k]);
@@ -146,8 +146,8 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
 {
     CompareReport report;
     report.memxWeights = request.memxWeights;
-    const Objective memxW = request.memxWeights;
-    const Objective timeW {1, 0, 0};
+    const ObjectiveWeights memxW = request.memxWeights;
+    const ObjectiveWeights timeW = ObjectiveWeights::timeOnly();
     const size_t topN = std::max<size_t>(1, request.candidatesPerMethod);
     const Cluster &cluster = request.search.cluster;
     const Model &model = request.search.model;
@@ -459,7 +459,7 @@ nlohmann::json toJson(const CompareReport &report, const Cluster &cluster)
 {
     nlohmann::json j;
     j["format"] = "memx.compare/1";
-    j["weights"] = {report.memxWeights.wt, report.memxWeights.wm, report.memxWeights.wb};
+    j["weights"] = {report.memxWeights.time, report.memxWeights.memory, report.memxWeights.balance};
     j["notes"] = report.notes;
     nlohmann::json methods = nlohmann::json::array();
     for (const MethodOutcome &o : report.methods) {

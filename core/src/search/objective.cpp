@@ -35,9 +35,9 @@ ObjectiveScale objectiveScaleOf(const MetricView &v)
     return sc;
 }
 
-void checkObjective(Objective o)
+void checkObjective(ObjectiveWeights o)
 {
-    if (o.wt < 0 || o.wm < 0 || o.wb < 0 || !std::isfinite(o.wt) || !std::isfinite(o.wm) || !std::isfinite(o.wb))
+    if (o.time < 0 || o.memory < 0 || o.balance < 0 || !std::isfinite(o.time) || !std::isfinite(o.memory) || !std::isfinite(o.balance))
         throw std::invalid_argument("objective weights must be finite and >= 0");
 }
 
@@ -52,23 +52,23 @@ double ratioTerm(double x, double max)
 
 } // namespace
 
-double logScore(const ObjectiveScale &sc, Objective o, double t, double m, double b)
+double logScore(const ObjectiveScale &sc, ObjectiveWeights o, double t, double m, double b)
 {
     double s = 0.0;
-    if (o.wt != 0)
-        s += o.wt * ratioTerm(t, sc.maxTime);
-    if (o.wm != 0)
-        s += o.wm * ratioTerm(m, sc.maxMemory);
-    if (o.wb != 0)
-        s += o.wb * std::log((1.0 + std::max(0.0, b)) / sc.maxBalance);
+    if (o.time != 0)
+        s += o.time * ratioTerm(t, sc.maxTime);
+    if (o.memory != 0)
+        s += o.memory * ratioTerm(m, sc.maxMemory);
+    if (o.balance != 0)
+        s += o.balance * std::log((1.0 + std::max(0.0, b)) / sc.maxBalance);
     return s;
 }
 
-std::vector<double> logScores(const MetricView &v, Objective o)
+std::vector<double> logScores(const MetricView &v, ObjectiveWeights o)
 {
     checkObjective(o);
     const ObjectiveScale sc = objectiveScaleOf(v);
-    const Objective used {v.time ? o.wt : 0.0, v.memory ? o.wm : 0.0, v.imbalance ? o.wb : 0.0};
+    const ObjectiveWeights used {v.time ? o.time : 0.0, v.memory ? o.memory : 0.0, v.imbalance ? o.balance : 0.0};
     std::vector<double> s(v.size, 0.0);
     for (size_t i = 0; i < v.size; ++i)
         s[i] = logScore(sc, used, v.time ? v.time[i] : 0.0, v.memory ? v.memory[i] : 0.0,
@@ -76,7 +76,7 @@ std::vector<double> logScores(const MetricView &v, Objective o)
     return s;
 }
 
-std::vector<uint32_t> rank(const MetricView &v, Objective o, size_t topK)
+std::vector<uint32_t> rank(const MetricView &v, ObjectiveWeights o, size_t topK)
 {
     const std::vector<double> s = logScores(v, o);
     std::vector<uint32_t> idx(v.size);
@@ -98,7 +98,7 @@ std::vector<uint32_t> rank(const MetricView &v, Objective o, size_t topK)
     return idx;
 }
 
-std::vector<uint32_t> rank(const SearchResult &r, Objective o, size_t topK)
+std::vector<uint32_t> rank(const SearchResult &r, ObjectiveWeights o, size_t topK)
 {
     return rank(metricsOf(r), o, topK);
 }

@@ -27,7 +27,7 @@ const char *compareMethodId(CompareMethod method);
 struct CompareRequest {
     /// Cluster, model, batch, MemX's (full) search space, cost options, profiles.
     SearchRequest search;
-    Objective memxWeights {1.0, 0.5, 0.5};
+    ObjectiveWeights memxWeights; ///< the documented default (1, 0.5, 0.5)
     /// MemX's learned predictor (nullptr: MemX uses the analytic model, like baseline 3).
     const LearnedPredictor *learned = nullptr;
     std::uint64_t testbedSeed = 1;
@@ -61,7 +61,7 @@ struct GroundTruth {
 
 /// Ranks measured candidates (fills timeOrder and memoryBalanceOrder with objective::rank over
 /// the ok candidates' measured metrics).
-void rankGroundTruth(GroundTruth &truth, Objective memoryBalanceWeights);
+void rankGroundTruth(GroundTruth &truth, ObjectiveWeights memoryBalanceWeights);
 
 /// Measured metrics of a testbed run: (M, B) from per-GPU device-used peaks against the
 /// capacities of the plan's GPUs (stage, replica, rank order).
@@ -96,7 +96,7 @@ struct MethodOutcome {
 struct CompareReport {
     std::vector<MethodOutcome> methods; ///< MemX, baselines 1..4 in that order
     GroundTruth truth;
-    Objective memxWeights;
+    ObjectiveWeights memxWeights;
     std::vector<std::string> notes;
     bool cancelled = false; ///< the progress callback returned false: the report is partial
 };

@@ -23,7 +23,7 @@ std::vector<int> scaleFactors(const Cluster &cluster, const std::vector<int> &ta
 struct ScaleRequest {
     SearchRequest search; ///< base cluster, model, space, cost, profiles
     std::vector<int> targetGpus; ///< sizes to grow to (the base size itself is always included first)
-    Objective objective {1.0, 0.5, 0.5};
+    ObjectiveWeights objective; ///< the documented default (1, 0.5, 0.5)
     uint64_t maxBases = 500000; ///< narrowToBudget budget per size
 };
 

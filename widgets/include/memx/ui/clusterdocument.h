@@ -3,7 +3,7 @@
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
 #include "memx/store/memorystore.h"
-#include "memx/ui/objectiveweights.h"
+#include "memx/search/objective.h"
 
 #include <QObject>
 #include <QPointF>
@@ -65,12 +65,13 @@ public:
     /// Saves to `path` with `storage`, marks the document clean and remembers the path.
     /// Throws std::exception on failure (document unchanged).
     void save(const QString &path, const DocumentStorage &storage);
-    /// Objective weights saved with the document (a .memx project stores them; cluster JSON does
-    /// not). load() sets them from the file (unset when it has none); the window keeps them current.
-    /// Changing them emits nothing and does not mark the document modified: weight edits are undo
-    /// commands (ChangeWeightsCommand) on the undo stack, which does.
-    std::optional<ObjectiveWeights> objectiveWeights() const { return mWeights; }
-    void setObjectiveWeights(const ObjectiveWeights &weights) { mWeights = weights; }
+    /// Objective weights of the plan ranking, part of the document: a .memx project stores them
+    /// (cluster JSON does not: load() of such a file keeps the current weights). Starts at the
+    /// documented default, memx::ObjectiveWeights {}. Edits are ChangeWeightsCommand on the undo
+    /// stack (which marks the document modified); setObjectiveWeights() itself only emits
+    /// objectiveWeightsChanged when they differ.
+    memx::ObjectiveWeights objectiveWeights() const { return mWeights; }
+    void setObjectiveWeights(const memx::ObjectiveWeights &weights);
 
     // --- validated, undoable edits (return false and set *error when rejected) ---
 
@@ -134,6 +135,7 @@ signals:
     /// Profiles / runs / network measurements changed (import, load, reset).
     void projectDataChanged();
     void filePathChanged(const QString &path);
+    void objectiveWeightsChanged(const memx::ObjectiveWeights &weights);
 
 private:
     /// Keeps `devices` = custom devices + the catalogue devices the groups use (in first-use order),
@@ -149,7 +151,7 @@ private:
     QUndoStack *mUndoStack = nullptr;
     QString mFilePath;
     memx::MemoryStore mProjectData;
-    std::optional<ObjectiveWeights> mWeights;
+    memx::ObjectiveWeights mWeights;
     bool mDataModified = false; // imports since the last load/save (not on the undo stack)
 };
 

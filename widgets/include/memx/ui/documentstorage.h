@@ -3,7 +3,7 @@
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
 #include "memx/store/memorystore.h"
-#include "memx/ui/objectiveweights.h"
+#include "memx/search/objective.h"
 
 #include <QString>
 

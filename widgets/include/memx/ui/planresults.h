@@ -25,8 +25,6 @@ struct PlanDetail {
     QString html; ///< per-stage time breakdown and totals
 };
 
-/// The core objective for view weights (same meaning, same order).
-memx::Objective toObjective(const ObjectiveWeights &weights);
 
 /// Maps a SearchOutcome to the results views, with the CORE objective (memx::logScores /
 /// memx::rank), so the GUI ranks exactly like `memx search`.

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "memx/ui/objectiveweights.h"
+#include "memx/search/objective.h"
 
 #include <QColor>
 #include <QList>

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "memx/search/objective.h"
+
 #include <QByteArray>
 #include <QString>
 #include <QStringList>
@@ -14,14 +16,6 @@ namespace memx::ui {
 /// objective weights, last model). User data never lives here: it is in cluster/project files.
 class Settings {
 public:
-    /// Objective weights of the plan ranking, each 0..1.
-    struct Weights {
-        double time = 1.0;
-        double memory = 1.0;
-        double balance = 1.0;
-        bool operator==(const Weights &) const = default;
-    };
-
     static constexpr int kMaxRecentFiles = 8;
 
     /// Uses the application's default QSettings (organisation/application name).
@@ -42,8 +36,10 @@ public:
     void removeRecentFile(const QString &path);
     void clearRecentFiles();
 
-    Weights lastWeights() const;
-    void setLastWeights(const Weights &weights);
+    /// The last objective weights (each clamped to 0..1); the documented default
+    /// memx::ObjectiveWeights {} on a first run.
+    memx::ObjectiveWeights lastWeights() const;
+    void setLastWeights(const memx::ObjectiveWeights &weights);
 
     /// Id of the model preset used last ("llama2-7b" when never set).
     QString lastModelId() const;

@@ -2,6 +2,7 @@
 
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
+#include "memx/search/objective.h"
 
 #include <QPointF>
 #include <QUndoCommand>
@@ -14,7 +15,7 @@ namespace memx::ui {
 class ClusterDocument;
 
 /// Command ids used by QUndoCommand::mergeWith().
-enum CommandId { MoveNodeGroupsId = 1, ChangeNodeGroupId, SetNetworkId, SetModelId };
+enum CommandId { MoveNodeGroupsId = 1, ChangeNodeGroupId, SetNetworkId, SetModelId, ChangeWeightsId };
 
 /// Adds one node group at an index.
 class AddNodeGroupCommand : public QUndoCommand {
@@ -112,5 +113,34 @@ private:
     memx::Model mBefore, mAfter;
     int mMergeKey;
 };
+
+/// Changes the document's objective weights. Commands of the same document and edit session merge,
+/// so all live changes of one slider drag collapse into one undo step (a merge back to the start
+/// leaves no step). The History entry names the weights ("Objective weights T 1.00 / M 0.30 /
+/// B 0.00"); the Edit menu reads "Undo Change objective weights".
+class ChangeWeightsCommand : public QUndoCommand {
+public:
+    /// `session` groups commands that should merge (e.g. one drag); use a fresh value per edit.
+    ChangeWeightsCommand(ClusterDocument *document, const memx::ObjectiveWeights &before,
+                         const memx::ObjectiveWeights &after, int session = 0, QUndoCommand *parent = nullptr);
+    int id() const override { return ChangeWeightsId; }
+    bool mergeWith(const QUndoCommand *other) override;
+    void undo() override;
+    void redo() override;
+
+    memx::ObjectiveWeights before() const { return mBefore; }
+    memx::ObjectiveWeights after() const { return mAfter; }
+
+private:
+    void updateText();
+
+    ClusterDocument *mDocument;
+    memx::ObjectiveWeights mBefore;
+    memx::ObjectiveWeights mAfter;
+    int mSession;
+};
+
+/// "T 1.00 / M 0.50 / B 0.50".
+QString weightsText(const memx::ObjectiveWeights &weights);
 
 } // namespace memx::ui

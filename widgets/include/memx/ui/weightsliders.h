@@ -1,28 +1,31 @@
 #pragma once
 
+#include "memx/search/objective.h"
 #include "memx/ui/resultsviewtypes.h"
 
 #include <QPointer>
-#include <QUndoCommand>
 #include <QWidget>
 
 class QDoubleSpinBox;
 class QSlider;
 class QToolButton;
-class QUndoStack;
 
 namespace memx::ui {
+
+class ClusterDocument;
 
 /// Three objective weights (time, memory, balance), each 0..1, as a slider plus a numeric field
 /// kept in sync, and a presets menu ("Time only" 1/0/0, "Balanced" 1/1/1, "Memory-aware" 1/0.5/0.5).
 ///
-/// Signals: weightsChanged(t, m, b) fires live on every change (during a drag too), so a caller can
-/// re-rank from cached metrics; weightsEditFinished(t, m, b) fires once when an edit ends (slider
+/// Signals: weightsChanged(w) fires live on every change (during a drag too), so a caller can
+/// re-rank from cached metrics; weightsEditFinished(w) fires once when an edit ends (slider
 /// released, keyboard step, spin box edited, preset chosen, or an undo/redo).
 ///
-/// Undo: with setUndoStack() the widget pushes one ChangeWeightsCommand per live change; commands of
-/// the same edit merge (mergeWith), so one drag is one undo step. Without a stack no commands are made;
-/// a caller may push ChangeWeightsCommand itself. GUI thread only.
+/// The weights live in the document: with setDocument() the widget shows the document's weights
+/// (following ClusterDocument::objectiveWeightsChanged, so undo/redo move the sliders) and each live
+/// user change pushes one ChangeWeightsCommand onto the document's undo stack; commands of the same
+/// edit merge, so one drag is one undo step. Without a document the widget is a plain editor of
+/// its own weights (no undo). GUI thread only.
 class WeightSliders : public QWidget {
     Q_OBJECT
 public:
@@ -33,9 +36,9 @@ public:
     /// anything changed. Never pushes undo commands (commands call this to apply themselves).
     void setWeights(const ObjectiveWeights &weights);
 
-    /// Undo stack to push ChangeWeightsCommand onto (not owned; may be null).
-    void setUndoStack(QUndoStack *stack);
-    QUndoStack *undoStack() const { return mUndoStack; }
+    /// The document whose weights this widget edits (not owned; may be null).
+    void setDocument(ClusterDocument *document);
+    ClusterDocument *document() const { return mDocument; }
 
     /// The named presets, in menu order.
     static QList<QPair<QString, ObjectiveWeights>> presets();
@@ -47,8 +50,8 @@ public:
     QToolButton *presetButton() const { return mPresetButton; }
 
 signals:
-    void weightsChanged(double time, double memory, double balance);
-    void weightsEditFinished(double time, double memory, double balance);
+    void weightsChanged(const memx::ObjectiveWeights &weights);
+    void weightsEditFinished(const memx::ObjectiveWeights &weights);
 
 private:
     void onSliderValue(int k, int value);
@@ -61,37 +64,10 @@ private:
     QSlider *mSliders[3] = {};
     QDoubleSpinBox *mSpins[3] = {};
     QToolButton *mPresetButton = nullptr;
-    QPointer<QUndoStack> mUndoStack;
+    QPointer<ClusterDocument> mDocument;
     int mEditSession = 0;
     bool mEditOpen = false;
     bool mSyncing = false;
-};
-
-/// Undoable change of the objective weights. Commands with the same target and edit session merge,
-/// so all live changes of one slider drag collapse into one undo step; redo/undo call
-/// WeightSliders::setWeights. The target is held by QPointer (a deleted widget makes this a no-op).
-class ChangeWeightsCommand : public QUndoCommand {
-public:
-    /// `session` groups commands that should merge (e.g. one drag); use a fresh value per edit.
-    ChangeWeightsCommand(WeightSliders *target, const ObjectiveWeights &before, const ObjectiveWeights &after,
-                         int session = 0, QUndoCommand *parent = nullptr);
-
-    static constexpr int CommandId = 0x4d585701;
-    int id() const override { return CommandId; }
-    bool mergeWith(const QUndoCommand *other) override;
-    void undo() override;
-    void redo() override;
-
-    ObjectiveWeights before() const { return mBefore; }
-    ObjectiveWeights after() const { return mAfter; }
-
-private:
-    void updateText();
-
-    QPointer<WeightSliders> mTarget;
-    ObjectiveWeights mBefore;
-    ObjectiveWeights mAfter;
-    int mSession;
 };
 
 } // namespace memx::ui
