@@ -584,6 +584,25 @@ private:
         return std::nullopt;
     }
 
+    /// One node group of the synthetic cluster (one per GPU type and GPUs per node, filled in order).
+    struct GroupAlloc {
+        std::string sailorName, gpu, zone;
+        int gpusPerNode = 0;
+        int nodes = 0; ///< nodes used so far
+        int nextGpu = 0; ///< next free GPU in the current node (== gpusPerNode: node full)
+    };
+    /// Where one replica runs.
+    struct Placement {
+        size_t group;
+        int node;
+        int firstGpu;
+        int tp;
+    };
+    struct Placements {
+        std::vector<GroupAlloc> groups;
+        std::vector<std::vector<Placement>> perStage;
+    };
+
     void readRun(const fs::path &path)
     {
         const std::string file = display(path);
@@ -626,14 +645,38 @@ private:
                                 "expected " + std::to_string(stages) + " entries (num_stages), found "
                                     + std::to_string(arr->size()));
 
-        // Layers: use each stage's count and contiguous ranges; report lists that are not.
+        const std::vector<int> counts = stageLayerCounts(file, *lps, stages, m);
+        Placements placed = placeReplicas(file, *tmps, *dps, stages);
+        checkNodeCount(file, placed.groups, nodesInFile);
+        const Cluster cluster = syntheticCluster(file, placed.groups, zone);
+        Plan plan = buildPlan(path, gbs, mbs, counts, placed, cluster, m);
+
+        MeasuredRun run;
+        run.id = "sailor/" + relPath.parent_path().generic_string() + "/" + path.stem().string();
+        run.plan = std::move(plan);
+        run.clusterName = cluster.name;
+        run.cluster = cluster;
+        run.modelId = m.id;
+        run.iterationTimeMs = real * 1000.0;
+        run.peakMemoryBytes = maxMem;
+        run.memoryKind = MemoryKind::DeviceUsed;
+        run.source = "sailor:" + rel(path);
+        run.group = group;
+        mClusters.emplace(cluster.name, cluster);
+        mBatch.runs.push_back(std::move(run));
+    }
+
+    /// Layers of each stage (the embedding and output layers count as entries): each stage's count,
+    /// contiguous ranges assumed; a list that is not contiguous is reported.
+    std::vector<int> stageLayerCounts(const std::string &file, const json &lps, size_t stages, const Model &m)
+    {
         const int L = m.shape.layers;
         std::vector<int> counts;
         int expected = 0;
         bool warned = false;
         for (size_t s = 0; s < stages; ++s) {
             const std::string sp = "/pipeline_list/0/layers_per_stage/" + std::to_string(s);
-            const json &list = (*lps)[s];
+            const json &list = lps[s];
             if (!list.is_array() || list.empty())
                 throw LoadError(file, sp, "expected a non-empty list of layer indices, found " + describeJson(list));
             for (size_t i = 0; i < list.size(); ++i, ++expected) {
@@ -656,25 +699,20 @@ private:
                                 + std::to_string(L) + " layers of " + m.id + ", output layer), found "
                                 + std::to_string(expected));
 
-        // Replicas: parse and assign nodes (one group per GPU type and GPUs per node, filled in order).
-        struct GroupAlloc {
-            std::string sailorName, gpu, zone;
-            int gpusPerNode = 0;
-            int nodes = 0; ///< nodes used so far
-            int nextGpu = 0; ///< next free GPU in the current node (== gpusPerNode: node full)
-        };
-        std::vector<GroupAlloc> groups;
-        struct Placement {
-            size_t group;
-            int node;
-            int firstGpu;
-            int tp;
-        };
-        std::vector<std::vector<Placement>> placements(stages);
+        return counts;
+    }
+
+    /// Parses the replicas of every stage and assigns them nodes.
+    Placements placeReplicas(const std::string &file, const json &tmps, const json &dps, size_t stages)
+    {
+        Placements out;
+        std::vector<GroupAlloc> &groups = out.groups;
+        std::vector<std::vector<Placement>> &placements = out.perStage;
+        placements.resize(stages);
         for (size_t s = 0; s < stages; ++s) {
             const std::string sp = "/pipeline_list/0/tmp_per_stage/" + std::to_string(s);
-            const json &reps = (*tmps)[s];
-            const json &dp = (*dps)[s];
+            const json &reps = tmps[s];
+            const json &dp = dps[s];
             if (!reps.is_array())
                 throw LoadError(file, sp, "expected a list of data-parallel replicas, found " + describeJson(reps));
             if (!dp.is_number_integer() || dp.get<long long>() != static_cast<long long>(reps.size()))
@@ -721,6 +759,12 @@ private:
                 g.nextGpu += tp;
             }
         }
+        return out;
+    }
+
+    /// The node count the plan uses against the file's N (a single group keeps the whole allocation).
+    void checkNodeCount(const std::string &file, std::vector<GroupAlloc> &groups, int nodesInFile)
+    {
         int used = 0;
         for (const GroupAlloc &g : groups)
             used += g.nodes;
@@ -735,7 +779,11 @@ private:
                  "N = " + std::to_string(nodesInFile) + " but the plan uses " + std::to_string(used)
                      + " nodes; the cluster holds the nodes the plan uses");
 
-        // The cluster, built as JSON and parsed so it is in the canonical form a reload gives.
+    }
+
+    /// The cluster, built as JSON and parsed so it is in the canonical form a reload gives.
+    Cluster syntheticCluster(const std::string &file, const std::vector<GroupAlloc> &groups, const std::string &zone)
+    {
         std::string clusterName = "sailor";
         json nodes = json::array();
         for (const GroupAlloc &g : groups) {
@@ -781,6 +829,16 @@ private:
         if (!cdiags.empty())
             throw LoadError(file, "", "internal: the synthetic cluster is invalid: " + cdiags.items()[0].toString());
 
+        return cluster;
+    }
+
+    /// The plan of the run: contiguous layer ranges, one replica per placement.
+    Plan buildPlan(const fs::path &path, int gbs, int mbs, const std::vector<int> &counts,
+                   const Placements &placed, const Cluster &cluster, const Model &m)
+    {
+        const std::string file = display(path);
+        const int L = m.shape.layers;
+        const size_t stages = counts.size();
         Plan plan;
         plan.name = path.stem().string();
         plan.globalBatch = gbs;
@@ -792,7 +850,7 @@ private:
             st.firstLayer = first - 1;
             st.layerCount = std::max(0, end - first);
             entry += counts[s];
-            for (const Placement &p : placements[s]) {
+            for (const Placement &p : placed.perStage[s]) {
                 Replica rep;
                 rep.node = nodeName(cluster.groups[p.group], p.node);
                 for (int g = 0; g < p.tp; ++g)
@@ -813,19 +871,7 @@ private:
             throw LoadError(items);
         }
 
-        MeasuredRun run;
-        run.id = "sailor/" + relPath.parent_path().generic_string() + "/" + path.stem().string();
-        run.plan = std::move(plan);
-        run.clusterName = cluster.name;
-        run.cluster = cluster;
-        run.modelId = m.id;
-        run.iterationTimeMs = real * 1000.0;
-        run.peakMemoryBytes = maxMem;
-        run.memoryKind = MemoryKind::DeviceUsed;
-        run.source = "sailor:" + rel(path);
-        run.group = group;
-        mClusters.emplace(cluster.name, cluster);
-        mBatch.runs.push_back(std::move(run));
+        return plan;
     }
 
     std::string mDir;

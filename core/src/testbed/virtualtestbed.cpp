@@ -488,6 +488,288 @@ double simulateOneFOneBMs(const std::vector<double> &forwardMs, const std::vecto
     return simulateOneFOneB(st, microBatches, {});
 }
 
+namespace {
+
+/// What the phases of VirtualTestbed::runPlan share: the testbed, the validated plan and its nodes.
+struct PlanSim {
+    const VirtualTestbed &tb;
+    const Plan &plan;
+    const Cluster &cluster;
+    const Model &model;
+    std::vector<Node> nodes;
+    int p = 0; ///< pipeline stages
+    int m = 0; ///< micro-batches
+
+    int nodeIndex(const std::string &name) const
+    {
+        for (size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].name == name)
+                return static_cast<int>(i);
+        return -1;
+    }
+    const Node &nodeOf(const Replica &r) const { return nodes[static_cast<size_t>(nodeIndex(r.node))]; }
+    const GpuSpec &deviceOf(const Replica &r) const
+    {
+        return cluster.devices[static_cast<size_t>(nodeOf(r).device)];
+    }
+    /// Layers of `st` that full recompute covers.
+    static int recomputedLayers(const Stage &st)
+    {
+        return st.recompute.method == RecomputeMethod::Full
+            ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
+            : 0;
+    }
+};
+
+/// One replica's forward / backward per micro-batch (compute, recompute, TP collectives) and
+/// optimizer step, and the parameters it holds.
+struct ReplicaTimes {
+    double forwardMs = 0, backwardMs = 0, optimizerMs = 0, localParams = 0;
+};
+
+ReplicaTimes replicaTimes(const PlanSim &sim, int si, const Replica &r)
+{
+    const VirtualTestbed &tb = sim.tb;
+    const TestbedOptions &opt = tb.options();
+    const Model &model = sim.model;
+    const ModelShape &ms = model.shape;
+    const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
+    const bool first = si == 0, last = si == sim.p - 1;
+    const Node &node = sim.nodeOf(r);
+    const GpuSpec &dev = sim.deviceOf(r);
+    const SimulatedLayerTimes lt = tb.transformerLayer(dev, model, r.tp, r.microBatch);
+    const EndTimes ends = endLayers(tb, dev, model, r.tp, r.microBatch);
+    ReplicaTimes out;
+    double fwd = st.layerCount * lt.forwardMs, bwd = st.layerCount * lt.backwardMs;
+    if (first) {
+        fwd += ends.embFwd;
+        bwd += ends.embBwd;
+    }
+    if (last) {
+        fwd += ends.headFwd;
+        bwd += ends.headBwd;
+    }
+    // Recompute runs (part of) the forward again before the backward.
+    const int recomputed = PlanSim::recomputedLayers(st);
+    bwd += recomputed * lt.forwardMs;
+    if (st.recompute.method == RecomputeMethod::Selective) {
+        const LayerShape ls = layerShape(model, r.tp, r.microBatch);
+        const double core = batchedGemmMs(tb, dev, isBf16(model), ls.headsLocal, ls.s, ls.s, ls.d)
+            + batchedGemmMs(tb, dev, isBf16(model), ls.headsLocal, ls.s, ls.d, ls.s)
+            + 2.5 * 2.0 * ls.headsLocal * ls.s * ls.s / (hbmBytesPerSecond(dev) * opt.memoryBoundEfficiency) * 1e3;
+        bwd += st.layerCount * core;
+    }
+    // TP collectives: 2 all-reduces forward, 2 backward per layer (+2 per recomputed layer).
+    if (r.tp > 1) {
+        const double bytes = static_cast<double>(r.microBatch) * ms.seqLength * ms.hidden * 2.0;
+        const double one = tb.allReduceMs(r.tp, bytes, node.intraLink, ll128Capable(dev));
+        fwd += 2.0 * st.layerCount * one;
+        bwd += 2.0 * st.layerCount * one + 2.0 * recomputed * one;
+    }
+    out.forwardMs = fwd;
+    out.backwardMs = bwd;
+    double localParams = st.layerCount * static_cast<double>(model.paramsPerLayer()) / r.tp;
+    if (first)
+        localParams += static_cast<double>(model.embeddingParams()) / r.tp;
+    if (last)
+        localParams += static_cast<double>(model.headParams()) / r.tp
+            + (ms.tiedEmbeddings && sim.p > 1 ? static_cast<double>(model.embeddingParams()) / r.tp : 0);
+    out.localParams = localParams;
+    out.optimizerMs = localParams * 30.0 / (hbmBytesPerSecond(dev) * opt.memoryBoundEfficiency) * 1e3
+        / (sim.plan.distributedOptimizer ? st.dp() : 1);
+    return out;
+}
+
+/// Gradient sync of stage `si`: bucketed all-reduce (or reduce-scatter + all-gather) over its DP
+/// group, the slowest link of the group setting the pace.
+double dpSyncMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes, double maxLocalParams)
+{
+    const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
+    if (st.dp() <= 1)
+        return 0;
+    const std::vector<Node> &nodes = sim.nodes;
+    const std::vector<Link> links = linksAmong(stageNodes, nodes, sim.cluster, CostOptions {});
+    bool nvl = true;
+    for (int ni : stageNodes)
+        nvl = nvl && ll128Capable(sim.cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(ni)].device)]);
+    const bool singleNode
+        = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
+    double total = 0;
+    double remaining = maxLocalParams;
+    while (remaining > 0) {
+        const double bucket = std::min(remaining, sim.tb.options().gradBucketParams);
+        remaining -= bucket;
+        double worst = 0;
+        for (const Link &l : links) {
+            const double t = sim.plan.distributedOptimizer
+                ? 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode)
+                    + 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
+                : sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode);
+            worst = std::max(worst, t);
+        }
+        total += worst;
+    }
+    return total;
+}
+
+/// Point-to-point activation send from stage `si` to the next (Simple protocol, whole micro-batch).
+double p2pMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes)
+{
+    if (si == sim.p - 1)
+        return 0;
+    const TestbedOptions &opt = sim.tb.options();
+    const ModelShape &ms = sim.model.shape;
+    const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
+    const Stage &nx = sim.plan.stages[static_cast<size_t>(si) + 1];
+    std::vector<int> nextNodes;
+    for (const Replica &r : nx.replicas)
+        nextNodes.push_back(sim.nodeIndex(r.node));
+    int maxMbs = 0;
+    for (const Replica &r : st.replicas)
+        maxMbs = std::max(maxMbs, r.microBatch);
+    const double bytes = static_cast<double>(maxMbs) * ms.seqLength * ms.hidden * 2.0
+        / (sim.plan.sequenceParallel ? st.replicas.front().tp : 1);
+    double worst = 0;
+    for (const Link &l : linksBetween(stageNodes, nextNodes, sim.nodes, sim.cluster, CostOptions {}))
+        worst = std::max(worst,
+                         (bytes / (l.bandwidthAt(bytes) * 1e9 * opt.simpleBandwidthFraction)
+                          + (l.latencyUs + opt.simpleLatencyUs) * 1e-6)
+                             * 1e3);
+    return worst;
+}
+
+/// Per-stage times of the plan; the replica holding GPU ordinal `stragglerGpu` (-1: none) runs slow.
+std::vector<StageSim> stageTimes(const PlanSim &sim, int stragglerGpu)
+{
+    std::vector<StageSim> stages(static_cast<size_t>(sim.p));
+    int gpuOrdinal = 0;
+    for (int si = 0; si < sim.p; ++si) {
+        const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
+        StageSim &ss = stages[static_cast<size_t>(si)];
+        double maxLocalParams = 0;
+        std::vector<int> stageNodes;
+        for (const Replica &r : st.replicas) {
+            stageNodes.push_back(sim.nodeIndex(r.node));
+            ReplicaTimes rt = replicaTimes(sim, si, r);
+            // A straggler GPU slows its whole replica (TP ranks wait for each other).
+            if (stragglerGpu >= gpuOrdinal && stragglerGpu < gpuOrdinal + r.tp) {
+                rt.forwardMs *= sim.tb.options().stragglerSlowdown;
+                rt.backwardMs *= sim.tb.options().stragglerSlowdown;
+            }
+            gpuOrdinal += r.tp;
+            ss.forwardMs = std::max(ss.forwardMs, rt.forwardMs);
+            ss.backwardMs = std::max(ss.backwardMs, rt.backwardMs);
+            ss.optimizerMs = std::max(ss.optimizerMs, rt.optimizerMs);
+            maxLocalParams = std::max(maxLocalParams, rt.localParams);
+        }
+        ss.dpSyncMs = dpSyncMs(sim, si, stageNodes, maxLocalParams);
+        ss.p2pMs = p2pMs(sim, si, stageNodes);
+    }
+    return stages;
+}
+
+/// Device-used peak of one GPU of replica `r` of stage `si`: the caching allocator's reserve of its
+/// live tensors (weights, optimizer states, gradient buckets, in-flight activations, working set,
+/// logits) plus the CUDA/HIP context and the communicators.
+double replicaDeviceUsedBytes(const PlanSim &sim, int si, const Replica &r)
+{
+    const TestbedOptions &opt = sim.tb.options();
+    const Model &model = sim.model;
+    const ModelShape &ms = model.shape;
+    const Plan &plan = sim.plan;
+    const Stage &st = plan.stages[static_cast<size_t>(si)];
+    const bool first = si == 0, last = si == sim.p - 1;
+    const int inFlight = std::min(sim.p - si, sim.m);
+    const GpuSpec &dev = sim.deviceOf(r);
+    const bool scoresStored = !storesNoScores(resolveAttention(model, dev));
+    std::vector<double> tensors;
+    // Weights (16-bit) and optimizer states (fp32 master, m, v) per parameter tensor.
+    std::vector<double> params;
+    for (int l = 0; l < st.layerCount; ++l)
+        for (double e : layerParamTensors(model, r.tp))
+            params.push_back(e);
+    if (first)
+        params.push_back(static_cast<double>(model.embeddingParams()) / r.tp);
+    if (last) {
+        params.push_back(static_cast<double>(model.headParams()) / r.tp);
+        if (ms.tiedEmbeddings && sim.p > 1)
+            params.push_back(static_cast<double>(model.embeddingParams()) / r.tp);
+    }
+    double localParams = 0;
+    for (double e : params) {
+        tensors.push_back(2.0 * e);
+        localParams += e;
+        if (!plan.distributedOptimizer)
+            for (int k = 0; k < 3; ++k)
+                tensors.push_back(4.0 * e);
+    }
+    // Contiguous fp32 gradient buffer in buckets; distributed optimizer: sharded state buffers.
+    for (double left = localParams; left > 0; left -= opt.gradBucketParams) {
+        const double bucket = std::min(left, opt.gradBucketParams);
+        tensors.push_back(4.0 * bucket);
+        if (plan.distributedOptimizer)
+            for (int k = 0; k < 3; ++k)
+                tensors.push_back(4.0 * bucket / st.dp());
+    }
+    // Activations of the micro-batches in flight.
+    const int recomputed = PlanSim::recomputedLayers(st);
+    const auto keptNone = layerActivationTensors(
+        model, r.tp, r.microBatch,
+        st.recompute.method == RecomputeMethod::Selective ? RecomputeMethod::Selective : RecomputeMethod::None,
+        plan.sequenceParallel, scoresStored);
+    const auto keptFull
+        = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::Full, plan.sequenceParallel, scoresStored);
+    const double T = static_cast<double>(r.microBatch) * ms.seqLength;
+    for (int k = 0; k < inFlight; ++k) {
+        for (int l = 0; l < st.layerCount; ++l)
+            for (double b : (l < recomputed ? keptFull : keptNone))
+                tensors.push_back(b);
+        if (first) {
+            tensors.push_back(8.0 * T);
+            tensors.push_back(1.0 * T * ms.hidden);
+        }
+    }
+    // Working set: one layer's full activations (recompute / backward) + its gradients.
+    const auto work
+        = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None, plan.sequenceParallel, scoresStored);
+    for (double b : work)
+        tensors.push_back(b);
+    tensors.push_back(*std::max_element(work.begin(), work.end()));
+    if (last) {
+        tensors.push_back(4.0 * T * ms.vocab / r.tp); // fp32 logits
+        tensors.push_back(4.0 * T * ms.vocab / r.tp); // their gradient
+    }
+    const int groups = (r.tp > 1) + (st.dp() > 1) + (sim.p > 1);
+    const double context = dev.vendor == "AMD" ? opt.amdContextBytes : opt.nvidiaContextBytes;
+    return sim.tb.reservedBytes(tensors) + context + groups * opt.communicatorBytes;
+}
+
+/// Fills out.peakBytesPerGpu and run.peakMemoryBytes; false (with out.error) on the first GPU whose
+/// peak exceeds its capacity.
+bool simulateMemory(const PlanSim &sim, TestbedRun &out)
+{
+    bool fits = true;
+    double peak = 0;
+    for (int si = 0; si < sim.p; ++si)
+        for (const Replica &r : sim.plan.stages[static_cast<size_t>(si)].replicas) {
+            const GpuSpec &dev = sim.deviceOf(r);
+            const double used = replicaDeviceUsedBytes(sim, si, r);
+            const double capacity = dev.memoryBytes();
+            for (int g = 0; g < r.tp; ++g)
+                out.peakBytesPerGpu.push_back(used);
+            peak = std::max(peak, used);
+            if (used > capacity && fits) {
+                fits = false;
+                out.error = "out of memory on node " + r.node + " GPU " + std::to_string(r.gpus.front()) + " ("
+                    + dev.id + "): " + fmtGiB(used) + " needed, " + fmtGiB(capacity) + " available";
+            }
+        }
+    out.run.peakMemoryBytes = peak;
+    return fits;
+}
+
+} // namespace
+
 TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, const Model &model) const
 {
     {
@@ -496,16 +778,7 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
         if (!diags.empty())
             throw std::invalid_argument("plan is not valid for the cluster/model: " + diags.items().front().toString());
     }
-    const ModelShape &ms = model.shape;
-    const std::vector<Node> nodes = cluster.nodes();
-    auto nodeIndex = [&](const std::string &name) {
-        for (size_t i = 0; i < nodes.size(); ++i)
-            if (nodes[i].name == name)
-                return static_cast<int>(i);
-        return -1;
-    };
-    const int p = plan.pp();
-    const int m = plan.microBatches();
+    const PlanSim sim {*this, plan, cluster, model, cluster.nodes(), plan.pp(), plan.microBatches()};
     const std::string planJson = toJson(plan).dump();
     const std::string planHash = fnv1a64Hex(planJson).substr(0, 10);
 
@@ -528,207 +801,14 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
         out.straggler = true;
     }
 
-    // ---- per-stage times ----
-    std::vector<StageSim> stages(static_cast<size_t>(p));
-    int gpuOrdinal = 0;
-    const double layerParamsFull = static_cast<double>(model.paramsPerLayer());
-    for (int si = 0; si < p; ++si) {
-        const Stage &st = plan.stages[static_cast<size_t>(si)];
-        StageSim &ss = stages[static_cast<size_t>(si)];
-        const bool first = si == 0, last = si == p - 1;
-        double maxLocalParams = 0;
-        std::vector<int> stageNodes;
-        for (const Replica &r : st.replicas) {
-            const int ni = nodeIndex(r.node);
-            stageNodes.push_back(ni);
-            const Node &node = nodes[static_cast<size_t>(ni)];
-            const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
-            const SimulatedLayerTimes lt = transformerLayer(dev, model, r.tp, r.microBatch);
-            const EndTimes ends = endLayers(*this, dev, model, r.tp, r.microBatch);
-            double fwd = st.layerCount * lt.forwardMs, bwd = st.layerCount * lt.backwardMs;
-            if (first) {
-                fwd += ends.embFwd;
-                bwd += ends.embBwd;
-            }
-            if (last) {
-                fwd += ends.headFwd;
-                bwd += ends.headBwd;
-            }
-            // Recompute runs (part of) the forward again before the backward.
-            const int recomputed = st.recompute.method == RecomputeMethod::Full
-                ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
-                : 0;
-            bwd += recomputed * lt.forwardMs;
-            if (st.recompute.method == RecomputeMethod::Selective) {
-                const LayerShape ls = layerShape(model, r.tp, r.microBatch);
-                const double core = batchedGemmMs(*this, dev, isBf16(model), ls.headsLocal, ls.s, ls.s, ls.d)
-                    + batchedGemmMs(*this, dev, isBf16(model), ls.headsLocal, ls.s, ls.d, ls.s)
-                    + 2.5 * 2.0 * ls.headsLocal * ls.s * ls.s
-                        / (hbmBytesPerSecond(dev) * mOptions.memoryBoundEfficiency) * 1e3;
-                bwd += st.layerCount * core;
-            }
-            // TP collectives: 2 all-reduces forward, 2 backward per layer (+2 per recomputed layer).
-            if (r.tp > 1) {
-                const double bytes = static_cast<double>(r.microBatch) * ms.seqLength * ms.hidden * 2.0;
-                const double one = allReduceMs(r.tp, bytes, node.intraLink, ll128Capable(dev));
-                fwd += 2.0 * st.layerCount * one;
-                bwd += 2.0 * st.layerCount * one + 2.0 * recomputed * one;
-            }
-            // A straggler GPU slows its whole replica (TP ranks wait for each other).
-            if (stragglerGpu >= gpuOrdinal && stragglerGpu < gpuOrdinal + r.tp) {
-                fwd *= mOptions.stragglerSlowdown;
-                bwd *= mOptions.stragglerSlowdown;
-            }
-            gpuOrdinal += r.tp;
-            ss.forwardMs = std::max(ss.forwardMs, fwd);
-            ss.backwardMs = std::max(ss.backwardMs, bwd);
-            double localParams = st.layerCount * layerParamsFull / r.tp;
-            if (first)
-                localParams += static_cast<double>(model.embeddingParams()) / r.tp;
-            if (last)
-                localParams += static_cast<double>(model.headParams()) / r.tp
-                    + (ms.tiedEmbeddings && p > 1 ? static_cast<double>(model.embeddingParams()) / r.tp : 0);
-            maxLocalParams = std::max(maxLocalParams, localParams);
-            const double opt = localParams * 30.0 / (hbmBytesPerSecond(dev) * mOptions.memoryBoundEfficiency) * 1e3
-                / (plan.distributedOptimizer ? st.dp() : 1);
-            ss.optimizerMs = std::max(ss.optimizerMs, opt);
-        }
-        // Gradient sync: bucketed all-reduce (or reduce-scatter + all-gather) over the DP group.
-        if (st.dp() > 1) {
-            const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster, CostOptions {});
-            bool nvl = true;
-            for (int ni : stageNodes)
-                nvl = nvl && ll128Capable(cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(ni)].device)]);
-            const bool singleNode
-                = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
-            double remaining = maxLocalParams;
-            while (remaining > 0) {
-                const double bucket = std::min(remaining, mOptions.gradBucketParams);
-                remaining -= bucket;
-                double worst = 0;
-                for (const Link &l : links) {
-                    const double t = plan.distributedOptimizer
-                        ? 0.5 * allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode)
-                            + 0.5 * allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
-                        : allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode);
-                    worst = std::max(worst, t);
-                }
-                ss.dpSyncMs += worst;
-            }
-        }
-        // Point-to-point activation send to the next stage (Simple protocol, whole micro-batch step).
-        if (!last) {
-            const Stage &nx = plan.stages[static_cast<size_t>(si) + 1];
-            std::vector<int> nextNodes;
-            for (const Replica &r : nx.replicas)
-                nextNodes.push_back(nodeIndex(r.node));
-            int maxMbs = 0;
-            for (const Replica &r : st.replicas)
-                maxMbs = std::max(maxMbs, r.microBatch);
-            const double bytes = static_cast<double>(maxMbs) * ms.seqLength * ms.hidden * 2.0
-                / (plan.sequenceParallel ? st.replicas.front().tp : 1);
-            double worst = 0;
-            for (const Link &l : linksBetween(stageNodes, nextNodes, nodes, cluster, CostOptions {}))
-                worst = std::max(worst,
-                                 (bytes / (l.bandwidthAt(bytes) * 1e9 * mOptions.simpleBandwidthFraction)
-                                  + (l.latencyUs + mOptions.simpleLatencyUs) * 1e-6)
-                                     * 1e3);
-            ss.p2pMs = worst;
-        }
-    }
-
-    // ---- memory per GPU (device-used peak) ----
-    bool oom = false;
-    double peak = 0;
-    for (int si = 0; si < p; ++si) {
-        const Stage &st = plan.stages[static_cast<size_t>(si)];
-        const bool first = si == 0, last = si == p - 1;
-        const int inFlight = std::min(p - si, m);
-        for (const Replica &r : st.replicas) {
-            const Node &node = nodes[static_cast<size_t>(nodeIndex(r.node))];
-            const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
-            const bool scoresStored = !storesNoScores(resolveAttention(model, dev));
-            std::vector<double> tensors;
-            // Weights (16-bit) and optimizer states (fp32 master, m, v) per parameter tensor.
-            std::vector<double> params;
-            for (int l = 0; l < st.layerCount; ++l)
-                for (double e : layerParamTensors(model, r.tp))
-                    params.push_back(e);
-            if (first)
-                params.push_back(static_cast<double>(model.embeddingParams()) / r.tp);
-            if (last) {
-                params.push_back(static_cast<double>(model.headParams()) / r.tp);
-                if (ms.tiedEmbeddings && p > 1)
-                    params.push_back(static_cast<double>(model.embeddingParams()) / r.tp);
-            }
-            double localParams = 0;
-            for (double e : params) {
-                tensors.push_back(2.0 * e);
-                localParams += e;
-                if (!plan.distributedOptimizer)
-                    for (int k = 0; k < 3; ++k)
-                        tensors.push_back(4.0 * e);
-            }
-            // Contiguous fp32 gradient buffer in buckets; distributed optimizer: sharded state buffers.
-            for (double left = localParams; left > 0; left -= mOptions.gradBucketParams) {
-                const double bucket = std::min(left, mOptions.gradBucketParams);
-                tensors.push_back(4.0 * bucket);
-                if (plan.distributedOptimizer)
-                    for (int k = 0; k < 3; ++k)
-                        tensors.push_back(4.0 * bucket / st.dp());
-            }
-            // Activations of the micro-batches in flight.
-            const int recomputed = st.recompute.method == RecomputeMethod::Full
-                ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
-                : 0;
-            const auto keptNone = layerActivationTensors(
-                model, r.tp, r.microBatch,
-                st.recompute.method == RecomputeMethod::Selective ? RecomputeMethod::Selective : RecomputeMethod::None,
-                plan.sequenceParallel, scoresStored);
-            const auto keptFull = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::Full,
-                                                         plan.sequenceParallel, scoresStored);
-            const double T = static_cast<double>(r.microBatch) * ms.seqLength;
-            for (int k = 0; k < inFlight; ++k) {
-                for (int l = 0; l < st.layerCount; ++l)
-                    for (double b : (l < recomputed ? keptFull : keptNone))
-                        tensors.push_back(b);
-                if (first) {
-                    tensors.push_back(8.0 * T);
-                    tensors.push_back(1.0 * T * ms.hidden);
-                }
-            }
-            // Working set: one layer's full activations (recompute / backward) + its gradients.
-            const auto work = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None,
-                                                     plan.sequenceParallel, scoresStored);
-            for (double b : work)
-                tensors.push_back(b);
-            tensors.push_back(*std::max_element(work.begin(), work.end()));
-            if (last) {
-                tensors.push_back(4.0 * T * ms.vocab / r.tp); // fp32 logits
-                tensors.push_back(4.0 * T * ms.vocab / r.tp); // their gradient
-            }
-            const int groups = (r.tp > 1) + (st.dp() > 1) + (p > 1);
-            const double context = dev.vendor == "AMD" ? mOptions.amdContextBytes : mOptions.nvidiaContextBytes;
-            const double used = reservedBytes(tensors) + context + groups * mOptions.communicatorBytes;
-            const double capacity = dev.memoryBytes();
-            for (int g = 0; g < r.tp; ++g)
-                out.peakBytesPerGpu.push_back(used);
-            peak = std::max(peak, used);
-            if (used > capacity && !oom) {
-                oom = true;
-                out.error = "out of memory on node " + r.node + " GPU " + std::to_string(r.gpus.front()) + " (" + dev.id
-                    + "): " + fmtGiB(used) + " needed, " + fmtGiB(capacity) + " available";
-            }
-        }
-    }
-    run.peakMemoryBytes = peak;
-    if (oom) {
+    const std::vector<StageSim> stages = stageTimes(sim, stragglerGpu);
+    if (!simulateMemory(sim, out)) {
         out.ok = false;
         run.iterationTimeMs = 0;
         return out;
     }
 
-    // ---- iterations ----
+    // Iterations: the 1F1B pipeline, then the slowest gradient sync and optimizer step.
     double dpMax = 0, optMax = 0;
     for (const StageSim &s : stages) {
         dpMax = std::max(dpMax, s.dpSyncMs);
@@ -742,7 +822,7 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
         std::vector<double> opNoise(64);
         for (double &x : opNoise)
             x = itRng.lognormalFactor(mOptions.jitterCv > 0 ? 0.005 : 0.0);
-        const double pipe = simulateOneFOneB(stages, m, opNoise);
+        const double pipe = simulateOneFOneB(stages, sim.m, opNoise);
         const double t = (pipe + dpMax + optMax + mOptions.iterationOverheadMs) * runFactor;
         out.iterationTimesMs.push_back(t);
         sum += t;
