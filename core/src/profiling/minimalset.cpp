@@ -132,33 +132,13 @@ std::string jobId(const KernelPoint &k)
 
 } // namespace
 
-ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const MinimalSetOptions &options,
-                             const ProgressFn &progress)
+namespace {
+
+/// Per device: the (tp, mbs) points to measure, so that every kernel the space needs is measured
+/// or interpolated between measured neighbours (fills plan.measured, naiveGridPoints and notes).
+void chooseMeasuredPoints(ProfilingPlan &plan, const std::set<KernelPoint> &needed, const Cluster &cluster,
+                          const MinimalSetOptions &options)
 {
-    SearchRequest req;
-    req.cluster = cluster;
-    req.model = model;
-    req.globalBatch = options.globalBatch;
-    req.space = options.space;
-    req.cost = options.cost;
-    req.threads = options.threads;
-    const SearchResult result = runSearch(req, progress);
-    if (result.cancelled)
-        throw std::invalid_argument("cancelled");
-    if (result.size() == 0)
-        throw std::invalid_argument("the search space of " + model.id + " on " + cluster.name
-                                    + " has no valid configuration (everything is out of memory or indivisible)");
-
-    ProfilingPlan plan;
-    plan.clusterName = cluster.name;
-    plan.modelId = model.id;
-    plan.globalBatch = result.globalBatch;
-    plan.configurations = result.evaluated;
-    plan.clusterGpus = cluster.totalGpus();
-    const std::set<KernelPoint> needed = kernelsOfSpace(result);
-    plan.needed.assign(needed.begin(), needed.end());
-
-    // ---- per device: choose the measured (tp, mbs) points ----
     std::map<std::string, std::map<int, std::set<int>>> byDevice; // device -> tp -> mbs
     for (const KernelPoint &k : needed)
         byDevice[k.device][k.tp].insert(k.microBatch);
@@ -201,7 +181,11 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
                            tpInterpolationAllowed(cluster.deviceOf(groupOfDevice(cluster, k.device)), options)))
             throw std::logic_error("minimal set does not cover " + jobId(k)); // a bug, not bad input
 
-    // ---- per-layer jobs ----
+}
+
+/// One per-layer profiling job per measured point.
+void addPerLayerJobs(ProfilingPlan &plan, const Cluster &cluster, const Model &model, const MinimalSetOptions &options)
+{
     for (const KernelPoint &k : plan.measured) {
         ProfileJob job;
         job.id = jobId(k);
@@ -223,8 +207,13 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         plan.jobs.push_back(std::move(job));
     }
 
-    // ---- end-to-end runs: best analytic plan per pipeline depth + memory extremes ----
-    // Only plans that can be launched (Megatron-LM, else FlagScale) are picked.
+}
+
+/// End-to-end runs: the best analytic plan per pipeline depth + the memory extremes. Only plans
+/// that can be launched (Megatron-LM, else FlagScale) are picked.
+void addEndToEndJobs(ProfilingPlan &plan, const SearchResult &result, const Cluster &cluster, const Model &model,
+                     const MinimalSetOptions &options)
+{
     std::unordered_map<uint32_t, int> ppOfBase;
     auto ppOf = [&](size_t i) {
         auto it = ppOfBase.find(result.baseOf[i]);
@@ -313,7 +302,11 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         plan.jobs.push_back(std::move(job));
     }
 
-    // ---- cost ----
+}
+
+/// GPU hours and wall time of the plan's jobs, and of profiling the whole space instead.
+void addCost(ProfilingPlan &plan, const MinimalSetOptions &options)
+{
     for (const ProfileJob &j : plan.jobs) {
         plan.profilingGpuHours += j.gpuSeconds() / 3600.0;
         plan.profilingWallHours += j.estimatedSeconds / 3600.0;
@@ -322,6 +315,40 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         * options.exhaustiveSecondsPerConfiguration / 3600.0;
     plan.exhaustiveWallDays
         = static_cast<double>(plan.configurations) * options.exhaustiveSecondsPerConfiguration / 86400.0;
+}
+
+} // namespace
+
+ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const MinimalSetOptions &options,
+                             const ProgressFn &progress)
+{
+    SearchRequest req;
+    req.cluster = cluster;
+    req.model = model;
+    req.globalBatch = options.globalBatch;
+    req.space = options.space;
+    req.cost = options.cost;
+    req.threads = options.threads;
+    const SearchResult result = runSearch(req, progress);
+    if (result.cancelled)
+        throw std::invalid_argument("cancelled");
+    if (result.size() == 0)
+        throw std::invalid_argument("the search space of " + model.id + " on " + cluster.name
+                                    + " has no valid configuration (everything is out of memory or indivisible)");
+
+    ProfilingPlan plan;
+    plan.clusterName = cluster.name;
+    plan.modelId = model.id;
+    plan.globalBatch = result.globalBatch;
+    plan.configurations = result.evaluated;
+    plan.clusterGpus = cluster.totalGpus();
+    const std::set<KernelPoint> needed = kernelsOfSpace(result);
+    plan.needed.assign(needed.begin(), needed.end());
+
+    chooseMeasuredPoints(plan, needed, cluster, options);
+    addPerLayerJobs(plan, cluster, model, options);
+    addEndToEndJobs(plan, result, cluster, model, options);
+    addCost(plan, options);
     return plan;
 }
 
