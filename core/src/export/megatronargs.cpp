@@ -111,10 +111,14 @@ std::vector<std::string> shellWords(const std::string &line)
 
 } // namespace
 
-MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics &diags)
+namespace {
+
+using FlagValues = std::map<std::string, std::string>;
+
+/// The value flags MemX reads (into the returned map) and the switches (into `a`).
+FlagValues collectFlags(const std::vector<std::string> &args, MegatronArgs &a, Diagnostics &diags)
 {
-    MegatronArgs a;
-    std::map<std::string, std::string> values;
+    FlagValues values;
     static const std::vector<std::string> valueFlags = {"--tensor-model-parallel-size",
                                                         "--pipeline-model-parallel-size",
                                                         "--micro-batch-size",
@@ -156,28 +160,28 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
             values["--recompute-granularity"] = "selective";
         }
     }
-    auto intOf = [&](const std::string &flag, int fallback) {
-        auto it = values.find(flag);
-        if (it == values.end())
-            return fallback;
-        const auto n = toInt(it->second);
-        if (!n || *n < 1) {
-            diags.error("argv", flag + " expects a positive integer, found \"" + it->second + "\"");
-            return fallback;
-        }
-        return *n;
-    };
-    a.tp = intOf("--tensor-model-parallel-size", 1);
-    a.pp = intOf("--pipeline-model-parallel-size", 1);
-    a.microBatch = intOf("--micro-batch-size", 0);
-    a.globalBatch = intOf("--global-batch-size", 0);
-    a.numLayers = intOf("--num-layers", 0);
-    if (a.microBatch == 0)
-        diags.error("argv", "--micro-batch-size is required");
-    if (a.numLayers == 0)
-        diags.error("argv", "--num-layers is required");
+    return values;
+}
 
-    // Layer split.
+/// A positive integer flag, `fallback` when absent (an error when not a positive integer).
+int intFlag(const FlagValues &values, const std::string &flag, int fallback, Diagnostics &diags)
+{
+    auto it = values.find(flag);
+    if (it == values.end())
+        return fallback;
+    const auto n = toInt(it->second);
+    if (!n || *n < 1) {
+        diags.error("argv", flag + " expects a positive integer, found \"" + it->second + "\"");
+        return fallback;
+    }
+    return *n;
+}
+
+/// Layers per stage: --pipeline-model-parallel-layout, --decoder-first/last-pipeline-num-layers,
+/// else an even split.
+void parseStageLayers(FlagValues &values, MegatronArgs &a, Diagnostics &diags)
+{
+    auto intOf = [&](const std::string &flag, int fallback) { return intFlag(values, flag, fallback, diags); };
     if (values.count("--pipeline-model-parallel-layout")) {
         const std::string text = values["--pipeline-model-parallel-layout"];
         std::string flat;
@@ -241,7 +245,12 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
             a.stageLayers.assign(static_cast<size_t>(a.pp), a.numLayers / a.pp);
     }
 
-    // Recompute per stage.
+}
+
+/// Recompute per stage (--recompute-granularity / --recompute-method / --recompute-num-layers).
+void parseStageRecompute(FlagValues &values, MegatronArgs &a, Diagnostics &diags)
+{
+    auto intOf = [&](const std::string &flag, int fallback) { return intFlag(values, flag, fallback, diags); };
     const std::string granularity = values.count("--recompute-granularity") ? values["--recompute-granularity"] : "";
     const std::string method = values.count("--recompute-method") ? values["--recompute-method"] : "";
     for (int layers : a.stageLayers) {
@@ -261,6 +270,26 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
         }
         a.stageRecompute.push_back(normalisedRecompute(r, layers));
     }
+}
+
+} // namespace
+
+MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics &diags)
+{
+    MegatronArgs a;
+    FlagValues values = collectFlags(args, a, diags);
+    auto intOf = [&](const std::string &flag, int fallback) { return intFlag(values, flag, fallback, diags); };
+    a.tp = intOf("--tensor-model-parallel-size", 1);
+    a.pp = intOf("--pipeline-model-parallel-size", 1);
+    a.microBatch = intOf("--micro-batch-size", 0);
+    a.globalBatch = intOf("--global-batch-size", 0);
+    a.numLayers = intOf("--num-layers", 0);
+    if (a.microBatch == 0)
+        diags.error("argv", "--micro-batch-size is required");
+    if (a.numLayers == 0)
+        diags.error("argv", "--num-layers is required");
+    parseStageLayers(values, a, diags);
+    parseStageRecompute(values, a, diags);
     return a;
 }
 
