@@ -6,24 +6,13 @@
 #include <QProcess>
 #include <QTest>
 
+#include "testutils.h"
+
+using Run = memxtest::CliRun;
+using memxtest::runMemx;
+
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
 static const QString kBroken = QStringLiteral(MEMX_SOURCE_DIR "/tests/data/broken");
-
-struct Run
-{
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-static Run memx(const QStringList &args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MEMX_CLI_PATH), args);
-    if (!p.waitForFinished(60000))
-        qFatal("memx %s did not finish", qPrintable(args.join(QLatin1Char(' '))));
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
 
 class TestCli : public QObject
 {
@@ -32,28 +21,28 @@ class TestCli : public QObject
 private slots:
     void versionAndHelp()
     {
-        Run r = memx({QStringLiteral("--version")});
-        QCOMPARE(r.exitCode, 0);
-        QVERIFY(r.out.startsWith(QStringLiteral("memx ")));
-        r = memx({QStringLiteral("--help")});
-        QCOMPARE(r.exitCode, 0);
+        Run r = runMemx({QStringLiteral("--version")});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.outText().startsWith(QStringLiteral("memx ")));
+        r = runMemx({QStringLiteral("--help")});
+        QCOMPARE(r.code, 0);
         for (const char *cmd : {"validate", "info", "catalogue"})
-            QVERIFY2(r.out.contains(QLatin1String(cmd)), cmd);
-        r = memx({QStringLiteral("validate"), QStringLiteral("--help")});
-        QCOMPARE(r.exitCode, 0);
-        QVERIFY(r.out.contains(QStringLiteral("Usage: memx validate")));
+            QVERIFY2(r.outText().contains(QLatin1String(cmd)), cmd);
+        r = runMemx({QStringLiteral("validate"), QStringLiteral("--help")});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.outText().contains(QStringLiteral("Usage: memx validate")));
     }
 
     void usageErrors()
     {
-        Run r = memx({QStringLiteral("frobnicate")});
-        QCOMPARE(r.exitCode, 2);
-        QVERIFY(r.err.contains(QStringLiteral("unknown command 'frobnicate'")));
-        r = memx({QStringLiteral("info"), QStringLiteral("--bogus")});
-        QCOMPARE(r.exitCode, 2);
-        QVERIFY(r.err.contains(QStringLiteral("unknown option --bogus")));
-        r = memx({QStringLiteral("validate")});
-        QCOMPARE(r.exitCode, 2);
+        Run r = runMemx({QStringLiteral("frobnicate")});
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.errText().contains(QStringLiteral("unknown command 'frobnicate'")));
+        r = runMemx({QStringLiteral("info"), QStringLiteral("--bogus")});
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.errText().contains(QStringLiteral("unknown option --bogus")));
+        r = runMemx({QStringLiteral("validate")});
+        QCOMPARE(r.code, 2);
     }
 
     void validateSamples()
@@ -62,9 +51,9 @@ private slots:
         for (const QString &f : QDir(kSamples).entryList({QStringLiteral("*.json")}))
             files << kSamples + QLatin1Char('/') + f;
         QVERIFY(files.size() >= 8);
-        const Run r = memx(QStringList{QStringLiteral("validate")} + files);
-        QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
-        QCOMPARE(r.out.count(QStringLiteral("ok: ")), files.size());
+        const Run r = runMemx(QStringList{QStringLiteral("validate")} + files);
+        QVERIFY2(r.code == 0, qPrintable(r.outText() + r.errText()));
+        QCOMPARE(r.outText().count(QStringLiteral("ok: ")), files.size());
     }
 
     void validateBrokenFiles()
@@ -72,9 +61,9 @@ private slots:
         QStringList files;
         for (const QString &f : QDir(kBroken).entryList({QStringLiteral("*.json")}))
             files << kBroken + QLatin1Char('/') + f;
-        const Run r = memx(QStringList{QStringLiteral("validate"), QStringLiteral("--json")} + files);
-        QCOMPARE(r.exitCode, 1);
-        const QJsonObject report = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        const Run r = runMemx(QStringList{QStringLiteral("validate"), QStringLiteral("--json")} + files);
+        QCOMPARE(r.code, 1);
+        const QJsonObject report = QJsonDocument::fromJson(r.out).object();
         const QJsonArray list = report.value(QStringLiteral("files")).toArray();
         QCOMPARE(list.size(), files.size());
         // Structurally valid plans pass without a cluster; everything else fails with problems.
@@ -92,20 +81,20 @@ private slots:
 
     void validatePlanAgainstCluster()
     {
-        const Run r = memx({QStringLiteral("validate"), kBroken + QStringLiteral("/plan-gap-and-reuse.json"),
+        const Run r = runMemx({QStringLiteral("validate"), kBroken + QStringLiteral("/plan-gap-and-reuse.json"),
                             QStringLiteral("--cluster"), kSamples + QStringLiteral("/h100-8x.json"),
                             QStringLiteral("--model"), QStringLiteral("gpt3-1.3b")});
-        QCOMPARE(r.exitCode, 1);
-        QVERIFY2(r.out.contains(QStringLiteral("/stages/1/firstLayer: expected 10")), qPrintable(r.out));
-        QVERIFY(r.out.contains(QStringLiteral("is already used by another replica")));
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.outText().contains(QStringLiteral("/stages/1/firstLayer: expected 10")), qPrintable(r.outText()));
+        QVERIFY(r.outText().contains(QStringLiteral("is already used by another replica")));
     }
 
     void infoJson()
     {
-        const Run r = memx({QStringLiteral("info"), kSamples + QStringLiteral("/paper-20gpu-mixed-consumer.json"),
+        const Run r = runMemx({QStringLiteral("info"), kSamples + QStringLiteral("/paper-20gpu-mixed-consumer.json"),
                             QStringLiteral("--json")});
-        QCOMPARE(r.exitCode, 0);
-        const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(r.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(o.value(QStringLiteral("gpus")).toInt(), 20);
         const QJsonObject vendors = o.value(QStringLiteral("vendors")).toObject();
         QCOMPARE(vendors.value(QStringLiteral("NVIDIA")).toInt(), 12);
@@ -120,25 +109,25 @@ private slots:
 
     void infoOnBrokenFileNamesTheField()
     {
-        const Run r = memx({QStringLiteral("info"), kBroken + QStringLiteral("/cluster-negative-gpus.json")});
-        QCOMPARE(r.exitCode, 1);
-        QVERIFY2(r.err.contains(QStringLiteral("cluster-negative-gpus.json: /nodes/0/gpus: expected an integer from 1 to 64, found -4")),
-                 qPrintable(r.err));
+        const Run r = runMemx({QStringLiteral("info"), kBroken + QStringLiteral("/cluster-negative-gpus.json")});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.errText().contains(QStringLiteral("cluster-negative-gpus.json: /nodes/0/gpus: expected an integer from 1 to 64, found -4")),
+                 qPrintable(r.errText()));
     }
 
     void catalogue()
     {
-        Run r = memx({QStringLiteral("catalogue"), QStringLiteral("--json")});
-        QCOMPARE(r.exitCode, 0);
-        const QJsonArray devices = QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("devices")).toArray();
+        Run r = runMemx({QStringLiteral("catalogue"), QStringLiteral("--json")});
+        QCOMPARE(r.code, 0);
+        const QJsonArray devices = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("devices")).toArray();
         QVERIFY(devices.size() >= 18);
-        r = memx({QStringLiteral("catalogue"), QStringLiteral("GH-96")});
-        QCOMPARE(r.exitCode, 0);
-        QVERIFY(r.out.contains(QStringLiteral("gh200-96gb")));
-        QVERIFY(r.out.contains(QStringLiteral("source ")));
-        r = memx({QStringLiteral("catalogue"), QStringLiteral("h100-sxn")});
-        QCOMPARE(r.exitCode, 1);
-        QVERIFY(r.err.contains(QStringLiteral("Did you mean")));
+        r = runMemx({QStringLiteral("catalogue"), QStringLiteral("GH-96")});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.outText().contains(QStringLiteral("gh200-96gb")));
+        QVERIFY(r.outText().contains(QStringLiteral("source ")));
+        r = runMemx({QStringLiteral("catalogue"), QStringLiteral("h100-sxn")});
+        QCOMPARE(r.code, 1);
+        QVERIFY(r.errText().contains(QStringLiteral("Did you mean")));
     }
 };
 

@@ -11,22 +11,12 @@
 #include <QTest>
 #include <QXmlStreamReader>
 
+#include "testutils.h"
+
+using Run = memxtest::CliRun;
+using memxtest::runMemx;
+
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
-
-struct Run {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-static Run memx(const QStringList &args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MEMX_CLI_PATH), args);
-    if (!p.waitForFinished(120000))
-        qFatal("memx %s did not finish", qPrintable(args.join(QLatin1Char(' '))));
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
 
 static const QStringList kNarrow {"--threads", "1", "--tp", "1,2,4", "--mbs", "1,2", "--stages", "1,2"};
 
@@ -38,11 +28,11 @@ private slots:
     {
         QTemporaryDir dir;
         const QString out = dir.filePath("compare.json");
-        Run r = memx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+        Run r = runMemx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
                                   "llama2-7b", "--candidates", "5", "--json", "--out", out}
                      + kNarrow);
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(j.value("format").toString(), QStringLiteral("memx.compare/1"));
         const QJsonArray methods = j.value("methods").toArray();
         QCOMPARE(methods.size(), 5);
@@ -68,18 +58,18 @@ private slots:
         QTemporaryDir dir;
         const QString project = dir.filePath("testbed.memx");
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
-        Run r = memx(QStringList {"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
+        Run r = runMemx(QStringList {"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
                                   "llama2-7b", "--stages", "1,2", "--tp", "1,2,4", "--mbs", "1,2", "--top", "8",
                                   "--spread", "24", "--seed", "1"});
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        r = memx({"train", "--project", project, "--folds", "0", "--ensemble", "2", "--rounds", "40"});
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        r = runMemx({"train", "--project", project, "--folds", "0", "--ensemble", "2", "--rounds", "40"});
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
         const QString out = dir.filePath("compare.json");
-        r = memx(QStringList {"compare", "--project", project, "--cluster", cluster, "--model", "llama2-7b",
+        r = runMemx(QStringList {"compare", "--project", project, "--cluster", cluster, "--model", "llama2-7b",
                               "--candidates", "5", "--json", "--out", out}
                  + kNarrow);
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         const QJsonArray methods = j.value("methods").toArray();
         QCOMPARE(methods.size(), 5);
         const QJsonObject memxM = methods[0].toObject(), analytic = methods[3].toObject();
@@ -99,10 +89,10 @@ private slots:
             QVERIFY(f.open(QIODevice::WriteOnly));
             f.write(QJsonDocument(memxM.value("plan").toObject()).toJson());
         }
-        r = memx({"predict", "--project", project, "--cluster", cluster, "--model", "llama2-7b", "--plan", pick,
+        r = runMemx({"predict", "--project", project, "--cluster", cluster, "--model", "llama2-7b", "--plan", pick,
                   "--json"});
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        const QJsonObject p = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        const QJsonObject p = QJsonDocument::fromJson(r.out).object();
         QVERIFY(p.value("predictor").toString().startsWith(QLatin1String("learned")));
         const QJsonObject learned = p.value("learned").toObject();
         const QJsonObject predicted = memxM.value("predicted").toObject();
@@ -124,26 +114,26 @@ private slots:
 
     void compareTable()
     {
-        Run r = memx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+        Run r = runMemx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
                                   "llama2-7b", "--candidates", "3"}
                      + kNarrow);
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
         for (const char *s : {"method", "time-only", "uniform-split", "exhaustive-profiling", "true best by time"})
-            QVERIFY2(r.out.contains(QLatin1String(s)), s);
-        r = memx({"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b",
+            QVERIFY2(r.outText().contains(QLatin1String(s)), s);
+        r = runMemx({"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b",
                   "--weights", "1,x,0"});
-        QCOMPARE(r.exitCode, 2);
-        QVERIFY(r.err.contains(QStringLiteral("--weights")));
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.errText().contains(QStringLiteral("--weights")));
     }
 
     void scaleWritesChartsAndTable()
     {
         QTemporaryDir dir;
-        Run r = memx(QStringList {"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b", "--to",
+        Run r = runMemx(QStringList {"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b", "--to",
                                   "16,32", "--out", dir.path()}
                      + kNarrow);
-        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        QVERIFY(r.out.contains(QStringLiteral("GPUs")));
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        QVERIFY(r.outText().contains(QStringLiteral("GPUs")));
         QFile js(dir.filePath("scale.json"));
         QVERIFY(js.open(QIODevice::ReadOnly));
         const QJsonArray pts = QJsonDocument::fromJson(js.readAll()).object().value("points").toArray();
@@ -168,14 +158,14 @@ private slots:
 
     void scaleRejectsUnreachableSize()
     {
-        Run r = memx(
+        Run r = runMemx(
             {"scale", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b", "--to", "40,50"});
-        QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains(QStringLiteral("50 GPUs cannot be reached"))
-                     && r.err.contains(QStringLiteral("20, 40, 60")),
-                 qPrintable(r.err));
-        r = memx({"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b"});
-        QCOMPARE(r.exitCode, 2);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.errText().contains(QStringLiteral("50 GPUs cannot be reached"))
+                     && r.errText().contains(QStringLiteral("20, 40, 60")),
+                 qPrintable(r.errText()));
+        r = runMemx({"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b"});
+        QCOMPARE(r.code, 2);
     }
 };
 

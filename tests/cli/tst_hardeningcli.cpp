@@ -11,21 +11,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "testutils.h"
+
+using Run = memxtest::CliRun;
+using memxtest::runMemx;
+
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
-
-struct Run {
-    int code = -1;
-    QByteArray out, err;
-    QJsonObject json() const { return QJsonDocument::fromJson(out).object(); }
-};
-
-static Run runMemx(const QStringList &args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MEMX_CLI_PATH), args);
-    p.waitForFinished(300000);
-    return Run {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
 
 class TestHardeningCli : public QObject {
     Q_OBJECT

@@ -10,21 +10,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "testutils.h"
+
+using Run = memxtest::CliRun;
+using memxtest::runMemx;
+
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
-
-struct Run {
-    int code = -1;
-    QByteArray out, err;
-    QJsonObject json() const { return QJsonDocument::fromJson(out).object(); }
-};
-
-static Run memx(const QStringList &args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MEMX_CLI_PATH), args);
-    p.waitForFinished(300000);
-    return Run {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
 
 class TestProfileCli : public QObject {
     Q_OBJECT
@@ -38,7 +29,7 @@ private slots:
         const QString project = tmp.filePath("p.memx"), project2 = tmp.filePath("p2.memx");
 
         // 1. Plan the minimal set and write the jobs.
-        const Run plan = memx({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--mbs", "1,2,4,8",
+        const Run plan = runMemx({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--mbs", "1,2,4,8",
                                "--out", jobs, "--date", "2025-01-01T00:00:00Z", "--json"});
         QVERIFY2(plan.code == 0, plan.err.constData());
         const QJsonObject pj = plan.json();
@@ -56,7 +47,7 @@ private slots:
         QVERIFY(e2e >= 1);
 
         // 2. Run the jobs on the virtual testbed: profiles + runs into the project, logs to disk.
-        const Run sim = memx({"profile", "run-simulated", "--project", project, "--jobs", jobs + "/manifest.json",
+        const Run sim = runMemx({"profile", "run-simulated", "--project", project, "--jobs", jobs + "/manifest.json",
                               "--seed", "5", "--write-logs", logs, "--json"});
         QVERIFY2(sim.code == 0, sim.err.constData());
         const QJsonObject sj = sim.json();
@@ -66,22 +57,22 @@ private slots:
         QCOMPARE(sj["runs"].toInt() + sj["failed"].toInt(), e2e);
 
         // 3. Import the simulated logs through the manifest, as real logs would be.
-        const Run imp = memx({"profile", "import", "--format", "megatron", "--manifest", jobs + "/manifest.json",
+        const Run imp = runMemx({"profile", "import", "--format", "megatron", "--manifest", jobs + "/manifest.json",
                               "--project", project2, "--json", logs});
         QVERIFY2(imp.code == 0, imp.err.constData());
         QCOMPARE(imp.json()["profiles"].toInt(), perLayer);
         QCOMPARE(imp.json()["runs"].toInt(), sj["runs"].toInt());
         // Profiles recovered from the simulated timer logs keep the simulated label (the arithmetic
         // of the recovery is checked in tst_minimalset perLayerImportFromTimerLogs).
-        const Run l1 = memx({"profile", "list", "--project", project, "--json"});
-        const Run l2 = memx({"profile", "list", "--project", project2, "--json"});
+        const Run l1 = runMemx({"profile", "list", "--project", project, "--json"});
+        const Run l2 = runMemx({"profile", "list", "--project", project2, "--json"});
         QCOMPARE(l1.code, 0);
         QCOMPARE(l2.code, 0);
         for (const auto &p : l2.json()["profiles"].toArray())
             QCOMPARE(p.toObject()["origin"].toString(), QString("simulated")); // still labelled simulated
 
         // 4. Coverage shows measured points on the cluster's GPU type.
-        const Run cov = memx({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
+        const Run cov = runMemx({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
         QVERIFY2(cov.code == 0, cov.err.constData());
         const QJsonObject h100
             = QJsonDocument::fromJson(cov.out).array()[0].toObject()["gpus"].toObject()["h100-sxm"].toObject();
@@ -89,23 +80,23 @@ private slots:
         QCOMPARE(h100["measured"].toInt(), 0);
 
         // 5. Augment adds the interpolated profiles.
-        const Run aug = memx({"profile", "augment", "--project", project, "--json"});
+        const Run aug = runMemx({"profile", "augment", "--project", project, "--json"});
         QVERIFY2(aug.code == 0, aug.err.constData());
         QVERIFY(aug.json()["added"].toArray().size() > 0);
-        const Run again = memx({"profile", "augment", "--project", project, "--json"});
+        const Run again = runMemx({"profile", "augment", "--project", project, "--json"});
         QCOMPARE(again.json()["removedPreviousInterpolated"].toInt(), aug.json()["added"].toArray().size());
-        const Run cov2 = memx({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
+        const Run cov2 = runMemx({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
         const QJsonObject h2
             = QJsonDocument::fromJson(cov2.out).array()[0].toObject()["gpus"].toObject()["h100-sxm"].toObject();
         QVERIFY(h2["interpolated"].toInt() > 0);
         QCOMPARE(h2["simulated"].toInt(), perLayer);
 
         // 6. Search with the project's profiles, run the top 3 on the testbed.
-        const Run top = memx({"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
+        const Run top = runMemx({"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
                               "gpt3-1.3b", "--top", "3", "--seed", "5", "--json"});
         QVERIFY2(top.code == 0, top.err.constData());
         QCOMPARE(top.json()["runs"].toInt() + top.json()["failed"].toInt(), 3);
-        const Run list = memx({"profile", "list", "--project", project, "--json"});
+        const Run list = runMemx({"profile", "list", "--project", project, "--json"});
         int testbedRuns = 0;
         for (const auto &r : list.json()["runs"].toArray()) {
             const QJsonObject o = r.toObject();
@@ -118,7 +109,7 @@ private slots:
         QCOMPARE(testbedRuns, sj["runs"].toInt() + top.json()["runs"].toInt());
 
         // Text output says SIMULATED.
-        const Run text = memx(
+        const Run text = runMemx(
             {"profile", "run-simulated", "--project", project, "--jobs", jobs + "/manifest.json", "--no-import"});
         QCOMPARE(text.code, 0);
         QVERIFY(text.out.contains("SIMULATED"));
@@ -126,7 +117,7 @@ private slots:
 
     void planFor20GpuSample()
     {
-        const Run r = memx({"profile", "plan", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+        const Run r = runMemx({"profile", "plan", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
                             "llama2-7b", "--threads", "2"});
         QVERIFY2(r.code == 0, r.err.constData());
         QVERIFY(r.out.contains("Exhaustive:"));
@@ -139,19 +130,19 @@ private slots:
     {
         QTemporaryDir tmp;
         const QString cluster = kSamples + "/h100-8x.json";
-        QCOMPARE(memx({"profile", "run-simulated", "--project", tmp.filePath("x.memx")}).code, 2); // no mode
-        QCOMPARE(memx({"profile", "run-simulated", "--top", "2"}).code, 2); // needs cluster/model
-        QCOMPARE(memx({"profile", "plan", "--cluster", cluster}).code, 2);
-        QCOMPARE(memx({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--tp", "1,x"}).code, 2);
+        QCOMPARE(runMemx({"profile", "run-simulated", "--project", tmp.filePath("x.memx")}).code, 2); // no mode
+        QCOMPARE(runMemx({"profile", "run-simulated", "--top", "2"}).code, 2); // needs cluster/model
+        QCOMPARE(runMemx({"profile", "plan", "--cluster", cluster}).code, 2);
+        QCOMPARE(runMemx({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--tp", "1,x"}).code, 2);
         QFile bad(tmp.filePath("bad.json"));
         QVERIFY(bad.open(QIODevice::WriteOnly));
         bad.write(R"({"format": "memx.profilejobs/1", "jobs": [{"id": "a", "kind": "sideways"}]})");
         bad.close();
-        const Run r = memx({"profile", "run-simulated", "--project", tmp.filePath("x.memx"), "--jobs", bad.fileName()});
+        const Run r = runMemx({"profile", "run-simulated", "--project", tmp.filePath("x.memx"), "--jobs", bad.fileName()});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("/jobs/0/kind"), r.err.constData());
         QVERIFY(!QFile::exists(tmp.filePath("x.memx")));
-        QCOMPARE(memx({"profile", "augment", "--project", tmp.filePath("none.memx")}).code, 1);
+        QCOMPARE(runMemx({"profile", "augment", "--project", tmp.filePath("none.memx")}).code, 1);
     }
 };
 

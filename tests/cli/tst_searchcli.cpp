@@ -7,20 +7,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "testutils.h"
+
+using Run = memxtest::CliRun;
+using memxtest::runMemx;
+
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
-
-struct Run {
-    int code = -1;
-    QByteArray out, err;
-};
-
-static Run memx(const QStringList &args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MEMX_CLI_PATH), args);
-    p.waitForFinished(120000);
-    return Run {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
 
 class TestSearchCli : public QObject {
     Q_OBJECT
@@ -29,7 +21,7 @@ private slots:
     void searchJsonAndPredictAgree()
     {
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
-        const Run r = memx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "3", "--weights",
+        const Run r = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "3", "--weights",
                             "1,0.5,0.2", "--threads", "2"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
@@ -54,13 +46,13 @@ private slots:
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write(QJsonDocument(top["plan"].toObject()).toJson());
         f.close();
-        const Run p = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
+        const Run p = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
         QVERIFY2(p.code == 0, p.err.constData());
         const QJsonObject pj = QJsonDocument::fromJson(p.out).object();
         QVERIFY(qAbs(pj["iterationTimeMs"].toDouble() - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
         QCOMPARE(pj["stages"].toArray().size(), top["plan"].toObject()["stages"].toArray().size());
 
-        const Run table = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath});
+        const Run table = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath});
         QCOMPARE(table.code, 0);
         QVERIFY(table.out.contains("headroom"));
     }
@@ -68,20 +60,20 @@ private slots:
     void usageErrors()
     {
         const QString cluster = kSamples + "/h100-8x.json";
-        QCOMPARE(memx({"search", "--cluster", cluster}).code, 2); // --model missing
-        const Run w = memx({"search", "--cluster", cluster, "--model", "gpt3-1.3b", "--weights", "1,x,0"});
+        QCOMPARE(runMemx({"search", "--cluster", cluster}).code, 2); // --model missing
+        const Run w = runMemx({"search", "--cluster", cluster, "--model", "gpt3-1.3b", "--weights", "1,x,0"});
         QCOMPARE(w.code, 2);
         QVERIFY(w.err.contains("--weights"));
-        const Run rc = memx({"search", "--cluster", cluster, "--model", "gpt3-1.3b", "--recompute", "half"});
+        const Run rc = runMemx({"search", "--cluster", cluster, "--model", "gpt3-1.3b", "--recompute", "half"});
         QCOMPARE(rc.code, 2);
         QVERIFY(rc.err.contains("--recompute"));
-        const Run missing = memx({"search", "--cluster", kSamples + "/nope.json", "--model", "gpt3-1.3b"});
+        const Run missing = runMemx({"search", "--cluster", kSamples + "/nope.json", "--model", "gpt3-1.3b"});
         QCOMPARE(missing.code, 1);
     }
 
     void tableOutput()
     {
-        const Run r = memx({"search", "--cluster", kSamples + "/h100-8x.json", "--model", "gpt3-1.3b", "--top", "2"});
+        const Run r = runMemx({"search", "--cluster", kSamples + "/h100-8x.json", "--model", "gpt3-1.3b", "--top", "2"});
         QVERIFY2(r.code == 0, r.err.constData());
         QVERIFY(r.out.contains("evaluated"));
         QVERIFY(r.out.contains("PP"));

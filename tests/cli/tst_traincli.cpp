@@ -7,21 +7,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "testutils.h"
+
+using Run = memxtest::CliRun;
+using memxtest::runMemx;
+
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
 static const QString kSailor = QStringLiteral(MEMX_SHARED_DIR "/data/public/sailor");
-
-struct Run {
-    int code = -1;
-    QByteArray out, err;
-};
-
-static Run memx(const QStringList &args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MEMX_CLI_PATH), args);
-    p.waitForFinished(300000);
-    return Run {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
 
 class TestTrainCli : public QObject {
     Q_OBJECT
@@ -33,7 +25,7 @@ private slots:
     void initTestCase()
     {
         mProject = mDir.filePath("p.memx");
-        const Run r = memx({"profile", "import", "--format", "sailor", kSailor, "--project", mProject});
+        const Run r = runMemx({"profile", "import", "--format", "sailor", kSailor, "--project", mProject});
         QVERIFY2(r.code == 0, r.err.constData());
     }
 
@@ -41,17 +33,17 @@ private slots:
     {
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
         const QStringList space = {"--stages", "1", "--mbs", "1,2", "--threads", "2", "--top", "3"};
-        const Run plain = memx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b", "--json"} + space);
+        const Run plain = runMemx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b", "--json"} + space);
         QVERIFY2(plain.code == 0, plain.err.constData());
         const QJsonObject j = QJsonDocument::fromJson(plain.out).object();
         QCOMPARE(j["predictor"].toString(), QString("analytic"));
-        const Run text = memx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b"} + space);
+        const Run text = runMemx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b"} + space);
         QVERIFY(text.out.contains("predictor: analytic"));
     }
 
     void trainThenUse()
     {
-        const Run t = memx({"train", "--project", mProject, "--json", "--folds", "3"});
+        const Run t = runMemx({"train", "--project", mProject, "--json", "--folds", "3"});
         QVERIFY2(t.code == 0, t.err.constData());
         const QJsonObject tj = QJsonDocument::fromJson(t.out).object();
         QCOMPARE(tj["trainedOn"].toInt(), 41);
@@ -64,7 +56,7 @@ private slots:
         const QStringList args
             = {"search", "--cluster", cluster, "--model",   "llama2-7b", "--project", mProject, "--stages",
                "1",      "--mbs",     "1,2",   "--threads", "2",         "--top",     "3",      "--json"};
-        const Run s1 = memx(args);
+        const Run s1 = runMemx(args);
         QVERIFY2(s1.code == 0, s1.err.constData());
         const QJsonObject j1 = QJsonDocument::fromJson(s1.out).object();
         QCOMPARE(j1["predictor"].toString(), QString("learned (xgboost, 41 runs, schema v2)"));
@@ -72,7 +64,7 @@ private slots:
         const double n = j1["counts"].toObject()["evaluated"].toDouble();
         QCOMPARE(j1["learned"].toObject()["predicted"].toDouble(), n);
         QVERIFY(j1["top"].toArray()[0].toObject().contains("oomRisk"));
-        const Run s2 = memx(args);
+        const Run s2 = runMemx(args);
         QVERIFY2(s2.code == 0, s2.err.constData());
         const QJsonObject j2 = QJsonDocument::fromJson(s2.out).object();
         QCOMPARE(j2["learned"].toObject()["cacheHits"].toDouble(), n);
@@ -86,13 +78,13 @@ private slots:
         QStringList weighted = args;
         weighted << "--weights"
                  << "1,1,0";
-        const Run s3 = memx(weighted);
+        const Run s3 = runMemx(weighted);
         QVERIFY2(s3.code == 0, s3.err.constData());
         QVERIFY(QJsonDocument::fromJson(s3.out).object()["learned"].toObject()["resultFromCache"].toBool());
         // --no-cache: searched and predicted again, same figures.
         QStringList fresh = args;
         fresh << "--no-cache";
-        const Run s4 = memx(fresh);
+        const Run s4 = runMemx(fresh);
         QVERIFY2(s4.code == 0, s4.err.constData());
         const QJsonObject j4 = QJsonDocument::fromJson(s4.out).object();
         QVERIFY(!j4["learned"].toObject()["resultFromCache"].toBool());
@@ -107,18 +99,18 @@ private slots:
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write(QJsonDocument(j1["top"].toArray()[0].toObject()["plan"].toObject()).toJson());
         f.close();
-        const Run p = memx(
+        const Run p = runMemx(
             {"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--project", mProject});
         QVERIFY2(p.code == 0 || p.code == 1, p.err.constData());
         QVERIFY2(p.out.startsWith("predictor: learned (xgboost, 41 runs, schema v2)"), p.out.constData());
         QVERIFY(p.out.contains("Learned: iteration time"));
-        const Run pj = memx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
+        const Run pj = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
         QCOMPARE(QJsonDocument::fromJson(pj.out).object()["predictor"].toString(), QString("analytic"));
     }
 
     void evaluateLooJson()
     {
-        const Run r = memx({"evaluate", "--project", mProject, "--loo", "--json"});
+        const Run r = runMemx({"evaluate", "--project", mProject, "--loo", "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         const QJsonArray reports = j["reports"].toArray();
@@ -130,7 +122,7 @@ private slots:
         const double learned = rep["learned"].toObject()["all"].toObject()["timeMapePct"].toDouble();
         const double analytic = rep["analytic"].toObject()["all"].toObject()["timeMapePct"].toDouble();
         QVERIFY2(learned < analytic, qPrintable(QString("%1 vs %2").arg(learned).arg(analytic)));
-        const Run text = memx({"evaluate", "--project", mProject, "--k", "4"});
+        const Run text = runMemx({"evaluate", "--project", mProject, "--k", "4"});
         QVERIFY2(text.code == 0, text.err.constData());
         QVERIFY(text.out.contains("k-fold cross-validation, 4 folds"));
         QVERIFY(text.out.contains("Noise floor"));
@@ -138,10 +130,10 @@ private slots:
 
     void errors()
     {
-        const Run missing = memx({"train", "--project", mDir.filePath("nope.memx")});
+        const Run missing = runMemx({"train", "--project", mDir.filePath("nope.memx")});
         QCOMPARE(missing.code, 1);
         QVERIFY(missing.err.contains("no such project file"));
-        const Run usage = memx({"evaluate", "--project", mProject, "--k", "1"});
+        const Run usage = runMemx({"evaluate", "--project", mProject, "--k", "1"});
         QCOMPARE(usage.code, 2);
     }
 };
