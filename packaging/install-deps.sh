@@ -10,7 +10,7 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libbenchmark-dev
   xvfb xauth
-  clang libclang-rt-14-dev desktop-file-utils appstream
+  clang clang-format libclang-rt-14-dev desktop-file-utils appstream
   shellcheck python3-yaml
 )
 

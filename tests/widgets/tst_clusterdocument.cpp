@@ -10,6 +10,8 @@
 #include <QTest>
 #include <QUndoStack>
 
+#include <functional>
+
 using namespace memx::ui;
 
 class TestClusterDocument : public QObject {
@@ -150,19 +152,16 @@ private slots:
                                  << "node count";
         QTest::newRow("empty name") << "name"
                                     << ""
-                                    << "needs a name";
+                                    << "non-empty";
         QTest::newRow("duplicate name") << "name"
                                         << "mi250x"
-                                        << "already used";
+                                        << "duplicate node name";
         QTest::newRow("clashes with expanded node") << "name"
                                                     << "a100-1"
-                                                    << "already used";
-        QTest::newRow("space in name") << "name"
-                                       << "my node"
-                                       << "no spaces";
+                                                    << "used twice";
         QTest::newRow("unknown gpu") << "gpu"
                                      << "xyz-9000"
-                                     << "unknown device";
+                                     << "expected a device id from the catalogue";
         QTest::newRow("zero link bandwidth") << "intra"
                                              << "0"
                                              << "bandwidth";
@@ -192,6 +191,48 @@ private slots:
         QVERIFY2(error.contains(expectedError), qPrintable(error));
         QCOMPARE(doc.cluster(), before);
         QCOMPARE(doc.undoStack()->count(), 0);
+    }
+
+    void editorsRefuseExactlyWhatTheReaderRefuses()
+    {
+        // One validation: the editor's verdict on an edit equals the cluster reader's verdict on a
+        // file holding the edited cluster (memx::validateCluster), for accepted and refused edits.
+        ClusterDocument doc;
+        openSample(doc);
+        const memx::Cluster before = doc.cluster();
+        struct Edit {
+            const char *what;
+            std::function<void(memx::NodeGroup &)> apply;
+        };
+        const std::vector<Edit> edits = {
+            {"space in name (quoted by every export)", [](memx::NodeGroup &g) { g.name = "my node"; }},
+            {"64 GPUs per node", [](memx::NodeGroup &g) { g.gpusPerNode = 64; }},
+            {"100000 nodes (over the 8192-node cluster limit)", [](memx::NodeGroup &g) { g.count = 100000; }},
+            {"zero intra-node latency", [](memx::NodeGroup &g) { g.intraLink = memx::Link {100.0, 0.0, {}}; }},
+            {"negative intra-node latency", [](memx::NodeGroup &g) { g.intraLink = memx::Link {100.0, -1.0, {}}; }},
+        };
+        for (const Edit &e : edits) {
+            memx::NodeGroup g = before.groups[2];
+            e.apply(g);
+            memx::Cluster file = before;
+            file.groups[2] = g;
+            memx::Diagnostics reader;
+            memx::validateCluster(file, reader);
+            QString error;
+            const bool accepted = doc.changeNodeGroup(2, g, ClusterDocument::GroupField::All, &error);
+            QVERIFY2(accepted == reader.empty(), e.what);
+            if (accepted)
+                doc.undoStack()->undo();
+            else
+                QVERIFY2(error.contains(QString::fromStdString(reader.items().front().message)), qPrintable(error));
+            QCOMPARE(doc.cluster(), before);
+        }
+        // The cluster-size limit is the reader's too (its message names the limit).
+        memx::NodeGroup huge = before.groups[2];
+        huge.count = 100000;
+        QString error;
+        QVERIFY(!doc.changeNodeGroup(2, huge, ClusterDocument::GroupField::All, &error));
+        QVERIFY2(error.contains(QStringLiteral("8192 nodes")), qPrintable(error));
     }
 
     void changeGroupAndRenameFollowsLinks()
@@ -249,7 +290,10 @@ private slots:
         QCOMPARE(doc.addLinkOverride("a100-1", "mi250x", {12.5, 3, {}}, &error), 1);
         QCOMPARE(doc.addLinkOverride("h100", "a100", {50, 2, {}}, &error), -1); // already connected
         QVERIFY(error.contains(QLatin1String("already")));
-        QCOMPARE(doc.addLinkOverride("a100", "a100", {50, 2, {}}, &error), -1);
+        // A group linked to itself sets the links among its own nodes: the reader accepts it, so does the editor.
+        QCOMPARE(doc.addLinkOverride("a100", "a100", {50, 2, {}}, &error), 2);
+        doc.undoStack()->undo();
+        QCOMPARE(doc.cluster().network.overrides.size(), size_t(2));
         QCOMPARE(doc.addLinkOverride("a100", "nope", {50, 2, {}}, &error), -1);
         QCOMPARE(doc.addLinkOverride("a100", "mi250x", {0, 2, {}}, &error), -1);
 

@@ -75,7 +75,7 @@ private slots:
         panel.setSelection({2}, {});
         panel.nameEdit()->setText(QStringLiteral("a100-0")); // a node of group a100
         emit panel.nameEdit()->editingFinished();
-        QVERIFY2(panel.errorText().contains(QLatin1String("already used")), qPrintable(panel.errorText()));
+        QVERIFY2(panel.errorText().contains(QLatin1String("used twice")), qPrintable(panel.errorText()));
         QCOMPARE(doc.cluster(), before);
         QCOMPARE(panel.nameEdit()->text(), QStringLiteral("h100")); // reverted
         panel.nameEdit()->setText(QStringLiteral("hopper"));

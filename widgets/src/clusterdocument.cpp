@@ -9,6 +9,7 @@
 #include <QUndoStack>
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 namespace memx::ui {
@@ -125,54 +126,63 @@ int ClusterDocument::groupIndexOf(const std::string &name) const
     return -1;
 }
 
-QString ClusterDocument::validateLink(const memx::Link &link)
+QString ClusterDocument::validateCluster(const memx::Cluster &candidate)
 {
-    if (!(link.bandwidthGBps > 0))
-        return tr("bandwidth must be greater than 0 GB/s");
-    if (!(link.latencyUs >= 0))
-        return tr("latency must be 0 µs or more");
-    return {};
+    memx::Diagnostics diags;
+    memx::validateCluster(candidate, diags);
+    // The reader's messages, with the editor's field names in front of each pointer.
+    static const std::vector<std::pair<std::regex, QString>> labels = {
+        {std::regex("^/nodes/[0-9]+/name$"), tr("name")},
+        {std::regex("^/nodes/[0-9]+/gpus$"), tr("GPUs per node")},
+        {std::regex("^/nodes/[0-9]+/count$"), tr("node count")},
+        {std::regex("^/nodes/[0-9]+/gpu$"), tr("GPU")},
+        {std::regex("^/nodes/[0-9]+/intraLink/bandwidthGBps$"), tr("intra-node link bandwidth")},
+        {std::regex("^/nodes/[0-9]+/intraLink/latencyUs$"), tr("intra-node link latency")},
+        {std::regex("^/network/interNode/bandwidthGBps$"), tr("default link bandwidth")},
+        {std::regex("^/network/interNode/latencyUs$"), tr("default link latency")},
+        {std::regex("^/network/overrides/[0-9]+/link/bandwidthGBps$"), tr("link bandwidth")},
+        {std::regex("^/network/overrides/[0-9]+/link/latencyUs$"), tr("link latency")},
+        {std::regex("^/network/overrides/[0-9]+/[ab]$"), tr("link end")},
+        {std::regex("^/nodes$"), tr("cluster")},
+    };
+    QStringList lines;
+    for (const memx::Diagnostic &d : diags.items()) {
+        QString label = QString::fromStdString(d.pointer);
+        for (const auto &[re, text] : labels)
+            if (std::regex_match(d.pointer, re))
+                label = text;
+        lines << (label.isEmpty() ? QString::fromStdString(d.message)
+                                  : label + QStringLiteral(": ") + QString::fromStdString(d.message));
+    }
+    return lines.join(QLatin1Char('\n'));
 }
 
 QString ClusterDocument::validateGroup(const memx::NodeGroup &group, int index) const
 {
-    if (group.name.empty())
-        return tr("name: a node group needs a name");
-    if (group.name.find_first_of(" \t\n/\"") != std::string::npos)
-        return tr("name: use letters, digits, '-', '_' or '.' (no spaces, '/' or quotes)");
-    if (group.gpusPerNode < 1 || group.gpusPerNode > 64)
-        return tr("GPUs per node: expected 1 to 64, found %1").arg(group.gpusPerNode);
-    if (group.count < 1 || group.count > 100000)
-        return tr("node count: expected 1 to 100000, found %1").arg(group.count);
-    if (mCluster.deviceIndex(group.gpu) < 0 && !memx::builtinCatalogue().find(group.gpu))
-        return tr("GPU: unknown device \"%1\"").arg(QString::fromStdString(group.gpu));
-    if (group.intraLink) {
-        const QString e = validateLink(*group.intraLink);
-        if (!e.isEmpty())
-            return tr("intra-node link: %1").arg(e);
-    }
-    // Group names and expanded node names must all be distinct.
-    std::set<std::string> taken;
-    for (size_t g = 0; g < mCluster.groups.size(); ++g) {
-        if (int(g) == index)
-            continue;
-        taken.insert(mCluster.groups[g].name);
-        for (int k = 0; k < mCluster.groups[g].count; ++k)
-            taken.insert(memx::nodeName(mCluster.groups[g], k));
-    }
-    std::set<std::string> mine {group.name};
-    for (int k = 0; k < group.count; ++k)
-        mine.insert(memx::nodeName(group, k));
-    for (const std::string &n : mine)
-        if (taken.count(n))
-            return tr("name: \"%1\" is already used by another node group").arg(QString::fromStdString(n));
-    return {};
+    memx::Cluster candidate = mCluster;
+    if (index < 0 || index >= int(candidate.groups.size()))
+        candidate.groups.push_back(group);
+    else
+        candidate.groups[size_t(index)] = group;
+    // The network as the edit leaves it: link ends follow a rename, links to dropped nodes go.
+    std::vector<int> oldIndexOfNew(candidate.groups.size());
+    for (size_t i = 0; i < oldIndexOfNew.size(); ++i)
+        oldIndexOfNew[i] = i < mCluster.groups.size() ? int(i) : -1;
+    candidate.network = networkAfter(candidate.groups, oldIndexOfNew);
+    return validateCluster(candidate);
+}
+
+QString ClusterDocument::validateNetwork(const memx::Network &network) const
+{
+    memx::Cluster candidate = mCluster;
+    candidate.network = network;
+    return validateCluster(candidate);
 }
 
 QString ClusterDocument::validateModel(const memx::Model &model)
 {
     memx::Diagnostics diags;
-    memx::parseModel(memx::toJson(model), diags);
+    memx::validateModel(model, diags);
     return diagnosticsText(diags);
 }
 
@@ -287,28 +297,12 @@ void ClusterDocument::moveNodeGroups(const QVector<int> &indices, const QVector<
 
 int ClusterDocument::addLinkOverride(const std::string &a, const std::string &b, const memx::Link &link, QString *error)
 {
-    if (groupIndexOf(a) < 0 || groupIndexOf(b) < 0) {
-        fail(error, tr("a link connects two existing nodes or node groups"));
-        return -1;
-    }
-    if (a == b) {
-        fail(error, tr("a link needs two different ends"));
-        return -1;
-    }
-    for (const auto &o : mCluster.network.overrides) {
-        if ((o.a == a && o.b == b) || (o.a == b && o.b == a)) {
-            fail(error,
-                 tr("%1 and %2 are already connected").arg(QString::fromStdString(a), QString::fromStdString(b)));
-            return -1;
-        }
-    }
-    const QString problem = validateLink(link);
-    if (!problem.isEmpty()) {
+    memx::Network net = mCluster.network;
+    net.overrides.push_back({a, b, link});
+    if (const QString problem = validateNetwork(net); !problem.isEmpty()) {
         fail(error, problem);
         return -1;
     }
-    memx::Network net = mCluster.network;
-    net.overrides.push_back({a, b, link});
     mUndoStack->push(
         new SetNetworkCommand(this, tr("Connect %1 to %2").arg(QString::fromStdString(a), QString::fromStdString(b)),
                               mCluster.network, net, 0));
@@ -319,13 +313,12 @@ bool ClusterDocument::changeLinkOverride(int index, const memx::Link &link, int 
 {
     if (index < 0 || index >= int(mCluster.network.overrides.size()))
         return fail(error, tr("no link %1").arg(index));
-    const QString problem = validateLink(link);
-    if (!problem.isEmpty())
-        return fail(error, problem);
     memx::Network net = mCluster.network;
     if (net.overrides[size_t(index)].link == link)
         return true;
     net.overrides[size_t(index)].link = link;
+    if (const QString problem = validateNetwork(net); !problem.isEmpty())
+        return fail(error, problem);
     mUndoStack->push(
         new SetNetworkCommand(this, tr("Change link"), mCluster.network, net, mergeKey ? mergeKey * 1000 + index : 0));
     return true;
@@ -346,13 +339,12 @@ void ClusterDocument::removeLinkOverrides(QVector<int> indices)
 
 bool ClusterDocument::setDefaultLink(const memx::Link &link, int mergeKey, QString *error)
 {
-    const QString problem = validateLink(link);
-    if (!problem.isEmpty())
-        return fail(error, problem);
     memx::Network net = mCluster.network;
     if (net.interNode == link)
         return true;
     net.interNode = link;
+    if (const QString problem = validateNetwork(net); !problem.isEmpty())
+        return fail(error, problem);
     mUndoStack->push(
         new SetNetworkCommand(this, tr("Change default network"), mCluster.network, net, mergeKey ? -mergeKey : 0));
     return true;

@@ -366,6 +366,12 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
                     if (!n.empty() && !names.count(n) && !expanded.count(n))
                         orr.error(key, "expected the name of a node or node group, found \"" + n + "\"");
                 }
+                for (size_t k = 0; k < c.network.overrides.size(); ++k) {
+                    const LinkOverride &q = c.network.overrides[k];
+                    if (!o.a.empty() && ((q.a == o.a && q.b == o.b) || (q.a == o.b && q.b == o.a)))
+                        orr.error("b", "\"" + o.a + "\" and \"" + o.b + "\" are already connected by "
+                                           + jsonPointerJoin("/network/overrides", k));
+                }
                 if (const json *l = orr.requireObject("link"))
                     if (auto link = parseLink(*l, orr.pointerTo("link"), diags))
                         o.link = *link;
@@ -374,6 +380,16 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
         }
     }
     return c;
+}
+
+void validateCluster(const Cluster &cluster, Diagnostics &diags, const Catalogue &catalogue)
+{
+    (void)parseCluster(toJson(cluster), catalogue, diags);
+}
+
+void validateModel(const Model &model, Diagnostics &diags)
+{
+    (void)parseModel(toJson(model), diags);
 }
 
 Cluster loadCluster(const std::string &path, const Catalogue &catalogue)

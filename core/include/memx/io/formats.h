@@ -36,10 +36,16 @@ nlohmann::json toJson(const Catalogue &catalogue);
 Cluster parseCluster(const nlohmann::json &j, const Catalogue &catalogue, Diagnostics &diags);
 Cluster loadCluster(const std::string &path, const Catalogue &catalogue = builtinCatalogue());
 nlohmann::json toJson(const Cluster &cluster);
+/// The reader's rules applied to an in-memory cluster: it is written as JSON and parsed back, so an
+/// edit (the GUI's editors call this before every change) is checked exactly as a file would be.
+/// Every problem lands in `diags` with its JSON pointer (e.g. "/nodes/2/gpus").
+void validateCluster(const Cluster &cluster, Diagnostics &diags, const Catalogue &catalogue = builtinCatalogue());
 
 Model parseModel(const nlohmann::json &j, Diagnostics &diags);
 Model loadModel(const std::string &path);
 nlohmann::json toJson(const Model &model);
+/// The model file's rules applied to an in-memory model (see validateCluster).
+void validateModel(const Model &model, Diagnostics &diags);
 /// The shipped model presets (resources/models), sorted by id.
 const std::vector<Model> &builtinModels();
 /// A preset id ("llama2-7b") or a path to a model file.

@@ -82,8 +82,9 @@ public:
     int addNodeGroup(const memx::NodeGroup &group, QString *error = nullptr);
     /// Removes groups (any order, duplicates ignored) and the link overrides that refer to them.
     void removeNodeGroups(QVector<int> indices);
-    /// Replaces group `index` with `group` (validated: unique non-empty name, 1..64 GPUs per node,
-    /// count >= 1, known device, positive link bandwidth). Link overrides follow a rename.
+    /// Replaces group `index` with `group` (validated as a cluster file: unique non-empty name, 1..64
+    /// GPUs per node, 1..100000 nodes within the cluster limits, known device, valid link). Link
+    /// overrides follow a rename.
     /// Consecutive edits of the same `field` of the same group merge into one undo step.
     bool changeNodeGroup(int index, const memx::NodeGroup &group, GroupField field = GroupField::All,
                          QString *error = nullptr);
@@ -108,10 +109,15 @@ public:
     int groupIndexOf(const std::string &name) const;
     /// A group name not used yet, derived from `base`.
     std::string uniqueGroupName(const std::string &base) const;
+    // Validation is the reader's (memx::validateCluster / validateModel in core): an edit is refused
+    // exactly when a file holding its result would be.
+    /// Problems of `candidate` as a cluster file would report them, each led by the editor's name of
+    /// the field ("GPUs per node: expected an integer from 1 to 64, found 0"); empty when valid.
+    static QString validateCluster(const memx::Cluster &candidate);
     /// Problems with `group` if it replaced group `index` (-1: if it were added); empty when valid.
     QString validateGroup(const memx::NodeGroup &group, int index) const;
-    /// Problems with `link` (bandwidth > 0, latency >= 0); empty when valid.
-    static QString validateLink(const memx::Link &link);
+    /// Problems with the cluster if its network were `network`; empty when valid.
+    QString validateNetwork(const memx::Network &network) const;
     /// Problems with `model` as a model file would report them ("/shape/heads: ..."); empty when valid.
     static QString validateModel(const memx::Model &model);
 
