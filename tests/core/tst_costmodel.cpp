@@ -2,12 +2,16 @@
 // iteration time against the section-5 formulas worked by hand, 1F1B in-flight counts,
 // slowest-replica stages, recompute effects, profiles, out-of-memory flags.
 #include "memx/cost/costmodel.h"
+#include "memx/cost/linktable.h"
 #include "memx/io/formats.h"
 #include "memx/profile/layerprofile.h"
 
 #include <QTest>
 
 #include <cmath>
+#include <random>
+#include <set>
+#include <tuple>
 
 using namespace memx;
 
@@ -457,6 +461,98 @@ private slots:
         QNEAR(k.layerActivationBytes[2], 2.0 * 8388608);
         const MemoryKernel f = makeMemoryKernel(m, dev, 8, 2, false, 1, &ps, opts()); // no profile at mb 2
         QVERIFY(!f.activationsMeasured);
+    }
+
+    /// LinkTable (issue 22: linear link set-up) against the pairwise reference it replaced:
+    /// random clusters mixing vendors, with group, node-to-group, node-to-node, same-group and
+    /// repeated overrides (the first in file order wins), random node sets with repeats.
+    void linkTableMatchesPairwiseLinks()
+    {
+        const Catalogue &cat = Catalogue::builtin();
+        const std::vector<std::string> devices {"a100-40gb-sxm", "h100-sxm", "mi250x"};
+        std::mt19937 rng(22);
+        const auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+        // The reference: every pair of distinct nodes through Cluster::interNodeLink (nodeLink).
+        const auto among = [](const std::vector<int> &idx, const std::vector<Node> &nodes, const Cluster &c) {
+            std::set<int> u(idx.begin(), idx.end());
+            std::vector<Link> out;
+            if (u.size() == 1)
+                return std::vector<Link> {nodes[size_t(*u.begin())].intraLink};
+            for (int a : u)
+                for (int b : u)
+                    if (a < b) {
+                        const Link l = nodeLink(nodes[size_t(a)], nodes[size_t(b)], c, CostOptions {});
+                        if (std::find(out.begin(), out.end(), l) == out.end())
+                            out.push_back(l);
+                    }
+            return out;
+        };
+        const auto between = [](const std::vector<int> &x, const std::vector<int> &y, const std::vector<Node> &nodes,
+                                const Cluster &c) {
+            std::vector<Link> out;
+            for (int a : std::set<int>(x.begin(), x.end()))
+                for (int b : std::set<int>(y.begin(), y.end())) {
+                    const Link l = a == b ? nodes[size_t(a)].intraLink
+                                          : nodeLink(nodes[size_t(a)], nodes[size_t(b)], c, CostOptions {});
+                    if (std::find(out.begin(), out.end(), l) == out.end())
+                        out.push_back(l);
+                }
+            return out;
+        };
+        const auto sameSet = [](std::vector<Link> a, std::vector<Link> b) {
+            const auto less = [](const Link &x, const Link &y) {
+                return std::tie(x.bandwidthGBps, x.latencyUs) < std::tie(y.bandwidthGBps, y.latencyUs);
+            };
+            std::sort(a.begin(), a.end(), less);
+            std::sort(b.begin(), b.end(), less);
+            return a == b;
+        };
+        int checks = 0, withOverrides = 0;
+        for (int trial = 0; trial < 60; ++trial) {
+            Cluster c;
+            c.name = "random";
+            for (const std::string &d : devices)
+                c.devices.push_back(*cat.find(d));
+            const int groups = 1 + pick(4);
+            for (int g = 0; g < groups; ++g) {
+                NodeGroup ng;
+                ng.name = "g" + std::to_string(g);
+                ng.gpu = devices[size_t(pick(3))];
+                ng.gpusPerNode = 8;
+                ng.count = 1 + pick(6);
+                c.groups.push_back(ng);
+            }
+            c.network.interNode = Link {25, 5, {}};
+            const std::vector<Node> nodes = c.nodes();
+            const int overrides = pick(7);
+            for (int o = 0; o < overrides; ++o) {
+                const auto name = [&] {
+                    const int kind = pick(2);
+                    if (kind == 0)
+                        return c.groups[size_t(pick(groups))].name;
+                    return nodes[size_t(pick(int(nodes.size())))].name;
+                };
+                c.network.overrides.push_back({name(), name(), Link {double(1 + pick(50)), double(pick(20)), {}}});
+            }
+            withOverrides += !c.network.overrides.empty();
+            const LinkTable table(c, nodes, CostOptions {});
+            for (int q = 0; q < 40; ++q) {
+                std::vector<int> a, b;
+                for (int k = 1 + pick(int(nodes.size()) + 2); k > 0; --k)
+                    a.push_back(pick(int(nodes.size())));
+                for (int k = 1 + pick(int(nodes.size()) + 2); k > 0; --k)
+                    b.push_back(pick(int(nodes.size())));
+                QVERIFY(sameSet(table.linksAmong(a), among(a, nodes, c)));
+                QVERIFY(sameSet(table.linksBetween(a, b), between(a, b, nodes, c)));
+                QVERIFY(sameSet(linksAmong(a, nodes, c, CostOptions {}), among(a, nodes, c)));
+                for (int x : a)
+                    for (int y : b)
+                        if (x != y)
+                            QCOMPARE(table.link(x, y), nodeLink(nodes[size_t(x)], nodes[size_t(y)], c, CostOptions {}));
+                ++checks;
+            }
+        }
+        QVERIFY(checks == 2400 && withOverrides > 40);
     }
 
     void invalidPlanIsRejected()

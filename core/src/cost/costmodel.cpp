@@ -1,6 +1,7 @@
 #include "memx/cost/costmodel.h"
 
 #include "memx/cost/compute.h"
+#include "memx/cost/linktable.h"
 
 #include "memx/profile/layerprofile.h"
 #include "memx/util/diagnostic.h"
@@ -332,11 +333,8 @@ MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbeddi
     return m;
 }
 
-Link nodeLink(const Node &a, const Node &b, const Cluster &cluster, const CostOptions &o)
+Link crossVendorLink(const Link &l, const GpuSpec &da, const GpuSpec &db, const CostOptions &o)
 {
-    Link l = cluster.interNodeLink(a, b);
-    const GpuSpec &da = cluster.devices[static_cast<size_t>(a.device)];
-    const GpuSpec &db = cluster.devices[static_cast<size_t>(b.device)];
     if (da.vendor == db.vendor)
         return l;
     // NCCL and RCCL do not talk to each other: the bytes go device -> host -> TCP -> host -> device.
@@ -346,37 +344,22 @@ Link nodeLink(const Node &a, const Node &b, const Cluster &cluster, const CostOp
     return h;
 }
 
+Link nodeLink(const Node &a, const Node &b, const Cluster &cluster, const CostOptions &o)
+{
+    return crossVendorLink(cluster.interNodeLink(a, b), cluster.devices[static_cast<size_t>(a.device)],
+                           cluster.devices[static_cast<size_t>(b.device)], o);
+}
+
 std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<Node> &nodes, const Cluster &cluster,
                              const CostOptions &options)
 {
-    std::set<int> uniq(nodeIdx.begin(), nodeIdx.end());
-    std::vector<Link> links;
-    if (uniq.size() == 1) {
-        links.push_back(nodes[static_cast<size_t>(*uniq.begin())].intraLink);
-        return links;
-    }
-    for (int a : uniq)
-        for (int b : uniq)
-            if (a < b) {
-                Link l = nodeLink(nodes[static_cast<size_t>(a)], nodes[static_cast<size_t>(b)], cluster, options);
-                if (std::find(links.begin(), links.end(), l) == links.end())
-                    links.push_back(std::move(l));
-            }
-    return links;
+    return LinkTable(cluster, nodes, options).linksAmong(nodeIdx);
 }
 
 std::vector<Link> linksBetween(const std::vector<int> &a, const std::vector<int> &b, const std::vector<Node> &nodes,
                                const Cluster &cluster, const CostOptions &options)
 {
-    std::vector<Link> links;
-    for (int x : std::set<int>(a.begin(), a.end()))
-        for (int y : std::set<int>(b.begin(), b.end())) {
-            Link l = x == y ? nodes[static_cast<size_t>(x)].intraLink
-                            : nodeLink(nodes[static_cast<size_t>(x)], nodes[static_cast<size_t>(y)], cluster, options);
-            if (std::find(links.begin(), links.end(), l) == links.end())
-                links.push_back(std::move(l));
-        }
-    return links;
+    return LinkTable(cluster, nodes, options).linksBetween(a, b);
 }
 
 double sharedAllReduceMs(int n, double bytes, const Link &link, int flows)
@@ -460,6 +443,7 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
                                         + "': " + diags.items().front().pointer + ": " + diags.items().front().message);
     }
     const std::vector<Node> nodes = cluster.nodes();
+    const LinkTable linkTable(cluster, nodes, options);
     std::map<std::string, int> nodeByName;
     for (size_t i = 0; i < nodes.size(); ++i)
         nodeByName[nodes[i].name] = static_cast<int>(i);
@@ -575,7 +559,7 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
             const double psi
                 = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
             const double gradBytes = psi * options.gradReduceBytesPerParam;
-            const std::vector<Link> links = linksAmong(stageNodes, nodes, cluster, options);
+            const std::vector<Link> links = linkTable.linksAmong(stageNodes);
             // Every TP rank index reduces in its own ring; rings of a node share its NIC.
             const int f = flows[static_cast<size_t>(i)];
             for (const Link &l : links)
@@ -600,7 +584,7 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
             std::vector<int> nextNodes;
             for (const Replica &r : nx.replicas)
                 nextNodes.push_back(nodeByName.at(r.node));
-            const double worst = worstTransferMs(linksBetween(stageNodes, nextNodes, nodes, cluster, options), bytes);
+            const double worst = worstTransferMs(linkTable.linksBetween(stageNodes, nextNodes), bytes);
             se.p2pMs = worst;
             sends[static_cast<size_t>(i)] = worst;
         }

@@ -354,13 +354,16 @@ private:
             frac[best] = -1;
             ++assigned;
         }
+        // Stages whose target was below one layer were raised to one: take the excess back from
+        // the stages with more than one layer, the one furthest over its memory cap first. (Taking
+        // it only from the stage furthest over its cap stopped when that stage held a single
+        // layer, and the split covered more layers than the model has: issue 22.) p <= L, so a
+        // stage with more than one layer exists while assigned > L.
         while (assigned > c.layers) {
-            int best = 0;
-            for (int i = 1; i < p; ++i)
-                if (out[i] - maxLayers[i] > out[best] - maxLayers[best])
+            int best = -1;
+            for (int i = 0; i < p; ++i)
+                if (out[i] > 1 && (best < 0 || out[i] - maxLayers[i] > out[best] - maxLayers[best]))
                     best = i;
-            if (out[best] <= 1)
-                break;
             --out[best];
             --assigned;
         }
@@ -887,6 +890,9 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         c = ChunkOut();
     }
     res.evaluated = res.timeMs.size();
+#ifndef NDEBUG
+    checkSearchInvariants(res);
+#endif
     res.enumerateEvaluateMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return res;
 }
@@ -957,6 +963,53 @@ std::vector<std::string> narrowToBudget(SearchRequest &req, uint64_t maxBases)
         notes.push_back("distributed optimizer always on");
     }
     return notes;
+}
+
+void checkSearchInvariants(const SearchResult &r)
+{
+    const size_t nRc = r.recomputeChoices.size();
+    size_t nCombos = 1;
+    for (size_t i = 0; i < r.deviceTypes.size(); ++i)
+        nCombos *= nRc;
+    const int layers = r.model.shape.layers;
+    for (size_t i = 0; i < r.size(); ++i) {
+        const auto fail = [&](const std::string &what) {
+            throw std::logic_error("search invariant violated by configuration " + std::to_string(i) + " ("
+                                   + r.materialize(i).summary(r.cluster) + "): " + what);
+        };
+        const Decoded d = decode(r.baseOf[i], r.microBatchSizes.size(), nCombos, r.distOptChoices.size());
+        if (d.pipeline >= r.pipelines.size())
+            throw std::logic_error("search invariant violated by configuration " + std::to_string(i)
+                                   + ": base index beyond the pipelines");
+        const SearchResult::Pipeline &pl = r.pipelines[d.pipeline];
+        const uint8_t *split = &r.layerCounts.at(r.splitOffset[i]);
+        int sum = 0, maxDp = 1;
+        std::vector<long long> used(r.cluster.groups.size(), 0);
+        for (size_t s = 0; s < pl.stages.size(); ++s) {
+            const SearchStage &st = pl.stages[s];
+            if (split[s] < 1 || split[s] > kMaxStageLayers)
+                fail("stage " + std::to_string(s) + " holds " + std::to_string(split[s]) + " layers");
+            sum += split[s];
+            maxDp = std::max(maxDp, st.dp);
+            used.at(static_cast<size_t>(st.group)) += static_cast<long long>(st.tp) * st.dp;
+        }
+        if (sum != layers)
+            fail("the stages hold " + std::to_string(sum) + " layers, the model has " + std::to_string(layers));
+        for (size_t g = 0; g < used.size(); ++g) {
+            const NodeGroup &ng = r.cluster.groups[g];
+            if (used[g] != static_cast<long long>(ng.gpusPerNode) * ng.count)
+                fail("uses " + std::to_string(used[g]) + " of the " + std::to_string(ng.gpusPerNode * ng.count)
+                     + " GPUs of node group '" + ng.name + "'");
+        }
+        const long long step = static_cast<long long>(r.microBatchSizes[d.mbIndex]) * maxDp;
+        for (const SearchStage &st : pl.stages)
+            if (step % st.dp != 0)
+                fail("DP " + std::to_string(st.dp) + " does not divide the " + std::to_string(step)
+                     + " samples per step");
+        if (r.globalBatch % step != 0)
+            fail("the global batch " + std::to_string(r.globalBatch) + " is not a multiple of the "
+                 + std::to_string(step) + " samples per step");
+    }
 }
 
 std::vector<RecomputeMethod> SearchResult::recomputeOf(size_t index) const

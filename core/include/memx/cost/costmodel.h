@@ -233,7 +233,8 @@ ReplicaStep replicaStep(const LayerKernel &kernel, int first, int count, bool ha
 
 /// Links a collective among GPUs on `nodeIdx` (indices into cluster.nodes()) crosses: the
 /// node's intra-node link when all are on one node, else the inter-node link of every pair
-/// (the host path of cpuPathLink between nodes of different vendors).
+/// (the host path of nodeLink between nodes of different vendors). O(nodes + node classes^2)
+/// (memx/cost/linktable.h); callers that ask many times build one LinkTable instead.
 std::vector<Link> linksAmong(const std::vector<int> &nodeIdx, const std::vector<Node> &nodes, const Cluster &cluster,
                              const CostOptions &options);
 /// Links between two node sets (intra-node link for a shared node).
@@ -243,6 +244,9 @@ std::vector<Link> linksBetween(const std::vector<int> &a, const std::vector<int>
 /// different vendors the host path (min of that link and CostOptions::cpuTransportGBps, plus
 /// cpuTransportLatencyUs).
 Link nodeLink(const Node &a, const Node &b, const Cluster &cluster, const CostOptions &options);
+/// The part of nodeLink after the cluster's link is known: `direct` itself between devices of one
+/// vendor, else the host path (min of its bandwidth at 64 MB and cpuTransportGBps, + latency).
+Link crossVendorLink(const Link &direct, const GpuSpec &a, const GpuSpec &b, const CostOptions &options);
 /// Concurrent flows that share one node's NIC during a stage's data-parallel gradient
 /// reduction: every TP rank index runs its own ring, and each ring crosses the node boundary,
 /// so `tp` flows per node (x the stages on that node reducing at the same time).

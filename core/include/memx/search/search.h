@@ -168,4 +168,12 @@ using ProgressFn = std::function<bool(size_t done, size_t total)>;
 /// (nothing, no pipelines and zero counts, when cancelled during set-up).
 SearchResult runSearch(const SearchRequest &request, const ProgressFn &progress = {});
 
+/// Checks every configuration of `result` against what any plan of the search must satisfy: its
+/// stages hold between 1 and kMaxStageLayers layers and together the model's layers; every GPU of
+/// every node group is used exactly once (the group's slices times TP x DP cover it); the micro-
+/// batch count times the samples per step is the plan's global batch, and every stage's DP divides
+/// the samples per step. Throws std::logic_error naming the first configuration that does not.
+/// runSearch calls it on its result in builds without NDEBUG (debug, ASan); tests call it anywhere.
+void checkSearchInvariants(const SearchResult &result);
+
 } // namespace memx
