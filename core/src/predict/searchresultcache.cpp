@@ -241,8 +241,8 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
         w.pod(weights);
         std::vector<std::string> second = pl.replicaClass2;
         second.resize(pl.stages.size());
-        for (const std::vector<std::string> *v : {&pl.replicaClass, &pl.dpClass, &pl.p2pClass,
-                                                  static_cast<const std::vector<std::string> *>(&second)}) {
+        for (const std::vector<std::string> *v :
+             {&pl.replicaClass, &pl.dpClass, &pl.p2pClass, static_cast<const std::vector<std::string> *>(&second)}) {
             w.u64(v->size());
             for (const std::string &x : *v)
                 w.str(x);

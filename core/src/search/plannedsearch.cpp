@@ -564,15 +564,27 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
             + (cannot.empty() ? std::string() : "; it cannot run " + cannot + ", which stay idle");
     }
     const std::vector<Candidate> candidates = idleCandidates(request, out.target);
-    std::vector<uint64_t> weights;
     std::vector<SearchRequest> requests;
+    size_t largest = 0;
     for (const Candidate &c : candidates) {
         SearchRequest r = request.search;
         r.cluster = subCluster(cl, c.used);
         r.space.target = out.target;
-        weights.push_back(baseConfigurationBound(r));
+        if (baseConfigurationBound(r) > baseConfigurationBound(requests.empty() ? r : requests[largest]))
+            largest = requests.size();
         requests.push_back(std::move(r));
     }
+    if (request.maxBases > 0 && !requests.empty()) {
+        // One space for every subset (the merge needs the same decoding tables): narrowed until
+        // the largest subset fits.
+        SearchRequest big = requests[largest];
+        out.narrowed = narrowToBudget(big, request.maxBases);
+        for (SearchRequest &r : requests)
+            r.space = big.space;
+    }
+    std::vector<uint64_t> weights;
+    for (const SearchRequest &r : requests)
+        weights.push_back(baseConfigurationBound(r));
     SpanProgress span(progress, weights);
     const SubsetSearch run
         = search ? search : SubsetSearch([](const SearchRequest &r, const ProgressFn &f) { return runSearch(r, f); });

@@ -249,16 +249,16 @@ public:
                 mem[part][i] = &c.mk(g, s.tpIndex, b, p);
                 const ReplicaStep all = replicaStep(*kern[part][i], 0, c.layers, false, false, rc[i]);
                 slowest = std::max(slowest, all.total());
-                const MemoryBreakdown m0 = gpuMemory(*mem[part][i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp,
-                                                     distOpt, groups[i]);
-                const MemoryBreakdown m1 = gpuMemory(*mem[part][i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp,
-                                                     distOpt, groups[i]);
+                const MemoryBreakdown m0
+                    = gpuMemory(*mem[part][i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
+                const MemoryBreakdown m1
+                    = gpuMemory(*mem[part][i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
                 const double slope = m1.total() - m0.total();
                 memBase[part][i] = m0.total();
                 memSlope[part][i] = slope;
                 const double room = (part ? s.capacity2 : s.capacityBytes) - m0.total();
-                maxLayers[i] = std::min(
-                    maxLayers[i], room < slope ? 0 : static_cast<int>(std::min(1e6, std::floor(room / slope))));
+                maxLayers[i] = std::min(maxLayers[i],
+                                        room < slope ? 0 : static_cast<int>(std::min(1e6, std::floor(room / slope))));
             }
             speed[i] = c.layers / slowest;
         }
@@ -450,8 +450,9 @@ private:
                 const double psi
                     = n * mk.layerParams + (hasEmb ? mk.embeddingParams : 0) + (hasHead ? mk.headParams : 0);
                 if (!k.optimizerPrefixMs.empty())
-                    optMs = std::max(optMs, (k.optimizerPrefixMs[first + n] - k.optimizerPrefixMs[first]
-                                             + (hasEmb ? k.embeddingOptimizerMs : 0) + (hasHead ? k.headOptimizerMs : 0))
+                    optMs = std::max(optMs,
+                                     (k.optimizerPrefixMs[first + n] - k.optimizerPrefixMs[first]
+                                      + (hasEmb ? k.embeddingOptimizerMs : 0) + (hasHead ? k.headOptimizerMs : 0))
                                          * share);
                 else
                     optMs = std::max(optMs, psi * share * k.optimizerMsPerParam);
@@ -460,9 +461,10 @@ private:
                 if (part == 0 && s.dp > 1) {
                     const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
                     for (const Link &l : s.dpLinks)
-                        maxDp = std::max(maxDp, distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
-                                                              + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
-                                                        : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
+                        maxDp = std::max(maxDp,
+                                         distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
+                                                 + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
+                                                 : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
                 }
             }
             maxOpt = std::max(maxOpt, optMs);
@@ -706,7 +708,8 @@ void addPipeline(Context &ctx, SearchResult &res, const std::vector<Node> &nodes
     const Cluster &cl = r.cluster;
     auto typeOf = [&](int g) {
         const std::string &id = cl.deviceOf(cl.groups[static_cast<size_t>(g)]).id;
-        return static_cast<int>(std::find(res.deviceTypes.begin(), res.deviceTypes.end(), id) - res.deviceTypes.begin());
+        return static_cast<int>(std::find(res.deviceTypes.begin(), res.deviceTypes.end(), id)
+                                - res.deviceTypes.begin());
     };
     PipelineShape ps;
     SearchResult::Pipeline rp;
@@ -854,7 +857,8 @@ bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
         for (size_t i = 0; i < ps.stages.size(); ++i) {
             StageShape &s = ps.stages[i];
             deciding[static_cast<size_t>(s.deviceType)] = 1;
-            const auto device = [&](int g) { return r.cluster.deviceIndex(r.cluster.groups[static_cast<size_t>(g)].gpu); };
+            const auto device
+                = [&](int g) { return r.cluster.deviceIndex(r.cluster.groups[static_cast<size_t>(g)].gpu); };
             facts.push_back({device(s.group), s.mixed() ? device(s.group2) : -1, s.tp, s.dp});
             if (!s.mixed())
                 continue;
@@ -893,8 +897,8 @@ bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
                 for (size_t di = 0; di < ctx.nDist; ++di) {
                     const uint64_t base = res.encodeBase({pi, mb, 0, di});
                     Diagnostics why;
-                    ps.launchOk[mb * ctx.nDist + di] = checkLaunchTarget(
-                        r.space.target, res.planOfBase(base, even.data()), r.cluster, r.model, why);
+                    ps.launchOk[mb * ctx.nDist + di]
+                        = checkLaunchTarget(r.space.target, res.planOfBase(base, even.data()), r.cluster, r.model, why);
                 }
         }
         if (kept != pi) {

@@ -31,6 +31,9 @@ struct PlannedSearchRequest {
     /// When nothing fits: verify nearby global batch sizes by searching them (each a planned
     /// search of the same subsets), at most this many; -1: no advice at all.
     int maxVerifiedBatches = 6;
+    /// Budget of base configurations of the largest subset (0: none): the common space is
+    /// narrowed with narrowToBudget until every subset fits (steps in PlannedSearchResult::narrowed).
+    uint64_t maxBases = 0;
 };
 
 /// One subset of node groups that was searched.
@@ -60,6 +63,7 @@ struct PlannedSearchResult {
     std::string targetReason; ///< why this target (and which groups it cannot run)
     std::vector<IdleSubset> subsets; ///< in the order of their configurations
     std::vector<std::string> notes; ///< what the idle subsets found (e.g. slow GPUs that make every plan slower)
+    std::vector<std::string> narrowed; ///< narrowToBudget's steps (PlannedSearchRequest::maxBases)
     std::optional<NoPlanAdvice> advice; ///< set when nothing fits (and the search was not cancelled)
 
     /// The subset configuration `index` belongs to.
