@@ -47,7 +47,9 @@ Options:
   --json                JSON report (memx.compare/1) instead of the table
   --out FILE            also write the JSON report to FILE (atomically)
   Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --dist-opt --radius
-  --max-stages --no-permute --max-bases N (default 500000)
+  --max-stages --no-permute --no-mixed-stages --max-bases N (default 500000)
+  --target T            launch target of every method: megatron, flagscale or any (default:
+                        from the cluster, docs/search.md); --idle-groups N as memx search
 A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels (nothing is written,
 exit 130).
 )";
@@ -98,6 +100,12 @@ int run(const std::vector<std::string> &argv)
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     applySpaceOptions(args, req.search.space);
+    {
+        const PlannedSearchRequest planned = plannedRequest(args, req.search);
+        req.search = planned.search;
+        req.autoTarget = planned.autoTarget;
+        req.maxIdleGroups = planned.maxIdleGroups;
+    }
     req.memxWeights = weightsOption(args);
     req.candidatesPerMethod = static_cast<size_t>(args.intValue("candidates", 1, 100000).value_or(100));
     req.testbedSeed = static_cast<uint64_t>(args.intValue("seed", 0, 1LL << 62).value_or(1));
@@ -144,6 +152,7 @@ int run(const std::vector<std::string> &argv)
               << " candidate plans run on the virtual testbed (seed " << req.testbedSeed << "), " << ok << " ran, "
               << report.truth.candidates.size() - ok << " out of memory, " << fixed(report.truth.testbedMs, 0)
               << " ms\n";
+    std::cout << "  target " << toString(report.target) << " (" << report.targetReason << ")\n";
     for (const std::string &n : report.notes)
         std::cout << "  note: " << n << "\n";
     std::cout << "\n";

@@ -44,6 +44,10 @@ Options:
   --tp LIST            TP degrees of the space (default 1,2,4,8)
   --mbs LIST           micro-batch sizes of the space (default 1,2,4)
   --stages LIST        stages per GPU group (default 1,2,3)
+  --target T           megatron, flagscale or any: search the target's plans (the groups it
+                       cannot run and the slowest ones idle, as memx search) and pick end-to-end
+                       runs it launches; default: the whole space (measurements serve every
+                       target), end-to-end runs that Megatron-LM or FlagScale launches
   --e2e N              end-to-end runs (default 6)
   --iterations N       timed iterations per job (default 10)
   --tp-interpolation  interpolate TP degrees between measured ones on NVLink/Infinity Fabric
@@ -107,7 +111,7 @@ int runPlanCmd(const std::vector<std::string> &argv)
 {
     Args args(argv,
               {"cluster", "model", "out", "gbs", "tp", "mbs", "stages", "e2e", "iterations", "threads", "date",
-               "attention", "max-bases"},
+               "target", "attention", "max-bases"},
               {"json", "force", "tp-interpolation"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
@@ -118,6 +122,7 @@ int runPlanCmd(const std::vector<std::string> &argv)
     o.space.tensorParallel = intList(args, "tp", o.space.tensorParallel, 1, 64);
     o.space.microBatches = intList(args, "mbs", o.space.microBatches, 1, 1024);
     o.space.stagesPerGroup = intList(args, "stages", o.space.stagesPerGroup, 1, 64);
+    o.target = targetOption(args);
     o.endToEndRuns = static_cast<int>(args.intValue("e2e", 0, 1000).value_or(o.endToEndRuns));
     o.timedIterations = static_cast<int>(args.intValue("iterations", 1, 100000).value_or(o.timedIterations));
     o.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));

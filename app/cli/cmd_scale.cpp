@@ -37,7 +37,9 @@ Options:
                         throughput-vs-gpus.svg to DIR (created if missing)
   --json                JSON (memx.scale/1) instead of the table
   Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --dist-opt --radius
-  --max-stages --no-permute
+  --max-stages --no-permute --no-mixed-stages
+  --target T            launch target at every size: megatron, flagscale or any (default: from
+                        the cluster, docs/search.md); --idle-groups N as memx search
 A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels (nothing is written,
 exit 130).
 )";
@@ -64,6 +66,12 @@ int run(const std::vector<std::string> &argv)
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     applySpaceOptions(args, req.search.space);
+    {
+        const PlannedSearchRequest planned = plannedRequest(args, req.search);
+        req.search = planned.search;
+        req.autoTarget = planned.autoTarget;
+        req.maxIdleGroups = planned.maxIdleGroups;
+    }
     req.objective = weightsOption(args);
     req.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
     if (!args.value("to"))
@@ -131,11 +139,14 @@ int run(const std::vector<std::string> &argv)
         if (p.hasPlan)
             std::cout << std::setw(11) << fixed(p.timeMs, 1) << std::setw(8) << fixed(p.peakMemory, 3) << std::setw(8)
                       << fixed(p.imbalance, 3) << std::setw(11) << fixed(p.samplesPerSecond, 2) << "  " << p.summary
-                      << "\n";
+                      << (p.idle.empty() ? "" : "  [" + p.idle + "]") << "\n";
         else
             std::cout << "  no valid plan\n";
+        std::cout << "        target " << p.target << "\n";
         for (const std::string &n : p.narrowed)
             std::cout << "        note: space narrowed: " << n << "\n";
+        for (const std::string &n : p.notes)
+            std::cout << "        note: " << n << "\n";
     }
     return Ok;
 }

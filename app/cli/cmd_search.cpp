@@ -7,17 +7,19 @@
 #include "memx/predict/learnedsearch.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/predict/searchresultcache.h"
+#include "memx/search/objective.h"
+#include "memx/search/plannedsearch.h"
+#include "memx/search/search.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
-#include "memx/search/objective.h"
-#include "memx/search/search.h"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <optional>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -27,9 +29,10 @@ namespace {
 const char *kUsage = R"(Usage: memx search --cluster CLUSTER --model MODEL [options]
 
 Enumerates heterogeneous parallel plans (pipeline depth, GPU group order, TP/DP per stage,
-layer split, micro-batch, recompute per device type, distributed optimizer), prunes what
-cannot run, evaluates the rest with the analytic cost model, ranks them with the weighted
-product T^wt x M^wm x B^wb and keeps the 3-objective Pareto front.
+layer split, micro-batch, recompute per device type, distributed optimizer, mixed-type
+stages, idle node groups) that the launch target runs, prunes what cannot run, evaluates the
+rest with the analytic cost model, ranks them with the weighted product T^wt x M^wm x B^wb and
+keeps the 3-objective Pareto front. When nothing fits it says why and which batch sizes do.
   T = iteration time, M = highest per-GPU memory utilisation (device-used / capacity),
   B = coefficient of variation of per-GPU memory utilisation.
 
@@ -60,12 +63,18 @@ Options:
   --no-memory-split     skip the memory-aware layer split
   --max-stages N        cap on the pipeline depth
   --sequence-parallel   plans use sequence parallelism
+  --no-mixed-stages     every stage on one node group (no DP group mixing GPU types)
+  --target T            launch target: megatron, flagscale or any (the cost model's whole
+                        space, plans marked with their launchers or "no launcher"); default:
+                        from the cluster (one device type: megatron; types FlagScale runs:
+                        flagscale, the groups it cannot run idle; docs/search.md)
+  --idle-groups N       the slowest N node groups may also stay idle, each one more subset
+                        searched (default 2; 0: only the groups the target cannot run idle)
   --max-bases N         budget of base configurations (default 500000); a larger space is
-                        narrowed step by step (group order, TP, stages, recompute, dist-opt)
-                        and the steps are reported
+                        narrowed step by step (mixed stages, group order, TP, stages,
+                        recompute, dist-opt) and the steps are reported
 A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels and prints partial counts.
 )";
-
 
 std::string fmtBytesGiB(double b)
 {
@@ -74,27 +83,77 @@ std::string fmtBytesGiB(double b)
     return o.str();
 }
 
-/// What to try when nothing survived, from the reason most candidates were pruned for (the old
-/// fixed "try recompute" was wrong when, e.g., every group had fewer layers than stages).
-std::string noPlanHint(const PruneCounts &p, size_t groups, int layers)
-{
-    const uint64_t most = std::max({p.divisibility, p.microBatchLimit, p.layers, p.outOfMemory});
-    if (most == 0)
-        return "the search space is empty; widen --stages, --tp or --mbs";
-    if (most == p.outOfMemory)
-        return "every candidate runs out of memory; try recompute, a smaller micro-batch, the distributed "
-               "optimizer or more GPUs";
-    if (most == p.layers) {
-        if (groups > static_cast<size_t>(layers))
-            return "every pipeline has at least one stage per node group, and the cluster's " + std::to_string(groups)
-                + " groups are more than the model's " + std::to_string(layers)
-                + " layers; use a cluster with fewer groups (larger nodes) or a deeper model";
-        return "no layer split gives every stage between 1 and " + std::to_string(kMaxStageLayers)
-            + " layers; try other --stages per group";
+/// The learned search of one subset: the project's stored result of an identical request, else
+/// runSearch + the learned predictor with the project's prediction cache (then stored).
+struct LearnedRunner {
+    LearnedPredictor *learned = nullptr;
+    SqliteStore *store = nullptr;
+    PredictionCache *cache = nullptr; ///< null: --no-cache
+    std::vector<Diagnostic> *warnings = nullptr;
+    LearnedSearchStats stats;
+    size_t subsetsFromCache = 0, subsets = 0;
+
+    SearchResult operator()(const SearchRequest &sub, const ProgressFn &progress)
+    {
+        SearchRequest r = sub;
+        r.collectFeatures = true;
+        ++subsets;
+        std::optional<SearchRequestKey> key;
+        if (cache) {
+            key = searchRequestKey(r, learned->digest());
+            if (std::optional<SearchResult> hit = loadSearchResult(*store, *key, warnings)) {
+                stats.configurations += hit->size();
+                stats.cacheHits += hit->size();
+                ++subsetsFromCache;
+                return std::move(*hit);
+            }
+        }
+        SearchResult res = runSearch(r, progress);
+        if (res.cancelled)
+            return res;
+        learned->setThreads(res.threads);
+        const LearnedSearchStats s = applyLearnedPredictor(res, *learned, cache);
+        stats.configurations += s.configurations;
+        stats.cacheHits += s.cacheHits;
+        stats.predicted += s.predicted;
+        stats.signatureMs += s.signatureMs;
+        stats.predictMs += s.predictMs;
+        stats.totalMs += s.totalMs;
+        if (key)
+            saveSearchResult(*store, *key, res);
+        return res;
     }
-    if (most == p.microBatchLimit)
-        return "replicas would need micro-batches over --max-mbs; try a smaller --gbs or micro-batch";
-    return "the global batch, micro-batches and TP degrees do not divide; try another --gbs, --mbs or --tp";
+};
+
+nlohmann::json plannedJson(const PlannedSearchResult &p)
+{
+    nlohmann::json j;
+    j["target"] = {{"name", toString(p.target)}, {"fromCluster", p.targetFromCluster}, {"reason", p.targetReason}};
+    nlohmann::json subsets = nlohmann::json::array();
+    for (const IdleSubset &s : p.subsets)
+        subsets.push_back({{"label", s.label},
+                           {"usedNodes", s.usedNodes},
+                           {"configurations", s.count},
+                           {"enumerated", s.enumerated},
+                           {"bestTimeMs", s.bestTimeMs}});
+    j["subsets"] = subsets;
+    j["notes"] = p.notes;
+    if (p.advice)
+        j["advice"] = {{"reason", p.advice->reason},
+                       {"text", p.advice->text},
+                       {"globalBatches", p.advice->globalBatches},
+                       {"microBatches", p.advice->microBatches}};
+    else
+        j["advice"] = nullptr;
+    return j;
+}
+
+/// The launchers of plan `i`: the target when there is one, else whichever runs it.
+std::vector<LaunchTarget> launchersOfPlan(const PlannedSearchResult &p, const Plan &plan)
+{
+    if (p.target != LaunchTarget::Any)
+        return {p.target};
+    return launchersOf(plan, p.result.cluster, p.result.model);
 }
 
 int run(const std::vector<std::string> &argv)
@@ -120,7 +179,6 @@ int run(const std::vector<std::string> &argv)
         applyProjectCalibration(*store, req.cluster, req.cost);
     }
     req.model = modelOption(args, store.get());
-    req.collectFeatures = learned.has_value();
     req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     const size_t topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
@@ -128,54 +186,45 @@ int run(const std::vector<std::string> &argv)
     applySpaceOptions(args, req.space);
 
     const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
-    const std::vector<std::string> narrowed = narrowToBudget(req, maxBases);
-    if (!args.has("json"))
-        for (const std::string &n : narrowed)
-            std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
 
-    SearchResult res;
-    // The same request with the same predictor and profiles: the stored result is reused whole
-    // (no enumeration, no prediction); the key is verified in full (memx/predict/searchresultcache.h).
-    std::optional<SearchRequestKey> resultKey;
-    bool resultFromCache = false;
+    // Per subset of node groups, the same request with the same predictor and profiles reuses the
+    // stored result whole (the key is verified in full, memx/predict/searchresultcache.h); other
+    // subsets reuse the per-plan predictions of the project's cache.
     std::vector<Diagnostic> cacheWarnings; // a bad stored blob is a miss, reported on stderr
-    if (learned && !args.has("no-cache")) {
-        resultKey = searchRequestKey(req, learned->digest());
-        if (std::optional<SearchResult> hit = loadSearchResult(*store, *resultKey, &cacheWarnings)) {
-            res = std::move(*hit);
-            resultFromCache = true;
-        }
+    const bool cacheOn = learned && !args.has("no-cache");
+    std::optional<PredictionCache> cache;
+    if (cacheOn)
+        cache = loadPredictionCache(
+            *store, predictionContext(req.cluster, req.model, &req.profiles, req.cost, learned->digest()),
+            &cacheWarnings);
+    LearnedRunner runner;
+    if (learned) {
+        runner.learned = &*learned;
+        runner.store = store.get();
+        runner.cache = cache ? &*cache : nullptr;
+        runner.warnings = &cacheWarnings;
     }
+    PlannedSearchResult planned;
     try {
         CliProgress progress("base configurations");
-        if (!resultFromCache)
-            res = runSearch(req, progress.callback());
+        PlannedSearchRequest preq = plannedRequest(args, req);
+        preq.maxBases = maxBases;
+        planned
+            = runPlannedSearch(preq, progress.callback(), learned ? SubsetSearch(std::ref(runner)) : SubsetSearch());
     } catch (const std::invalid_argument &e) {
         std::cerr << "error: " << e.what() << "\n";
         return Failure;
     }
-
-    LearnedSearchStats learnedStats;
-    const bool useCache = learned && !args.has("no-cache") && !res.cancelled;
-    if (resultFromCache) {
-        learnedStats.configurations = res.size();
-        learnedStats.cacheHits = res.size();
-    } else if (learned) {
-        learned->setThreads(res.threads);
-        std::optional<PredictionCache> cache;
-        if (useCache)
-            cache = loadPredictionCache(*store,
-                                        predictionContext(req.cluster, req.model, &req.profiles, req.cost,
-                                                          learned->digest()),
-                                        &cacheWarnings);
-        learnedStats = applyLearnedPredictor(res, *learned, cache ? &*cache : nullptr);
-        if (cache) {
-            savePredictionCache(*store, *cache);
-            saveSearchResult(*store, *resultKey, res);
-        }
-    }
+    SearchResult &res = planned.result;
+    const std::vector<std::string> &narrowed = planned.narrowed;
+    if (!args.has("json"))
+        for (const std::string &n : narrowed)
+            std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
+    if (cache && !res.cancelled)
+        savePredictionCache(*store, *cache);
     for (const Diagnostic &w : cacheWarnings)
         std::cerr << "warning: " << w.toString() << "\n";
+    const LearnedSearchStats &learnedStats = runner.stats;
     const std::string predictorLine = "predictor: " + res.predictor;
 
     const auto r0 = std::chrono::steady_clock::now();
@@ -189,7 +238,7 @@ int run(const std::vector<std::string> &argv)
     const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
 
     if (args.has("json")) {
-        nlohmann::json j;
+        nlohmann::json j = plannedJson(planned);
         j["cluster"] = req.cluster.name;
         j["model"] = req.model.id;
         j["globalBatch"] = res.globalBatch;
@@ -204,6 +253,7 @@ int run(const std::vector<std::string> &argv)
                          {"layers", res.pruned.layers},
                          {"outOfMemory", res.pruned.outOfMemory},
                          {"duplicates", res.pruned.duplicates},
+                         {"launcher", res.pruned.launcher},
                          {"total", res.pruned.total()}}},
                        {"paretoFront", front.size()}};
         j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", rankMs}, {"pareto", paretoMs}};
@@ -216,8 +266,9 @@ int run(const std::vector<std::string> &argv)
             j["learned"] = {{"cacheHits", learnedStats.cacheHits},
                             {"predicted", learnedStats.predicted},
                             {"hitRate", learnedStats.hitRate()},
-                            {"cacheUsed", useCache},
-                            {"resultFromCache", resultFromCache},
+                            {"cacheUsed", cacheOn},
+                            {"resultFromCache", runner.subsets > 0 && runner.subsetsFromCache == runner.subsets},
+                            {"subsetsFromCache", runner.subsetsFromCache},
                             {"signatureMs", learnedStats.signatureMs},
                             {"predictMs", learnedStats.predictMs},
                             {"totalMs", learnedStats.totalMs}};
@@ -230,6 +281,9 @@ int run(const std::vector<std::string> &argv)
             const uint32_t i = top[k];
             const Plan plan = res.materialize(i);
             const PlanEstimate est = estimatePlan(plan, req.cluster, req.model, profiles, req.cost);
+            nlohmann::json launchers = nlohmann::json::array();
+            for (LaunchTarget t : launchersOfPlan(planned, plan))
+                launchers.push_back(toString(t));
             tops.push_back({{"rank", k + 1},
                             {"index", i},
                             {"T", res.timeMs[i]},
@@ -237,6 +291,9 @@ int run(const std::vector<std::string> &argv)
                             {"B", res.imbalance[i]},
                             {"score", std::exp(scores[i])},
                             {"summary", plan.summary(req.cluster)},
+                            {"launchers", launchers},
+                            {"idleGpus", planned.idleGpus(i)},
+                            {"idle", planned.idleText(i)},
                             {"plan", toJson(plan)},
                             {"estimate", toJson(est)}});
             if (learned) {
@@ -261,33 +318,47 @@ int run(const std::vector<std::string> &argv)
 
     std::cout << "Search: " << req.model.id << " (gbs " << res.globalBatch << ") on \"" << req.cluster.name << "\""
               << (res.cancelled ? "  [CANCELLED: partial results]" : "") << "\n";
+    std::cout << "  target " << toString(planned.target) << (planned.targetFromCluster ? " (from the cluster: " : " (")
+              << planned.targetReason << ")\n";
     std::cout << "  attention " << toString(req.model.training.attention) << ":";
     for (const GpuSpec &d : req.cluster.devices)
         std::cout << " " << d.id << "=" << toString(resolveAttention(req.model, d));
     std::cout << "\n";
+    std::cout << std::fixed << std::setprecision(1);
+    for (const IdleSubset &s : planned.subsets) {
+        std::cout << "  subset " << s.label << ": " << s.count << " configurations";
+        if (s.bestTimeMs > 0)
+            std::cout << ", best " << s.bestTimeMs << " ms";
+        std::cout << "\n";
+    }
+    for (const std::string &n : planned.notes)
+        std::cout << "  note: " << n << "\n";
     std::cout << "  enumerated " << res.enumerated << ", evaluated (fit in memory) " << res.evaluated << ", pruned "
               << res.pruned.total() << " (divisibility " << res.pruned.divisibility << ", micro-batch limit "
               << res.pruned.microBatchLimit << ", layers " << res.pruned.layers << ", out of memory "
-              << res.pruned.outOfMemory << ", duplicates " << res.pruned.duplicates << ")\n";
-    std::cout << std::fixed << std::setprecision(1) << "  " << res.enumerateEvaluateMs << " ms enumerate+evaluate, "
-              << std::setprecision(2) << rankMs << " ms rank, " << paretoMs << " ms Pareto (" << front.size()
-              << " plans), " << res.threads << " threads\n";
+              << res.pruned.outOfMemory << ", duplicates " << res.pruned.duplicates << ", launcher "
+              << res.pruned.launcher << ")\n";
+    std::cout << "  " << res.enumerateEvaluateMs << " ms enumerate+evaluate, " << std::setprecision(2) << rankMs
+              << " ms rank, " << paretoMs << " ms Pareto (" << front.size() << " plans), " << res.threads
+              << " threads\n";
     {
         std::cout << "  " << predictorLine;
-        if (resultFromCache)
-            std::cout << "; the whole result of an identical earlier search (project's search cache, "
-                      << res.size() << " configurations)" << std::setprecision(2);
+        if (learned && runner.subsets > 0 && runner.subsetsFromCache == runner.subsets)
+            std::cout << "; the whole result of identical earlier searches (project's search cache, " << res.size()
+                      << " configurations)" << std::setprecision(2);
         else if (learned)
             std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
                       << learnedStats.cacheHits << " from the prediction cache (hit rate "
-                      << 100.0 * learnedStats.hitRate() << "%" << (useCache ? "" : ", cache off") << "), "
+                      << 100.0 * learnedStats.hitRate() << "%" << (cacheOn ? "" : ", cache off") << "; "
+                      << runner.subsetsFromCache << " of " << runner.subsets << " subsets stored whole), "
                       << learnedStats.totalMs << " ms" << std::setprecision(2);
         std::cout << "\n";
     }
     std::cout << "  weights T,M,B = " << obj.time << "," << obj.memory << "," << obj.balance
               << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
     if (top.empty()) {
-        std::cout << "  no plan fits this cluster; " << noPlanHint(res.pruned, req.cluster.groups.size(), req.model.shape.layers) << "\n";
+        std::cout << "  no plan fits this cluster; "
+                  << (planned.advice ? planned.advice->text : std::string("the search was cancelled")) << "\n";
         return res.cancelled ? Cancelled : Failure;
     }
     std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"
@@ -295,11 +366,15 @@ int run(const std::vector<std::string> &argv)
               << "  plan\n";
     for (size_t k = 0; k < top.size(); ++k) {
         const uint32_t i = top[k];
+        const Plan plan = res.materialize(i);
+        const std::string idle = planned.idleText(i);
         std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << res.timeMs[i]
                   << std::setw(8) << std::setprecision(3) << res.peakMemory[i] << std::setw(8) << res.imbalance[i]
                   << std::setw(9) << std::setprecision(4) << std::exp(scores[i]) << std::setw(8)
-                  << fmtBytesGiB(res.peakBytes[i]) << "  " << res.materialize(i).summary(req.cluster)
-                  << (res.materialize(i).distributedOptimizer ? " dist-opt" : "")
+                  << fmtBytesGiB(res.peakBytes[i]) << "  " << plan.summary(req.cluster)
+                  << (plan.distributedOptimizer ? " dist-opt" : "") << (idle.empty() ? "" : "  [" + idle + "]")
+                  << (planned.target == LaunchTarget::Any ? "  [" + launchersText(launchersOfPlan(planned, plan)) + "]"
+                                                          : "")
                   << (learned && res.oomRisk[i] ? "  [risk of OOM]" : "") << "\n";
     }
     return res.cancelled ? Cancelled : Ok;

@@ -64,9 +64,9 @@ ObjectiveWeights weightsOption(const Args &args)
     return ObjectiveWeights {v[0], v[1], v[2]};
 }
 
-const std::set<std::string> kSpaceValueOptions {"stages",    "tp",       "mbs",    "max-mbs",
-                                                "recompute", "dist-opt", "radius", "max-stages"};
-const std::set<std::string> kSpaceSwitches {"no-permute", "no-memory-split", "sequence-parallel"};
+const std::set<std::string> kSpaceValueOptions {"stages",   "tp",     "mbs",        "max-mbs", "recompute",
+                                                "dist-opt", "radius", "max-stages", "target",  "idle-groups"};
+const std::set<std::string> kSpaceSwitches {"no-permute", "no-memory-split", "sequence-parallel", "no-mixed-stages"};
 
 const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens one dimension; docs/search.md):
   --stages LIST         pipeline stages per node group, e.g. 1,2
@@ -80,6 +80,11 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --no-permute          keep the cluster file's group order along the pipeline
   --no-memory-split     skip the memory-aware layer split
   --sequence-parallel   plans use sequence parallelism
+  --no-mixed-stages     every stage on one node group (no DP group mixing GPU types)
+  --target T            launch target: megatron, flagscale or any (the cost model's whole space,
+                        no launcher); default: from the cluster (one type: megatron; types
+                        FlagScale runs: flagscale; see docs/search.md)
+  --idle-groups N       the slowest N node groups may also stay idle (default 2; 0: no such subsets)
 )";
 
 void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
@@ -96,6 +101,10 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
         sp.memoryAwareSplit = false;
     if (args.has("sequence-parallel"))
         sp.sequenceParallel = true;
+    if (args.has("no-mixed-stages"))
+        sp.mixedStages = false;
+    if (const auto t = targetOption(args))
+        sp.target = *t;
     if (auto v = args.value("recompute")) {
         sp.recompute.clear();
         for (const std::string &s : splitList(*v)) {
@@ -120,6 +129,29 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
                 throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
         }
     }
+}
+
+std::optional<LaunchTarget> targetOption(const Args &args)
+{
+    const auto t = args.value("target");
+    if (!t)
+        return std::nullopt;
+    const std::optional<LaunchTarget> target = parseLaunchTarget(*t);
+    if (!target)
+        throw UsageError {"--target: expected megatron, flagscale or any, found \"" + *t + "\""};
+    return target;
+}
+
+PlannedSearchRequest plannedRequest(const Args &args, const SearchRequest &search)
+{
+    PlannedSearchRequest p;
+    p.search = search;
+    if (const auto t = targetOption(args)) {
+        p.autoTarget = false;
+        p.search.space.target = *t;
+    }
+    p.maxIdleGroups = static_cast<int>(args.intValue("idle-groups", 0, 64).value_or(p.maxIdleGroups));
+    return p;
 }
 
 const std::set<std::string> kModelValueOptions {"attention"};

@@ -3,6 +3,7 @@
 #include "command.h"
 
 #include "memx/search/objective.h"
+#include "memx/search/plannedsearch.h"
 #include "memx/search/search.h"
 #include "memx/store/store.h"
 
@@ -30,6 +31,12 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &space);
 
 /// The usage lines describing kSpaceValueOptions and kSpaceSwitches.
 extern const char *const kSpaceOptionsUsage;
+
+/// --target megatron|flagscale|any (nullopt when absent: the cluster's default); UsageError otherwise.
+std::optional<LaunchTarget> targetOption(const Args &args);
+/// The planned search of `search` (memx/search/plannedsearch.h) with --target (autoTarget when
+/// absent) and --idle-groups N; the space options must already be in `search`.
+PlannedSearchRequest plannedRequest(const Args &args, const SearchRequest &search);
 
 /// --model ID|FILE: a model stored in `store` (when given) first, else a preset id or a model file;
 /// then --attention auto|flash|fused|unfused replaces its TrainingSettings::attention. Every

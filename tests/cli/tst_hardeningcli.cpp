@@ -32,12 +32,19 @@ private slots:
         model.shape.layers = 2; // the 20-GPU sample has 3 node groups
         const QString modelFile = tmp.filePath("two-layers.json");
         memx::saveJson(memx::toJson(model), modelFile.toStdString());
+        // Every group in use (no idle subsets, no mixed stages, the whole space): 3 stages at least.
         const Run r = runMemx({"search", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", modelFile,
-                               "--stages", "1"});
+                               "--stages", "1", "--target", "any", "--idle-groups", "0", "--no-mixed-stages"});
         QCOMPARE(r.code, 1);
-        QVERIFY2(r.out.contains("no plan fits this cluster; every pipeline has at least one stage per node group, "
-                                "and the cluster's 3 groups are more than the model's 2 layers"),
+        QVERIFY2(r.out.contains("no plan fits this cluster; every pipeline has at least one stage per node group (or "
+                                "per mixed pair of groups), and the cluster's 3 groups are more than the model's 2 "
+                                "layers"),
                  r.out.constData());
+        // With the slowest group idle (the default), two stages do.
+        const Run idle = runMemx({"search", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+                                  modelFile, "--stages", "1", "--target", "any", "--no-mixed-stages"});
+        QVERIFY2(idle.code == 0, idle.out.constData());
+        QVERIFY2(idle.out.contains("with every group no plan fits"), idle.out.constData());
         QVERIFY(!r.out.contains("try recompute"));
     }
 

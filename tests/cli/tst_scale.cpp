@@ -117,13 +117,23 @@ class TestScale : public QObject
     QTemporaryDir mTmp;
 
 private slots:
-    /// The 512-GPU sample with the default options: its ~48 M base configurations exceed the
-    /// default budget (500 k), so the space is narrowed (reported), the search completes and
-    /// memory stays bounded.
+    /// The 512-GPU sample over the cost model's whole space (--target any): its ~57 M base
+    /// configurations exceed the default budget (500 k), so the space is narrowed (reported), the
+    /// search completes and memory stays bounded. Under the default target (FlagScale, the AMD
+    /// half idle) the NVIDIA subsets fit the budget as they are.
     void search512CompletesWithBoundedMemory()
     {
-        const Child c = runMemx({"search", "--cluster", kCluster512, "--model", "llama2-7b", "--top", "3", "--json"},
-                                mTmp.filePath(QStringLiteral("s512.json")));
+        const Child d = runMemx({"search", "--cluster", kCluster512, "--model", "llama2-7b", "--top", "3", "--json"},
+                                mTmp.filePath(QStringLiteral("s512d.json")));
+        QCOMPARE(d.exitCode, 0);
+        const QJsonObject dj = parse(d);
+        QCOMPARE(dj[QStringLiteral("target")].toObject()[QStringLiteral("name")].toString(),
+                 QStringLiteral("flagscale"));
+        QVERIFY(dj[QStringLiteral("narrowed")].toArray().isEmpty());
+        QCOMPARE(dj[QStringLiteral("top")].toArray().size(), 3);
+        const Child c = runMemx(
+            {"search", "--cluster", kCluster512, "--model", "llama2-7b", "--top", "3", "--json", "--target", "any"},
+            mTmp.filePath(QStringLiteral("s512.json")));
         QCOMPARE(c.exitCode, 0);
         const QJsonObject j = parse(c);
         QVERIFY(!j[QStringLiteral("cancelled")].toBool());
@@ -145,7 +155,7 @@ private slots:
         // A wide space on the 512-GPU sample that takes far longer than the 1.5 s we wait (in a
         // sanitizer build SIGINT lands in the set-up phase, which is cancellable too).
         const Child c = runMemx({"search", "--cluster", kCluster512, "--model", "llama2-7b", "--radius", "3",
-                                 "--max-bases", "4000000", "--threads", "2", "--top", "1", "--json"},
+                                 "--max-bases", "4000000", "--threads", "2", "--top", "1", "--json", "--target", "any"},
                                 mTmp.filePath(QStringLiteral("cancel.json")), 1500);
         QVERIFY2(c.cancelLatencyMs >= 0, "the search finished before SIGINT: make the space wider");
         QCOMPARE(c.signal, 0); // handled, not killed by the signal
@@ -258,8 +268,8 @@ private slots:
     {
         if (sanitized())
             QSKIP("memory figures of an ASan build are not comparable");
-        const Child c = runMemx({"search", "--cluster", kCluster512, "--model", "llama2-7b", "--max-bases",
-                                 "100000000", "--threads", "2", "--top", "1", "--json"},
+        const Child c = runMemx({"search", "--cluster", kCluster512, "--model", "llama2-7b", "--max-bases", "100000000",
+                                 "--threads", "2", "--top", "1", "--json", "--target", "any"},
                                 mTmp.filePath(QStringLiteral("huge.json")), 8000);
         qInfo("budget lifted to 100 M: exit %d, peak RSS %ld MiB, %.0f ms, SIGINT -> exit %.0f ms", c.exitCode,
               c.peakRssKiB / 1024, c.wallMs, c.cancelLatencyMs);

@@ -21,18 +21,22 @@ private slots:
     void searchJsonAndPredictAgree()
     {
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
+        // The cost model's whole space (--target any): the paper's 31,240 configurations and more.
         const Run r = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "3", "--weights",
-                            "1,0.5,0.2", "--threads", "2"});
+                            "1,0.5,0.2", "--threads", "2", "--target", "any"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         const QJsonObject counts = j["counts"].toObject();
         QVERIFY(counts["evaluated"].toDouble() >= 31240);
+        QCOMPARE(j["target"].toObject()["name"].toString(), QStringLiteral("any"));
+        QCOMPARE(j["target"].toObject()["fromCluster"].toBool(), false);
         QCOMPARE(counts["enumerated"].toDouble(),
                  counts["evaluated"].toDouble() + counts["pruned"].toObject()["total"].toDouble());
         QCOMPARE(j["top"].toArray().size(), 3);
         QVERIFY(j["paretoFront"].toArray().size() >= 1);
         const QJsonObject top = j["top"].toArray()[0].toObject();
-        QVERIFY(top["estimate"].toObject()["gpus"].toArray().size() == 20);
+        QCOMPARE(top["estimate"].toObject()["gpus"].toArray().size() + top["idleGpus"].toInt(), 20);
+        QVERIFY(top["launchers"].isArray());
         // Scores are non-decreasing down the table.
         double prev = 0;
         for (const auto &v : j["top"].toArray()) {
@@ -55,6 +59,33 @@ private slots:
         const Run table = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath});
         QCOMPARE(table.code, 0);
         QVERIFY(table.out.contains("headroom"));
+    }
+
+    /// The default target follows the cluster: FlagScale for the NVIDIA + AMD sample, the MI250X
+    /// group idle (no ROCm in FlagScale); every listed plan names its launcher and idle GPUs.
+    void defaultTargetAndIdleGroups()
+    {
+        const Run r = runMemx({"search", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b",
+                            "--json", "--top", "5", "--threads", "2"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(j["target"].toObject()["name"].toString(), QStringLiteral("flagscale"));
+        QVERIFY(j["target"].toObject()["fromCluster"].toBool());
+        QVERIFY(j["target"].toObject()["reason"].toString().contains("mi250x"));
+        QVERIFY(j["subsets"].toArray().size() >= 2);
+        QVERIFY(j["counts"].toObject()["pruned"].toObject()["launcher"].toDouble() > 0);
+        for (const auto &v : j["top"].toArray()) {
+            QCOMPARE(v.toObject()["launchers"].toArray().first().toString(), QStringLiteral("flagscale"));
+            QVERIFY(v.toObject()["idle"].toString().contains("mi250x (8 GPUs)"));
+        }
+        const Run table = runMemx({"search", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+                                "llama2-7b", "--top", "2", "--target", "megatron"});
+        QVERIFY2(table.code == 0, table.err.constData());
+        QVERIFY2(table.out.contains("target megatron (chosen by the user"), table.out.constData());
+        const Run bad = memx(
+            {"search", "--cluster", kSamples + "/h100-8x.json", "--model", "gpt3-1.3b", "--target", "deepspeed"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY(bad.err.contains("--target: expected megatron, flagscale or any"));
     }
 
     void usageErrors()

@@ -468,7 +468,7 @@ private slots:
     /// repeated overrides (the first in file order wins), random node sets with repeats.
     void linkTableMatchesPairwiseLinks()
     {
-        const Catalogue &cat = Catalogue::builtin();
+        const Catalogue &cat = builtinCatalogue();
         const std::vector<std::string> devices {"a100-40gb-sxm", "h100-sxm", "mi250x"};
         std::mt19937 rng(22);
         const auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };

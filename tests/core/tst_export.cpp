@@ -556,9 +556,9 @@ private slots:
         QTest::addColumn<QString>("caseName");
         QTest::addColumn<QString>("mutation");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("heterogeneous sample: device types") << "paper-20gpu-hetero"
-                                                            << ""
-                                                            << "expected one device type";
+        QTest::newRow("heterogeneous sample: vendors") << "paper-20gpu-hetero"
+                                                       << ""
+                                                       << "/stages: expected GPUs of one vendor for the whole job";
         QTest::newRow("heterogeneous sample: TP") << "paper-20gpu-hetero"
                                                   << ""
                                                   << "/stages/2/replicas/0/tp: expected TP 4";
@@ -1059,7 +1059,7 @@ private slots:
                                  QStringLiteral("--plan"),
                                  root + QStringLiteral("/tests/data/export/a100-h100-hetero.plan.json")};
         QCOMPARE(run(het + QStringList {"--format", "megatron", "--out", hetOut}, &so, &se), 1);
-        QVERIFY2(se.contains(QStringLiteral("expected one device type")), qPrintable(se));
+        QVERIFY2(se.contains(QStringLiteral("expected 1 replica like stage 0")), qPrintable(se));
         QVERIFY(!QDir(hetOut).exists());
         QCOMPARE(run(het + QStringList {"--format", "flagscale", "--out", hetOut}, &so, &se), 0);
         QVERIFY(QFile::exists(hetOut + QStringLiteral("/hostfile")));

@@ -237,7 +237,7 @@ private slots:
         std::vector<std::vector<std::uint32_t>> ids(res.pipelines.size());
         for (size_t p = 0; p < res.pipelines.size(); ++p)
             for (size_t s = 0; s < res.pipelines[p].stages.size(); ++s) {
-                ids[p].push_back(cache.internClass("R" + res.pipelines[p].replicaClass[s]));
+                ids[p].push_back(cache.internClass("R" + res.pipelines[p].replicaKey(s)));
                 ids[p].push_back(cache.internClass("D" + res.pipelines[p].dpClass[s]));
                 ids[p].push_back(cache.internClass("P" + res.pipelines[p].p2pClass[s]));
             }

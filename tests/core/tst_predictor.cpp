@@ -40,6 +40,23 @@ static SearchRequest smallRequest()
     return req;
 }
 
+/// About `n` configurations spread over the result, plus as many with a mixed-type stage.
+static std::vector<size_t> sampleWithMixedStages(const SearchResult &res, size_t n)
+{
+    std::vector<size_t> out, mixed;
+    for (size_t i = 0; i < res.size(); i += res.size() / n)
+        out.push_back(i);
+    for (size_t i = 0; i < res.size(); ++i)
+        for (const SearchStage &s : res.pipelines[res.decodeBase(res.baseOf[i]).pipeline].stages)
+            if (s.mixed()) {
+                mixed.push_back(i);
+                break;
+            }
+    for (size_t k = 0; k < mixed.size(); k += mixed.size() / n + 1)
+        out.push_back(mixed[k]);
+    return out;
+}
+
 class TestPredictor : public QObject {
     Q_OBJECT
 
@@ -54,7 +71,7 @@ private slots:
         const SearchResult res = runSearch(req);
         QVERIFY(res.size() > 1000);
         QCOMPARE(res.features.size(), res.size() * kFeatureCount);
-        for (size_t i = 0; i < res.size(); i += res.size() / 97) {
+        for (size_t i : sampleWithMixedStages(res, 97)) {
             const Plan plan = res.materialize(i);
             const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
             const FeatureVector ref = encodeFeatures(featureInputs(plan, req.cluster, req.model, e));
@@ -82,7 +99,7 @@ private slots:
     {
         const SearchRequest req = smallRequest();
         const SearchResult res = runSearch(req);
-        for (size_t i = 0; i < res.size(); i += res.size() / 211)
+        for (size_t i : sampleWithMixedStages(res, 211))
             QCOMPARE(res.signatureKey(i), planSignature(res.materialize(i), req.cluster).key);
     }
 

@@ -100,7 +100,7 @@ private slots:
             "nodes": [{"name": "a100", "gpu": "a100-40gb-sxm", "gpus": 8, "count": 10},
                       {"name": "v100", "gpu": "v100-16gb-sxm2", "gpus": 8, "count": 30}],
             "network": {"interNode": {"bandwidthGBps": 12.5, "latencyUs": 10}}})"),
-                                 Catalogue::builtin(), d);
+                                 builtinCatalogue(), d);
         QVERIFY(d.empty());
         r.model = resolveModel("opt-350m");
         r.globalBatch = 1024;
@@ -115,7 +115,7 @@ private slots:
                 layers += st.layerCount;
             QCOMPARE(layers, 24);
         }
-        for (uint32_t i : rank(res, Objective {1, 0, 0}, 5)) {
+        for (uint32_t i : rank(res, ObjectiveWeights::timeOnly(), 5)) {
             const PlanEstimate e = estimatePlan(res.materialize(i), r.cluster, r.model, nullptr, r.cost);
             QVERIFY(std::abs(e.iterationTimeMs - res.timeMs[i]) < 1e-9 * res.timeMs[i]);
         }
@@ -414,22 +414,113 @@ private slots:
             return true;
         });
         QCOMPARE(static_cast<uint64_t>(total), baseConfigurationBound(r));
-        // 20-GPU default: 6 orders x (6 x 7 x 5) (stages, TP) options x 3 micro-batches x 3^3
-        // recompute x 2 = 204,120 bases; within the default budget, so nothing is narrowed.
+        // 20-GPU default without mixed stages: 6 orders x (6 x 7 x 5) (stages, TP) options x 3
+        // micro-batches x 3^3 recompute x 2 = 204,120 bases. Mixed stages add one partition per
+        // pair of device types: A100+H100 (5 options: s=1 TP 1,2,4; s=2 TP 1,2) x MI250X 7 x 2
+        // orders = 70, A100+MI250X (6) x H100 5 x 2 = 60, MI250X+H100 (5) x A100 6 x 2 = 60:
+        // 190 pipelines x 162 = 30,780 more, 234,900 in all; within the budget, nothing narrowed.
         SearchRequest d = request20(2);
-        QCOMPARE(baseConfigurationBound(d), uint64_t(204120));
+        QCOMPARE(baseConfigurationBound(d), uint64_t(234900));
         QVERIFY(narrowToBudget(d, 500000).empty());
-        // 512 GPUs: 4 groups x 8 options, 24 orders, 3 x 81 x 2 -> 47,775,744 bases; narrowing
-        // drops permutations, then TP 1 and 2.
+        d.space.mixedStages = false;
+        QCOMPARE(baseConfigurationBound(d), uint64_t(204120));
+        // 512 GPUs: 4 groups x 8 options, 24 orders = 98,304 pipelines, plus 6 pairs x 8^3 x 3! =
+        // 18,432 with a mixed stage: 116,736 x 3 x 81 x 2 = 56,733,696 bases; narrowing drops the
+        // mixed stages, the permutations, then TP 1 and 2.
         SearchRequest big;
         big.cluster = loadCluster(kSamples + "/cross-vendor-512gpu.json");
         big.model = resolveModel("llama2-7b");
-        QCOMPARE(baseConfigurationBound(big), uint64_t(47775744));
+        QCOMPARE(baseConfigurationBound(big), uint64_t(56733696));
         const auto notes = narrowToBudget(big, 500000);
-        QCOMPARE(notes.size(), size_t(3));
+        QCOMPARE(notes.size(), size_t(4));
+        QVERIFY(!big.space.mixedStages);
         QVERIFY(!big.space.permuteGroups);
         QCOMPARE(big.space.tensorParallel, (std::vector<int> {4, 8}));
         QVERIFY(baseConfigurationBound(big) <= 500000);
+    }
+
+    /// mixedMicroBatches by hand: 2 replicas of part 1 and 1 of part 2 carry 8 sequences.
+    /// Equal speeds: (1,6) pace 6, (2,4) pace 4, (3,2) pace 3 -> (3,2). Part 2 three times as fast:
+    /// paces max(b1, b2/3) = 2, 2, 3 -> the smallest b1 among the two best, (1,6). No solution
+    /// when the parts cannot add up (2 b1 + 2 b2 = 5) or there are fewer sequences than replicas.
+    void mixedMicroBatchSplit()
+    {
+        using P = std::optional<std::pair<int, int>>;
+        QCOMPARE(mixedMicroBatches(8, 2, 1, 1.0, 1.0), P({3, 2}));
+        QCOMPARE(mixedMicroBatches(8, 2, 1, 1.0, 3.0), P({1, 6}));
+        QCOMPARE(mixedMicroBatches(12, 4, 2, 2.0, 1.0), P({2, 2})); // 4x2 + 2x2; (1,4) paces 4
+        QCOMPARE(mixedMicroBatches(5, 2, 2, 1.0, 1.0), P());
+        QCOMPARE(mixedMicroBatches(2, 2, 1, 1.0, 1.0), P());
+    }
+
+    /// Mixed-type stages in the 20-GPU default space (target Any): a stage's DP group spans two
+    /// node groups of different device types; the faster part's replicas carry at least the
+    /// slower part's micro-batch, the parts add up to the stage's samples per step, and the fast
+    /// path agrees with estimatePlan (which runs a stage at its slowest replica's pace and
+    /// reduces gradients over every link the mixed group spans).
+    void mixedStagesInTheSpace()
+    {
+        const SearchResult &r = mDefault;
+        SearchRequest req = request20(1);
+        std::vector<uint32_t> mixed;
+        for (size_t i = 0; i < r.size(); ++i) {
+            const auto b = r.decodeBase(r.baseOf[i]);
+            for (const SearchStage &s : r.pipelines[b.pipeline].stages)
+                if (s.mixed()) {
+                    mixed.push_back(static_cast<uint32_t>(i));
+                    break;
+                }
+        }
+        QVERIFY2(mixed.size() > 1000, std::to_string(mixed.size()).c_str());
+        const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
+        size_t proportional = 0;
+        for (size_t k = 0; k < mixed.size(); k += mixed.size() / 300 + 1) {
+            const uint32_t i = mixed[k];
+            const Plan plan = r.materialize(i);
+            Diagnostics d;
+            validatePlan(plan, req.cluster, req.model, d);
+            QVERIFY2(d.empty(), plan.summary(req.cluster).c_str());
+            const auto b = r.decodeBase(r.baseOf[i]);
+            const SearchResult::Pipeline &pl = r.pipelines[b.pipeline];
+            for (size_t si = 0; si < pl.stages.size(); ++si) {
+                const SearchStage &s = pl.stages[si];
+                if (!s.mixed())
+                    continue;
+                const Stage &st = plan.stages[si];
+                QCOMPARE(st.dp(), s.dp);
+                const int b1 = st.replicas.front().microBatch, b2 = st.replicas.back().microBatch;
+                QVERIFY(req.cluster.findNode(st.replicas.front().node)->device
+                        != req.cluster.findNode(st.replicas.back().node)->device);
+                if (s.weight > s.weight2)
+                    QVERIFY(b1 >= b2);
+                if (s.weight2 > s.weight)
+                    QVERIFY(b2 >= b1);
+                proportional += b1 != b2;
+            }
+            const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
+            QVERIFY2(rel(e.iterationTimeMs, r.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY2(rel(e.peakUtilisation, r.peakMemory[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY2(std::abs(e.imbalance - r.imbalance[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY(rel(e.peakBytes, r.peakBytes[i]) < 1e-9);
+        }
+        QVERIFY(proportional > 0); // faster replicas really take larger micro-batches
+        // Without the dimension no mixed stage appears, and everything else is unchanged.
+        SearchRequest plain = request20(2);
+        plain.space.mixedStages = false;
+        const SearchResult p = runSearch(plain);
+        QCOMPARE(p.size() + mixed.size(), r.size());
+        for (const SearchResult::Pipeline &pl : p.pipelines)
+            for (const SearchStage &s : pl.stages)
+                QVERIFY(!s.mixed());
+        // FlagScale meshes have one device type: no mixed stage under that target.
+        SearchRequest fs = smallRequest(2);
+        fs.space.target = LaunchTarget::FlagScale;
+        fs.cluster.groups.erase(fs.cluster.groups.begin() + 1); // the MI250X node: no ROCm in FlagScale
+        const SearchResult f = runSearch(fs);
+        QVERIFY(f.size() > 0);
+        for (const SearchResult::Pipeline &pl : f.pipelines)
+            for (const SearchStage &s : pl.stages)
+                QVERIFY(!s.mixed());
     }
 
     void badRequestsAreErrors()

@@ -1,5 +1,7 @@
 #include "memx/evaluation/compare.h"
 
+#include "memx/search/plannedsearch.h"
+
 #include "memx/cost/costmodel.h"
 #include "memx/io/formats.h"
 #include "memx/predict/learnedpredictor.h"
@@ -142,6 +144,39 @@ void rankGroundTruth(GroundTruth &truth, ObjectiveWeights memoryBalanceWeights)
         truth.memoryBalanceOrder.push_back(okIdx[k]);
 }
 
+namespace {
+
+/// The planned search of `search` (the request's target and idle groups), every subset with the
+/// learned predictor when given; notes and the target go to the report.
+SearchResult plannedSearch(const CompareRequest &request, const SearchRequest &search, const LearnedPredictor *learned,
+                           const ProgressFn &progress, CompareReport &report)
+{
+    PlannedSearchRequest p;
+    p.search = search;
+    p.autoTarget = request.autoTarget;
+    p.maxIdleGroups = request.maxIdleGroups;
+    p.maxVerifiedBatches = -1;
+    SubsetSearch run;
+    if (learned)
+        run = [learned](const SearchRequest &r, const ProgressFn &f) {
+            SearchRequest x = r;
+            x.collectFeatures = true;
+            SearchResult res = runSearch(x, f);
+            if (!res.cancelled)
+                applyLearnedPredictor(res, *learned, nullptr);
+            return res;
+        };
+    PlannedSearchResult out = runPlannedSearch(p, progress, run);
+    report.target = out.target;
+    report.targetReason = out.targetReason;
+    for (const std::string &n : out.notes)
+        if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
+            report.notes.push_back(n);
+    return std::move(out.result);
+}
+
+} // namespace
+
 CompareReport runCompare(const CompareRequest &request, const ProgressFn &progress)
 {
     CompareReport report;
@@ -177,7 +212,7 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     auto t0 = Clock::now();
     SearchRequest analyticReq = request.search;
     analyticReq.collectFeatures = false;
-    const SearchResult analytic = runSearch(analyticReq, searchProgress);
+    const SearchResult analytic = plannedSearch(request, analyticReq, nullptr, searchProgress, report);
     const double analyticMs = msSince(t0);
     const ObjectiveScale mx = objectiveScaleOf(metricsOf(analytic));
     if (!step())
@@ -189,10 +224,7 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     const SearchResult *memxRes = &analytic;
     if (request.learned) {
         t0 = Clock::now();
-        SearchRequest lr = request.search;
-        lr.collectFeatures = true;
-        learnedResult = runSearch(lr, searchProgress);
-        applyLearnedPredictor(learnedResult, *request.learned, nullptr);
+        learnedResult = plannedSearch(request, request.search, request.learned, searchProgress, report);
         memxMs = msSince(t0);
         memxRes = &learnedResult;
     } else {
@@ -207,7 +239,7 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     propReq.collectFeatures = false;
     propReq.space.neighbourRadius = 0;
     propReq.space.memoryAwareSplit = false;
-    const SearchResult prop = runSearch(propReq, searchProgress);
+    const SearchResult prop = plannedSearch(request, propReq, nullptr, searchProgress, report);
     std::vector<uint32_t> homogeneous;
     for (uint32_t i = 0; i < prop.size(); ++i)
         if (homogeneousRecompute(prop, i))
@@ -461,6 +493,7 @@ nlohmann::json toJson(const CompareReport &report, const Cluster &cluster)
     j["format"] = "memx.compare/1";
     j["weights"] = {report.memxWeights.time, report.memxWeights.memory, report.memxWeights.balance};
     j["notes"] = report.notes;
+    j["target"] = {{"name", toString(report.target)}, {"reason", report.targetReason}};
     nlohmann::json methods = nlohmann::json::array();
     for (const MethodOutcome &o : report.methods) {
         nlohmann::json m;

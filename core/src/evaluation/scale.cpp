@@ -1,5 +1,7 @@
 #include "memx/evaluation/scale.h"
 
+#include "memx/search/plannedsearch.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,17 +56,27 @@ std::vector<ScalePoint> runScale(const ScaleRequest &request, const ProgressFn &
         p.factor = factors[k];
         p.gpus = req.cluster.totalGpus();
         p.clusterName = req.cluster.name;
-        p.narrowed = narrowToBudget(req, request.maxBases);
+
         const auto t0 = std::chrono::steady_clock::now();
         bool cancelled = false;
-        const SearchResult res = runSearch(req, [&](size_t d, size_t t) {
+        PlannedSearchRequest planned;
+        planned.search = req;
+        planned.autoTarget = request.autoTarget;
+        planned.maxIdleGroups = request.maxIdleGroups;
+        planned.maxVerifiedBatches = -1;
+        planned.maxBases = request.maxBases;
+        const PlannedSearchResult pr = runPlannedSearch(planned, [&](size_t d, size_t t) {
             const double f = (k + (t ? static_cast<double>(d) / t : 0.0 /* (0, 0): set-up */)) / factors.size();
             if (progress && !progress(static_cast<size_t>(1000 * std::min(f, 1.0)), 1000))
                 cancelled = true;
             return !cancelled;
         });
+        const SearchResult &res = pr.result;
         if (cancelled || res.cancelled)
             break;
+        p.target = toString(pr.target);
+        p.narrowed = pr.narrowed;
+        p.notes = pr.notes;
         const std::vector<uint32_t> top = rank(res, request.objective, 1);
         p.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         p.enumerated = res.enumerated;
@@ -78,6 +90,7 @@ std::vector<ScalePoint> runScale(const ScaleRequest &request, const ProgressFn &
             p.peakMemory = res.peakMemory[i];
             p.imbalance = res.imbalance[i];
             p.samplesPerSecond = p.timeMs > 0 ? res.globalBatch / (p.timeMs / 1000.0) : 0.0;
+            p.idle = pr.idleText(i);
         }
         points.push_back(std::move(p));
     }
@@ -91,13 +104,15 @@ nlohmann::json toJson(const std::vector<ScalePoint> &points)
         nlohmann::json j {{"gpus", p.gpus},           {"factor", p.factor},
                           {"cluster", p.clusterName}, {"enumerated", p.enumerated},
                           {"validConfigs", p.valid},  {"searchMs", p.searchMs},
-                          {"narrowed", p.narrowed},   {"hasPlan", p.hasPlan}};
+                          {"narrowed", p.narrowed},   {"hasPlan", p.hasPlan},
+                          {"target", p.target},       {"notes", p.notes}};
         if (p.hasPlan) {
             j["best"] = p.summary;
             j["timeMs"] = p.timeMs;
             j["peakMemory"] = p.peakMemory;
             j["imbalance"] = p.imbalance;
             j["samplesPerSecond"] = p.samplesPerSecond;
+            j["idle"] = p.idle;
         }
         arr.push_back(std::move(j));
     }

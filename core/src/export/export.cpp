@@ -181,12 +181,17 @@ using namespace exportdetail;
 void checkMegatronExpressible(const ExportRequest &request, Diagnostics &diags)
 {
     MegatronShape shape;
-    analyseMegatron(request, shape, diags);
+    Diagnostics d(planFileName(request));
+    analyseMegatron(request.plan, request.cluster, request.model, request.options.splitStyle, shape, d);
+    diags.append(d);
 }
 
 void checkFlagScaleExpressible(const ExportRequest &request, Diagnostics &diags)
 {
-    writeFlagScale(request, diags);
+    FlagScaleShape shape;
+    Diagnostics d(planFileName(request));
+    analyseFlagScale(request.plan, request.cluster, request.model, shape, d);
+    diags.append(d);
 }
 
 namespace {
@@ -226,8 +231,9 @@ std::vector<ExportFile> exportPlan(const ExportRequest &request)
     case ExportFormat::Megatron:
     case ExportFormat::Slurm: {
         MegatronShape shape;
-        if (!analyseMegatron(request, shape, diags))
+        if (!analyseMegatron(request.plan, request.cluster, request.model, request.options.splitStyle, shape, diags))
             break;
+        shape.bf16 = chooseBf16(request, shape.precisionNote);
         if (request.format == ExportFormat::Slurm)
             checkSlurmHostNames(request, shape, diags);
         if (diags.empty())
@@ -235,9 +241,12 @@ std::vector<ExportFile> exportPlan(const ExportRequest &request)
                 = request.format == ExportFormat::Megatron ? writeMegatron(request, shape) : writeSlurm(request, shape);
         break;
     }
-    case ExportFormat::FlagScale:
-        files = writeFlagScale(request, diags);
+    case ExportFormat::FlagScale: {
+        FlagScaleShape shape;
+        if (analyseFlagScale(request.plan, request.cluster, request.model, shape, diags))
+            files = writeFlagScale(request, shape);
         break;
+    }
     case ExportFormat::Json:
         files = writeJsonPlan(request, diags);
         break;

@@ -6,8 +6,6 @@
 #include "memx/export/megatronargs.h"
 #include "memx/util/jsonreader.h"
 
-#include <map>
-#include <set>
 #include <sstream>
 
 namespace memx::exportdetail {
@@ -15,37 +13,6 @@ namespace {
 
 /// Iterations of the default (mock data) run; also the checkpoint interval.
 constexpr int kTrainIters = 100;
-
-/// A FlagScale process mesh: consecutive stages with one device type, TP and DP.
-struct Mesh {
-    int device = 0;
-    int tp = 1;
-    int dp = 1;
-    std::vector<int> stages;
-};
-
-/// A plan reduced to what FlagScale's heterogeneous mode expresses.
-struct FlagScaleShape {
-    std::vector<Mesh> meshes;
-    std::vector<int> typeOrder; ///< device types in mesh order, each once
-    std::vector<NodeLaunch> hosts; ///< hostfile order = node rank
-    int microBatch = 1; ///< mesh 0's
-    bool partialReduce = false;
-    std::set<RecomputeMethod> methods;
-};
-
-/// Vendors with an adaptation in upstream FlagScale (its hardware/ folder) that the catalogue
-/// knows, and the variable their PyTorch plug-in reads for the visible devices.
-std::optional<std::string> flagScaleVisibleDevices(const std::string &vendor)
-{
-    static const std::map<std::string, std::string> vars {
-        {"NVIDIA", "CUDA_VISIBLE_DEVICES"},
-        {"Huawei", "ASCEND_RT_VISIBLE_DEVICES"}, // torch_npu (hardware/Huawei_Atlas800TA3)
-        {"Cambricon", "MLU_VISIBLE_DEVICES"}, // torch_mlu (hardware/Cambricon_MLU)
-    };
-    const auto it = vars.find(vendor);
-    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
-}
 
 const char *yamlBool(bool b)
 {
@@ -55,240 +22,6 @@ const char *yamlBool(bool b)
 const GpuSpec &deviceOf(const ExportRequest &request, int device)
 {
     return request.cluster.devices[static_cast<size_t>(device)];
-}
-
-/// Every stage must be one (device type, TP) so that it fits in a mesh.
-void checkStagesFitMeshes(const ExportRequest &request, Diagnostics &d)
-{
-    const Cluster &cluster = request.cluster;
-    for (size_t s = 0; s < request.plan.stages.size(); ++s) {
-        const Stage &st = request.plan.stages[s];
-        const int dev0 = deviceOfNode(cluster, st.replicas.front().node);
-        for (size_t i = 1; i < st.replicas.size(); ++i) {
-            const Replica &r = st.replicas[i];
-            const std::string rp = jsonPointerJoin(jsonPointerJoin("/stages", s) + "/replicas", i);
-            const int dev = deviceOfNode(cluster, r.node);
-            if (dev != dev0) {
-                d.error(rp + "/node",
-                        "expected a " + printableText(deviceOf(request, dev0).id)
-                            + " node like replica 0 (a FlagScale process mesh has one device type), found "
-                            + printableText(r.node) + " (" + printableText(deviceOf(request, dev).id) + ")");
-                break;
-            }
-            if (r.tp != st.replicas.front().tp) {
-                d.error(rp + "/tp",
-                        "expected TP " + std::to_string(st.replicas.front().tp)
-                            + " like replica 0 (a FlagScale process mesh has one TP degree), found "
-                            + std::to_string(r.tp));
-                break;
-            }
-        }
-    }
-}
-
-/// Meshes (consecutive stages with one device type, TP and DP) and the device-type order.
-void buildMeshes(const ExportRequest &request, FlagScaleShape &f, Diagnostics &d)
-{
-    const Plan &plan = request.plan;
-    for (size_t s = 0; s < plan.stages.size(); ++s) {
-        const Stage &st = plan.stages[s];
-        Mesh m {deviceOfNode(request.cluster, st.replicas.front().node), st.replicas.front().tp, st.dp(), {}};
-        const Mesh *last = f.meshes.empty() ? nullptr : &f.meshes.back();
-        if (!last || last->device != m.device || last->tp != m.tp || last->dp != m.dp)
-            f.meshes.push_back(m);
-        f.meshes.back().stages.push_back(static_cast<int>(s));
-    }
-    // FlagScale orders ranks by the first index of their device type in hetero_device_types, so the
-    // meshes of one device type must be consecutive along the pipeline.
-    for (const Mesh &m : f.meshes) {
-        if (!f.typeOrder.empty() && f.typeOrder.back() == m.device)
-            continue;
-        const std::string id = printableText(deviceOf(request, m.device).id);
-        for (int t : f.typeOrder)
-            if (t == m.device) {
-                d.error(jsonPointerJoin("/stages", static_cast<size_t>(m.stages.front())),
-                        "expected the stages of each device type to be consecutive (FlagScale sorts ranks by device "
-                        "type, so a pipeline cannot return to "
-                            + id + " after another type), found " + id + " again at stage "
-                            + std::to_string(m.stages.front()));
-                break;
-            }
-        f.typeOrder.push_back(m.device);
-    }
-}
-
-/// Vendors upstream FlagScale runs on (no AMD/ROCm, Intel Gaudi or Biren adaptation upstream).
-void checkVendors(const ExportRequest &request, const FlagScaleShape &f, Diagnostics &d)
-{
-    for (const Mesh &m : f.meshes) {
-        const GpuSpec &g = deviceOf(request, m.device);
-        if (flagScaleVisibleDevices(g.vendor))
-            continue;
-        d.error(jsonPointerJoin("/stages", static_cast<size_t>(m.stages.front())),
-                "expected a vendor upstream FlagScale supports (its hardware/ adaptations: NVIDIA, Huawei Ascend, "
-                "Cambricon, Kunlunxin, MetaX, Hygon, Moore Threads, Iluvatar, Tsing Micro), found "
-                    + printableText(g.vendor) + " " + printableText(g.id)
-                    + (g.vendor == "AMD"
-                           ? " (FlagScale has no AMD/ROCm adaptation, neither alone nor mixed with other vendors)"
-                           : ""));
-    }
-}
-
-/// dp_0 x micro_batch_size divisible by every mesh's dp; each mesh then runs dp_0*MBS/dp_i.
-void checkMicroBatches(const ExportRequest &request, FlagScaleShape &f, Diagnostics &d)
-{
-    const Plan &plan = request.plan;
-    const Stage &stage0 = plan.stages.front();
-    f.microBatch = stage0.replicas.front().microBatch;
-    const int mbs = f.microBatch;
-    for (size_t i = 1; i < stage0.replicas.size(); ++i)
-        if (stage0.replicas[i].microBatch != mbs) {
-            d.error(jsonPointerJoin("/stages/0/replicas", i) + "/microBatch",
-                    "expected micro-batch " + std::to_string(mbs)
-                        + " like replica 0 (FlagScale's micro_batch_size is one value for mesh 0), found "
-                        + std::to_string(stage0.replicas[i].microBatch));
-            break;
-        }
-    const int dp0 = f.meshes.front().dp;
-    for (size_t mi = 0; mi < f.meshes.size(); ++mi) {
-        const Mesh &m = f.meshes[mi];
-        if ((dp0 * mbs) % m.dp != 0) {
-            d.error(jsonPointerJoin("/stages", static_cast<size_t>(m.stages.front())) + "/replicas",
-                    "FlagScale rule: dp_0 x micro_batch_size (" + std::to_string(dp0) + " x " + std::to_string(mbs)
-                        + " = " + std::to_string(dp0 * mbs) + ") must be divisible by the dp of mesh "
-                        + std::to_string(mi) + ", found dp " + std::to_string(m.dp)
-                        + " (every mesh runs micro_batch_size_i = dp_0 x MBS / dp_i)");
-            continue;
-        }
-        const int want = dp0 * mbs / m.dp;
-        for (int s : m.stages) {
-            const Stage &st = plan.stages[static_cast<size_t>(s)];
-            for (size_t i = 0; i < st.replicas.size(); ++i)
-                if (st.replicas[i].microBatch != want && s != 0) {
-                    d.error(jsonPointerJoin(jsonPointerJoin("/stages", static_cast<size_t>(s)) + "/replicas", i)
-                                + "/microBatch",
-                            "expected micro-batch " + std::to_string(want) + " (FlagScale gives every replica of mesh "
-                                + std::to_string(mi) + " dp_0 x MBS / dp_i = " + std::to_string(dp0 * mbs) + " / "
-                                + std::to_string(m.dp) + "), found " + std::to_string(st.replicas[i].microBatch));
-                    break;
-                }
-        }
-    }
-}
-
-/// Tied embeddings: same TP on the first and last mesh; with different DP and the distributed
-/// optimizer one DP must divide the other (and partial reduce is switched on).
-void checkEmbeddings(const ExportRequest &request, FlagScaleShape &f, Diagnostics &d)
-{
-    const Mesh &first = f.meshes.front();
-    const Mesh &last = f.meshes.back();
-    const std::string lastStage = jsonPointerJoin("/stages", request.plan.stages.size() - 1);
-    if (!request.model.shape.tiedEmbeddings)
-        return;
-    if (first.tp != last.tp)
-        d.error(lastStage + "/replicas/0/tp",
-                "FlagScale rule: with tied input/output embeddings the first and last meshes need the same TP ("
-                    + std::to_string(first.tp) + "), found " + std::to_string(last.tp)
-                    + " - untie the embeddings or give the last stage TP " + std::to_string(first.tp));
-    if (first.dp != last.dp && request.plan.distributedOptimizer) {
-        if (first.dp % last.dp != 0 && last.dp % first.dp != 0)
-            d.error(lastStage + "/replicas",
-                    "FlagScale rule: with tied embeddings and the distributed optimizer the first and last "
-                    "meshes' DP must divide one another, found "
-                        + std::to_string(first.dp) + " and " + std::to_string(last.dp));
-        f.partialReduce = true;
-    }
-}
-
-/// Recompute: FlagScale's per-stage keys know full and off; selective only for the whole job.
-void checkRecompute(const ExportRequest &request, FlagScaleShape &f, Diagnostics &d)
-{
-    const Plan &plan = request.plan;
-    for (const Stage &st : plan.stages)
-        f.methods.insert(st.recompute.method);
-    if (!f.methods.count(RecomputeMethod::Selective) || f.methods.size() == 1)
-        return;
-    std::string list;
-    for (size_t s = 0; s < plan.stages.size(); ++s)
-        list += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + " "
-            + toString(plan.stages[s].recompute.method);
-    d.error("/stages",
-            "expected selective recompute on all stages or on none (FlagScale's per-stage recompute "
-            "keys choose between full and off only), found "
-                + list);
-}
-
-/// Logical rank order: mesh after mesh, inside a mesh tp-cp-ep-dp-pp. With static rendezvous the
-/// physical order is hostfile order x local rank, so every node must be one contiguous block.
-void placeHosts(const ExportRequest &request, FlagScaleShape &f, Diagnostics &d)
-{
-    const Plan &plan = request.plan;
-    std::vector<RankSlot> logical;
-    for (const Mesh &m : f.meshes)
-        for (int s : m.stages)
-            for (int dpi = 0; dpi < m.dp; ++dpi)
-                for (int t = 0; t < m.tp; ++t) {
-                    const Replica &r = plan.stages[static_cast<size_t>(s)].replicas[static_cast<size_t>(dpi)];
-                    logical.push_back({s, dpi, t, r.node, r.gpus[static_cast<size_t>(t)]});
-                }
-    std::set<std::string> seen;
-    for (size_t i = 0; i < logical.size(); ++i) {
-        if (f.hosts.empty() || f.hosts.back().node != logical[i].node) {
-            if (!seen.insert(logical[i].node).second) {
-                d.error("/stages",
-                        "the plan's GPU placement cannot be written as a FlagScale hostfile: node '"
-                            + printableText(logical[i].node) + "' would need two places in the rank order (global rank "
-                            + std::to_string(i) + " is stage " + std::to_string(logical[i].stage) + ", replica "
-                            + std::to_string(logical[i].replica)
-                            + "); give each node's GPUs to consecutive replicas/stages");
-                return;
-            }
-            NodeLaunch n;
-            n.node = logical[i].node;
-            n.nodeRank = static_cast<int>(f.hosts.size());
-            n.device = deviceOfNode(request.cluster, n.node);
-            n.firstGlobalRank = static_cast<int>(i);
-            f.hosts.push_back(n);
-        }
-        f.hosts.back().slots.push_back(logical[i]);
-    }
-}
-
-/// Host names and device ids go into the hostfile (host slots=N type=ID) and ssh command lines.
-void checkHostfileNames(const ExportRequest &request, Diagnostics &d)
-{
-    std::set<std::string> reported;
-    for (size_t s = 0; s < request.plan.stages.size(); ++s)
-        for (size_t i = 0; i < request.plan.stages[s].replicas.size(); ++i) {
-            const std::string &node = request.plan.stages[s].replicas[i].node;
-            const std::string rp = jsonPointerJoin(jsonPointerJoin("/stages", s) + "/replicas", i);
-            if (const auto why = hostNameProblem(node); why && reported.insert(node).second)
-                d.error(rp + "/node", "cannot be a FlagScale hostfile host: " + *why);
-            const std::string &id = deviceOf(request, deviceOfNode(request.cluster, node)).id;
-            if (const auto why = hostNameProblem(id); why && reported.insert("type=" + id).second)
-                d.error(rp + "/node", "its device id cannot be a FlagScale hostfile type=: " + *why);
-        }
-}
-
-bool analyseFlagScale(const ExportRequest &request, FlagScaleShape &f, Diagnostics &diags)
-{
-    Diagnostics d(planFileName(request));
-    validatePlan(request.plan, request.cluster, request.model, d);
-    if (d.empty())
-        checkStagesFitMeshes(request, d);
-    if (!d.empty()) {
-        diags.append(d);
-        return false;
-    }
-    buildMeshes(request, f, d);
-    checkVendors(request, f, d);
-    checkMicroBatches(request, f, d);
-    checkEmbeddings(request, f, d);
-    checkRecompute(request, f, d);
-    placeHosts(request, f, d);
-    checkHostfileNames(request, d);
-    diags.append(d);
-    return d.empty();
 }
 
 std::string headerComment(const ExportRequest &request)
@@ -474,21 +207,11 @@ std::string hostfile(const ExportRequest &request, const FlagScaleShape &f)
 
 } // namespace
 
-std::vector<ExportFile> writeFlagScale(const ExportRequest &request, Diagnostics &diags)
+std::vector<ExportFile> writeFlagScale(const ExportRequest &request, const FlagScaleShape &f)
 {
-    FlagScaleShape f;
-    if (!analyseFlagScale(request, f, diags))
-        return {};
     return {{"conf/memx.yaml", experimentYaml(request, f), false},
             {"conf/train/memx.yaml", trainYaml(request, f), false},
             {"hostfile", hostfile(request, f), false}};
-}
-
-bool flagScaleAccepts(const ExportRequest &request)
-{
-    FlagScaleShape f;
-    Diagnostics d;
-    return analyseFlagScale(request, f, d);
 }
 
 } // namespace memx::exportdetail

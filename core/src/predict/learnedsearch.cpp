@@ -26,7 +26,7 @@ LearnedSearchStats applyLearnedPredictor(SearchResult &res, const LearnedPredict
         for (size_t p = 0; p < res.pipelines.size(); ++p) {
             const SearchResult::Pipeline &pl = res.pipelines[p];
             for (size_t s = 0; s < pl.stages.size(); ++s) {
-                classIds[p].push_back(cache->internClass("R" + pl.replicaClass[s]));
+                classIds[p].push_back(cache->internClass("R" + pl.replicaKey(s)));
                 classIds[p].push_back(cache->internClass("D" + pl.dpClass[s]));
                 classIds[p].push_back(cache->internClass("P" + pl.p2pClass[s]));
             }

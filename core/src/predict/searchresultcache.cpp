@@ -46,7 +46,8 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
         + list(sp.microBatches) + ";maxmbs=" + std::to_string(sp.maxReplicaMicroBatch) + ";rc=" + list(sp.recompute)
         + ";do=" + list(sp.distributedOptimizer) + ";perm=" + (sp.permuteGroups ? "1" : "0")
         + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
-        + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0");
+        + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0")
+        + ";target=" + toString(sp.target) + ";mixed=" + (sp.mixedStages ? "1" : "0");
     s += "\ncost " + costOptionsSignature(r.cost);
     std::string p;
     for (const LayerProfile &lp : r.profiles.profiles())
@@ -121,16 +122,26 @@ void validatePipelines(const SearchResult &r)
             if (s.group < 0 || static_cast<size_t>(s.group) >= r.cluster.groups.size())
                 corrupt(at + ": expected a node group index below " + std::to_string(r.cluster.groups.size())
                         + ", found " + std::to_string(s.group));
-            const NodeGroup &g = r.cluster.groups[static_cast<size_t>(s.group)];
-            const std::int64_t gpus = static_cast<std::int64_t>(g.count) * g.gpusPerNode;
-            if (s.tp < 1 || s.dp < 1 || s.slices < 1 || s.slice < 0 || s.slice >= s.slices || g.gpusPerNode % s.tp != 0
-                || (static_cast<std::int64_t>(s.slice) + 1) * s.tp * s.dp > gpus)
-                corrupt(at + ": slice " + std::to_string(s.slice) + "/" + std::to_string(s.slices) + " with TP "
-                        + std::to_string(s.tp) + " x DP " + std::to_string(s.dp) + " does not fit group '" + g.name
-                        + "'");
-            const std::string &dev = r.cluster.deviceOf(g).id;
-            if (std::find(r.deviceTypes.begin(), r.deviceTypes.end(), dev) == r.deviceTypes.end())
-                corrupt(at + ": device type " + dev + " is not in the result's device types");
+            if (s.mixed()
+                && (static_cast<size_t>(s.group2) >= r.cluster.groups.size() || s.group2 == s.group || s.dp2 < 1
+                    || s.dp2 >= s.dp || !(s.weight > 0) || !(s.weight2 > 0) || !std::isfinite(s.weight)
+                    || !std::isfinite(s.weight2) || si >= pl.replicaClass2.size() || pl.replicaClass2[si].empty()))
+                corrupt(at + ": malformed mixed stage");
+            if (!s.mixed() && (s.group2 != -1 || s.dp2 != 0))
+                corrupt(at + ": expected no second part");
+            for (int part = 0; part < (s.mixed() ? 2 : 1); ++part) {
+                const NodeGroup &g = r.cluster.groups[static_cast<size_t>(part ? s.group2 : s.group)];
+                const std::int64_t gpus = static_cast<std::int64_t>(g.count) * g.gpusPerNode;
+                const int dp = part ? s.dp2 : s.dp - s.dp2;
+                if (s.tp < 1 || dp < 1 || s.slices < 1 || s.slice < 0 || s.slice >= s.slices
+                    || g.gpusPerNode % s.tp != 0 || (static_cast<std::int64_t>(s.slice) + 1) * s.tp * dp > gpus)
+                    corrupt(at + ": slice " + std::to_string(s.slice) + "/" + std::to_string(s.slices) + " with TP "
+                            + std::to_string(s.tp) + " x DP " + std::to_string(dp) + " does not fit group '" + g.name
+                            + "'");
+                const std::string &dev = r.cluster.deviceOf(g).id;
+                if (std::find(r.deviceTypes.begin(), r.deviceTypes.end(), dev) == r.deviceTypes.end())
+                    corrupt(at + ": device type " + dev + " is not in the result's device types");
+            }
         }
     }
 }
@@ -174,7 +185,11 @@ void validateConfigurations(const SearchResult &r)
         long layers = 0;
         for (size_t si = 0; si < stages.size(); ++si) {
             const int count = r.layerCounts[r.splitOffset[i] + si];
-            if (count < 1 || step % stages[si].dp != 0)
+            const SearchStage &ss = stages[si];
+            const bool even = ss.mixed()
+                ? mixedMicroBatches(static_cast<int>(step), ss.dp - ss.dp2, ss.dp2, ss.weight, ss.weight2).has_value()
+                : step % ss.dp == 0;
+            if (count < 1 || !even)
                 corrupt(at + ": stage " + std::to_string(si) + " without layers or with an uneven micro-batch");
             layers += count;
         }
@@ -199,10 +214,10 @@ void validateSearchResult(const SearchResult &r)
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 {
-    ByteWriter w({'M', 'X', 'S', 'R', 1, 0, 0, 0});
+    ByteWriter w({'M', 'X', 'S', 'R', 2, 0, 0, 0});
     w.u64(r.enumerated);
     w.pod(std::vector<std::uint64_t> {r.pruned.divisibility, r.pruned.microBatchLimit, r.pruned.layers,
-                                      r.pruned.outOfMemory, r.pruned.duplicates});
+                                      r.pruned.outOfMemory, r.pruned.duplicates, r.pruned.launcher});
     w.u64(r.evaluated);
     w.u64(r.cancelled ? 1 : 0);
     w.pod(std::vector<double> {r.enumerateEvaluateMs});
@@ -217,10 +232,17 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.u64(r.pipelines.size());
     for (const SearchResult::Pipeline &pl : r.pipelines) {
         std::vector<std::int32_t> st;
-        for (const SearchStage &s : pl.stages)
-            st.insert(st.end(), {s.group, s.slice, s.slices, s.tp, s.dp});
+        std::vector<double> weights;
+        for (const SearchStage &s : pl.stages) {
+            st.insert(st.end(), {s.group, s.slice, s.slices, s.tp, s.dp, s.group2, s.dp2});
+            weights.insert(weights.end(), {s.weight, s.weight2});
+        }
         w.pod(st);
-        for (const auto *v : {&pl.replicaClass, &pl.dpClass, &pl.p2pClass}) {
+        w.pod(weights);
+        std::vector<std::string> second = pl.replicaClass2;
+        second.resize(pl.stages.size());
+        for (const std::vector<std::string> *v :
+             {&pl.replicaClass, &pl.dpClass, &pl.p2pClass, static_cast<const std::vector<std::string> *>(&second)}) {
             w.u64(v->size());
             for (const std::string &x : *v)
                 w.str(x);
@@ -248,15 +270,19 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
 {
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x01\0\0\0", 8) != 0)
-        throw std::runtime_error("search result: expected the MXSR version 1 header");
+    // Version 2 adds the launcher prune count, mixed stages (second group, its replicas, the
+    // micro-batch weights) and the second parts' replica classes; version 1 is still read.
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR", 4) != 0 || (bytes[4] != 1 && bytes[4] != 2)
+        || bytes[5] != 0 || bytes[6] != 0 || bytes[7] != 0)
+        throw std::runtime_error("search result: expected the MXSR version 1 or 2 header");
+    const bool v2 = bytes[4] == 2;
     ByteReader rd(bytes, "search result", 8);
     SearchResult r;
     r.enumerated = rd.u64();
     const auto pr = rd.pod<std::uint64_t>();
-    if (pr.size() != 5)
-        throw std::runtime_error("search result: expected 5 prune counts");
-    r.pruned = PruneCounts {pr[0], pr[1], pr[2], pr[3], pr[4]};
+    if (pr.size() != (v2 ? 6u : 5u))
+        throw std::runtime_error("search result: expected " + std::string(v2 ? "6" : "5") + " prune counts");
+    r.pruned = PruneCounts {pr[0], pr[1], pr[2], pr[3], pr[4], v2 ? pr[5] : 0};
     r.evaluated = rd.u64();
     r.cancelled = rd.u64() != 0;
     const auto ms = rd.pod<double>();
@@ -274,12 +300,33 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
         throw std::runtime_error("search result: implausible pipeline count");
     r.pipelines.resize(np);
     for (SearchResult::Pipeline &pl : r.pipelines) {
+        const size_t per = v2 ? 7 : 5;
         const auto st = rd.pod<std::int32_t>();
-        if (st.size() % 5)
+        if (st.size() % per)
             throw std::runtime_error("search result: malformed pipeline stages");
-        for (size_t i = 0; i < st.size(); i += 5)
-            pl.stages.push_back(SearchStage {st[i], st[i + 1], st[i + 2], st[i + 3], st[i + 4]});
-        for (auto *v : {&pl.replicaClass, &pl.dpClass, &pl.p2pClass}) {
+        for (size_t i = 0; i < st.size(); i += per) {
+            SearchStage s {st[i], st[i + 1], st[i + 2], st[i + 3], st[i + 4]};
+            if (v2) {
+                s.group2 = st[i + 5];
+                s.dp2 = st[i + 6];
+            }
+            pl.stages.push_back(s);
+        }
+        if (v2) {
+            const auto weights = rd.pod<double>();
+            if (weights.size() != 2 * pl.stages.size())
+                throw std::runtime_error("search result: malformed mixed-stage weights");
+            for (size_t i = 0; i < pl.stages.size(); ++i) {
+                pl.stages[i].weight = weights[2 * i];
+                pl.stages[i].weight2 = weights[2 * i + 1];
+            }
+        }
+        std::vector<std::vector<std::string> *> tables {&pl.replicaClass, &pl.dpClass, &pl.p2pClass};
+        if (v2)
+            tables.push_back(&pl.replicaClass2);
+        else
+            pl.replicaClass2.assign(pl.stages.size(), std::string());
+        for (auto *v : tables) {
             const std::uint64_t n = rd.u64();
             if (n != pl.stages.size())
                 throw std::runtime_error("search result: class table does not match the stages");

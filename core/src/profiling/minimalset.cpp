@@ -1,5 +1,7 @@
 #include "memx/profiling/minimalset.h"
 
+#include "memx/search/plannedsearch.h"
+
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/jsonreader.h"
@@ -227,6 +229,8 @@ void addEndToEndJobs(ProfilingPlan &plan, const SearchResult &result, const Clus
         req.cluster = cluster;
         req.model = model;
         Diagnostics megatron, flagscale;
+        if (options.target)
+            return checkLaunchTarget(*options.target, req.plan, cluster, model, megatron);
         checkMegatronExpressible(req, megatron);
         if (megatron.empty())
             return true;
@@ -329,7 +333,17 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
     req.space = options.space;
     req.cost = options.cost;
     req.threads = options.threads;
-    const SearchResult result = runSearch(req, progress);
+    SearchResult result;
+    if (options.target) {
+        PlannedSearchRequest planned;
+        planned.search = req;
+        planned.search.space.target = *options.target;
+        planned.autoTarget = false;
+        planned.maxVerifiedBatches = -1;
+        result = runPlannedSearch(planned, progress).result;
+    } else {
+        result = runSearch(req, progress);
+    }
     if (result.cancelled)
         throw std::invalid_argument("cancelled");
     if (result.size() == 0)

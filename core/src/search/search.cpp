@@ -55,24 +55,35 @@ private:
     bool mCancelled = false;
 };
 
-/// Static description of one stage of a pipeline shape, resolved against the cluster.
+/// Static description of one stage of a pipeline shape, resolved against the cluster. A mixed
+/// stage has a second part (group2 >= 0): dp2 replicas on another group, after the first part's.
 struct StageShape {
     int group = 0;
-    int deviceType = 0; ///< index into SearchResult::deviceTypes
+    int deviceType = 0; ///< index into SearchResult::deviceTypes (it decides the stage's recompute)
     int tpIndex = 0; ///< index into the kernel table's TP list
     int tp = 1;
-    int dp = 1;
-    int gpus = 0;
-    double capacityBytes = 0;
-    std::vector<int> nodes; ///< global node indices of the slice
+    int dp = 1; ///< replicas of both parts
+    int gpus = 0; ///< GPUs of both parts
+    double capacityBytes = 0; ///< first part's device
+    int group2 = -1, deviceType2 = 0;
+    int dp1 = 1, dp2 = 0; ///< replicas of each part
+    double capacity2 = 0;
+    double w1 = 1, w2 = 1; ///< per-sample speed weights of the micro-batch split (mixedMicroBatches)
+    std::vector<int> nodes; ///< global node indices of the slice (both parts)
     std::vector<Link> dpLinks;
     int dpFlows = 1; ///< rings sharing the busiest NIC during the DP reduction (dpNicFlows)
+    bool mixed() const { return group2 >= 0; }
 };
 
 struct PipelineShape {
     std::vector<StageShape> stages;
     std::vector<std::vector<Link>> p2pLinks; ///< per boundary i -> i+1
     int maxDp = 1;
+    /// Per (micro-batch index x distributed-optimizer index): the launch target runs the
+    /// pipeline with that batch and optimizer (checkLaunchTarget on a plan of it). Empty: all do.
+    std::vector<char> launchOk;
+    /// Per device type: some stage's recompute is that type's choice; empty when every type is.
+    std::vector<char> decidingType;
 };
 
 /// Everything precomputed before the hot loop; read-only while threads run.
@@ -95,6 +106,7 @@ struct Context {
     /// The space also offers the plain optimizer: a distributed-optimizer base whose stages all
     /// have DP 1 is then the same plan (sharding over one rank changes nothing) and is pruned.
     bool hasPlainOptimizer = false;
+    LaunchTarget target = LaunchTarget::Any;
     uint64_t totalBases = 0;
 
     const LayerKernel &lk(int group, int tpIndex, int mb) const
@@ -180,54 +192,80 @@ public:
         const int p = static_cast<int>(ps.stages.size());
         const int mb = r.space.microBatches[d.mbIndex];
         const bool distOpt = r.space.distributedOptimizer[d.distIndex];
-        if (distOpt && ps.maxDp == 1 && c.hasPlainOptimizer) {
+        auto prune = [&](uint64_t &reason) {
             ++out.enumerated;
-            ++out.pruned.duplicates;
-            return;
+            ++reason;
+        };
+        if (distOpt && ps.maxDp == 1 && c.hasPlainOptimizer)
+            return prune(out.pruned.duplicates);
+        if (!ps.decidingType.empty()) {
+            // A device type whose choice decides no stage (it is only a mixed stage's second
+            // part): any other choice than its first is the same plan again.
+            size_t combo = d.rcCombo;
+            for (size_t t = 0; t < c.nTypes; ++t, combo /= c.nRc)
+                if (!ps.decidingType[t] && combo % c.nRc != 0)
+                    return prune(out.pruned.duplicates);
         }
         const int stepSamples = mb * ps.maxDp;
-        if (c.gbs % stepSamples != 0) {
-            ++out.enumerated;
-            ++out.pruned.divisibility;
-            return;
-        }
+        if (c.gbs % stepSamples != 0)
+            return prune(out.pruned.divisibility);
         const int m = c.gbs / stepSamples;
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
-            if (stepSamples % s.dp != 0) {
-                ++out.enumerated;
-                ++out.pruned.divisibility;
-                return;
+            if (!s.mixed()) {
+                if (stepSamples % s.dp != 0)
+                    return prune(out.pruned.divisibility);
+                mbs[i] = stepSamples / s.dp;
+                mbs2[i] = 0;
+            } else {
+                const auto split = mixedMicroBatches(stepSamples, s.dp1, s.dp2, s.w1, s.w2);
+                if (!split)
+                    return prune(out.pruned.divisibility);
+                mbs[i] = split->first;
+                mbs2[i] = split->second;
             }
-            mbs[i] = stepSamples / s.dp;
-            if (mbs[i] > c.maxMb) {
-                ++out.enumerated;
-                ++out.pruned.microBatchLimit;
-                return;
-            }
-            rc[i].method = rcForType(d.rcCombo, s.deviceType, c.nRc, r.space.recompute);
+            if (std::max(mbs[i], mbs2[i]) > c.maxMb)
+                return prune(out.pruned.microBatchLimit);
+        }
+        if (!ps.launchOk.empty() && !ps.launchOk[d.mbIndex * c.nDist + d.distIndex])
+            return prune(out.pruned.launcher);
+        for (int i = 0; i < p; ++i)
+            methods[i] = rcForType(d.rcCombo, ps.stages[static_cast<size_t>(i)].deviceType, c.nRc, r.space.recompute);
+        if (!recomputeAllowed(c.target, methods, static_cast<size_t>(p)))
+            return prune(out.pruned.launcher);
+        for (int i = 0; i < p; ++i) {
+            const StageShape &s = ps.stages[static_cast<size_t>(i)];
+            rc[i].method = methods[i];
             rc[i].layers = 0;
-            kern[i] = &c.lk(s.group, s.tpIndex, mbs[i]);
-            mem[i] = &c.mk(s.group, s.tpIndex, mbs[i], p);
             inFlight[i] = std::min(p - i, m);
             groups[i] = (s.tp > 1) + (s.dp > 1) + (p > 1);
-            // Per-layer time (speed) and linear memory model for the splits.
-            const ReplicaStep all = replicaStep(*kern[i], 0, c.layers, false, false, rc[i]);
-            speed[i] = c.layers / all.total();
-            const MemoryBreakdown m0
-                = gpuMemory(*mem[i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
-            const MemoryBreakdown m1
-                = gpuMemory(*mem[i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
-            const double slope = m1.total() - m0.total();
-            memBase[i] = m0.total();
-            memSlope[i] = slope;
-            const double room = s.capacityBytes - m0.total();
-            maxLayers[i] = room < slope ? 0 : static_cast<int>(std::min(1e6, std::floor(room / slope)));
+            // Per-layer time (speed) and linear memory model for the splits, per part.
+            double slowest = 0;
+            maxLayers[i] = 1 << 30;
+            for (int part = 0; part < (s.mixed() ? 2 : 1); ++part) {
+                const int g = part ? s.group2 : s.group;
+                const int b = part ? mbs2[i] : mbs[i];
+                kern[part][i] = &c.lk(g, s.tpIndex, b);
+                mem[part][i] = &c.mk(g, s.tpIndex, b, p);
+                const ReplicaStep all = replicaStep(*kern[part][i], 0, c.layers, false, false, rc[i]);
+                slowest = std::max(slowest, all.total());
+                const MemoryBreakdown m0
+                    = gpuMemory(*mem[part][i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
+                const MemoryBreakdown m1
+                    = gpuMemory(*mem[part][i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
+                const double slope = m1.total() - m0.total();
+                memBase[part][i] = m0.total();
+                memSlope[part][i] = slope;
+                const double room = (part ? s.capacity2 : s.capacityBytes) - m0.total();
+                maxLayers[i] = std::min(maxLayers[i],
+                                        room < slope ? 0 : static_cast<int>(std::min(1e6, std::floor(room / slope))));
+            }
+            speed[i] = c.layers / slowest;
         }
-        // P2P per boundary: one activation of the sender's micro-batch.
+        // P2P per boundary: one activation of the sender's largest micro-batch.
         for (int i = 0; i + 1 < p; ++i) {
-            const double bytes = static_cast<double>(mbs[i]) * r.model.shape.seqLength * r.model.shape.hidden * 2.0
-                / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
+            const double bytes = static_cast<double>(std::max(mbs[i], mbs2[i])) * r.model.shape.seqLength
+                * r.model.shape.hidden * 2.0 / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
             p2p[i] = worstTransferMs(ps.p2pLinks[static_cast<size_t>(i)], bytes);
         }
 
@@ -380,52 +418,65 @@ private:
                 return;
             }
         double maxUtil = 0, maxBytes = 0, sumU = 0, sumW = 0;
-        double util[64], weight[64];
+        double util[128], weight[128];
+        int nUtil = 0;
         int first = 0;
         double maxDp = 0, maxOpt = 0, steps[64];
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             const int n = split[i];
             const bool hasEmb = i == 0, hasHead = i == p - 1;
-            // gpuMemory is linear in the layer count: base + n x slope (same value to rounding).
-            const double total = memBase[i] + n * memSlope[i];
-            if (total > s.capacityBytes) {
-                ++out.pruned.outOfMemory;
-                return;
-            }
-            util[i] = total / s.capacityBytes;
-            weight[i] = s.gpus;
-            maxUtil = std::max(maxUtil, util[i]);
-            maxBytes = std::max(maxBytes, total);
-            sumU += util[i] * s.gpus;
-            sumW += s.gpus;
-
-            const LayerKernel &k = *kern[i];
-            steps[i] = replicaStep(k, first, n, hasEmb, hasHead, rc[i]).total();
-            const MemoryKernel &mk = *mem[i];
-            const double psi = n * mk.layerParams + (hasEmb ? mk.embeddingParams : 0) + (hasHead ? mk.headParams : 0);
-            if (s.dp > 1) {
-                const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
-                for (const Link &l : s.dpLinks)
-                    maxDp = std::max(maxDp, distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
-                                                          + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
-                                                    : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
-            }
+            const int parts = s.mixed() ? 2 : 1;
+            steps[i] = 0;
+            double optMs = 0;
             const double share = distOpt ? 1.0 / s.dp : 1.0;
-            double optMs;
-            if (!k.optimizerPrefixMs.empty())
-                optMs = (k.optimizerPrefixMs[first + n] - k.optimizerPrefixMs[first]
-                         + (hasEmb ? k.embeddingOptimizerMs : 0) + (hasHead ? k.headOptimizerMs : 0))
-                    * share;
-            else
-                optMs = psi * share * k.optimizerMsPerParam;
+            for (int part = 0; part < parts; ++part) {
+                // gpuMemory is linear in the layer count: base + n x slope (same value to rounding).
+                const double total = memBase[part][i] + n * memSlope[part][i];
+                const double capacity = part ? s.capacity2 : s.capacityBytes;
+                if (total > capacity) {
+                    ++out.pruned.outOfMemory;
+                    return;
+                }
+                const int gpus = part ? s.dp2 * s.tp : s.dp1 * s.tp;
+                util[nUtil] = total / capacity;
+                weight[nUtil] = gpus;
+                maxUtil = std::max(maxUtil, util[nUtil]);
+                maxBytes = std::max(maxBytes, total);
+                sumU += util[nUtil] * gpus;
+                sumW += gpus;
+                ++nUtil;
+
+                const LayerKernel &k = *kern[part][i];
+                steps[i] = std::max(steps[i], replicaStep(k, first, n, hasEmb, hasHead, rc[i]).total());
+                const MemoryKernel &mk = *mem[part][i];
+                const double psi
+                    = n * mk.layerParams + (hasEmb ? mk.embeddingParams : 0) + (hasHead ? mk.headParams : 0);
+                if (!k.optimizerPrefixMs.empty())
+                    optMs = std::max(optMs,
+                                     (k.optimizerPrefixMs[first + n] - k.optimizerPrefixMs[first]
+                                      + (hasEmb ? k.embeddingOptimizerMs : 0) + (hasHead ? k.headOptimizerMs : 0))
+                                         * share);
+                else
+                    optMs = std::max(optMs, psi * share * k.optimizerMsPerParam);
+                // DP gradient bytes from the first part (estimatePlan: replica 0's device; the
+                // parameter count depends on TP only).
+                if (part == 0 && s.dp > 1) {
+                    const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
+                    for (const Link &l : s.dpLinks)
+                        maxDp = std::max(maxDp,
+                                         distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
+                                                 + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
+                                                 : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
+                }
+            }
             maxOpt = std::max(maxOpt, optMs);
             first += n;
         }
         const double pipe = pipelineMakespanMs(p, m, steps, p2p, r.cost.exposedP2pFraction);
         const double mean = sumU / sumW;
         double var = 0;
-        for (int i = 0; i < p; ++i)
+        for (int i = 0; i < nUtil; ++i)
             var += weight[i] * (util[i] - mean) * (util[i] - mean);
         out.t.push_back(pipe + maxDp + maxOpt + r.cost.iterationOverheadMs);
         out.m.push_back(maxUtil);
@@ -462,7 +513,7 @@ private:
         in.maxDp = 0;
         in.maxTp = 0;
         in.totalGpus = 0;
-        int first = 0, bn = 0, pk = 0;
+        int first = 0, bn = 0, pk = 0, bnPart = 0, pkPart = 0;
         double bnStep = 0, pkBytes = 0;
         ReplicaStep bnParts;
         MemoryBreakdown pkMem;
@@ -471,7 +522,16 @@ private:
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             const int n = split[i];
             const bool hasEmb = i == 0, hasHead = i == p - 1;
-            const ReplicaStep st = replicaStep(*kern[i], first, n, hasEmb, hasHead, rc[i]);
+            // The slowest replica sets the stage (the first part wins a tie: its replicas come first).
+            ReplicaStep st = replicaStep(*kern[0][i], first, n, hasEmb, hasHead, rc[i]);
+            int slowPart = 0;
+            if (s.mixed()) {
+                const ReplicaStep st2 = replicaStep(*kern[1][i], first, n, hasEmb, hasHead, rc[i]);
+                if (st2.total() > st.total()) {
+                    st = st2;
+                    slowPart = 1;
+                }
+            }
             const double step = st.total();
             simF[i] = st.forwardMs + 0.5 * st.tpCommMs;
             simB[i] = st.backwardMs + st.recomputeMs + 0.5 * st.tpCommMs;
@@ -484,13 +544,17 @@ private:
                 bn = i;
                 bnStep = step;
                 bnParts = st;
+                bnPart = slowPart;
             }
-            const MemoryBreakdown mb
-                = gpuMemory(*mem[i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
-            if (i == 0 || mb.total() > pkBytes) {
-                pk = i;
-                pkBytes = mb.total();
-                pkMem = mb;
+            for (int part = 0; part < (s.mixed() ? 2 : 1); ++part) {
+                const MemoryBreakdown mb
+                    = gpuMemory(*mem[part][i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
+                if ((i == 0 && part == 0) || mb.total() > pkBytes) {
+                    pk = i;
+                    pkPart = part;
+                    pkBytes = mb.total();
+                    pkMem = mb;
+                }
             }
             in.maxStepMs = std::max(in.maxStepMs, step);
             in.sumStepMs += step;
@@ -516,8 +580,8 @@ private:
         in.bnTpCommMs = bnParts.tpCommMs;
         in.bnTp = b.tp;
         in.bnDp = b.dp;
-        in.bnMicroBatch = mbs[bn];
-        in.bnPeakTflops = c.groupPeakTflops[static_cast<size_t>(b.group)];
+        in.bnMicroBatch = bnPart ? mbs2[bn] : mbs[bn];
+        in.bnPeakTflops = c.groupPeakTflops[static_cast<size_t>(bnPart ? b.group2 : b.group)];
         const StageShape &k = ps.stages[static_cast<size_t>(pk)];
         in.pkParams = pkMem.params;
         in.pkGrads = pkMem.grads;
@@ -525,11 +589,11 @@ private:
         in.pkActivations = pkMem.activations;
         in.pkOverhead = pkMem.overhead;
         in.pkTotal = pkMem.total();
-        in.pkCapacity = k.capacityBytes;
+        in.pkCapacity = pkPart ? k.capacity2 : k.capacityBytes;
         in.pkStage = pk;
         in.pkTp = k.tp;
         in.pkDp = k.dp;
-        in.pkMicroBatch = mbs[pk];
+        in.pkMicroBatch = pkPart ? mbs2[pk] : mbs[pk];
         in.pkInFlight = inFlight[pk];
         in.pkLayers = split[pk];
         in.pipelineSimMs = oneFOneBMakespanMs(simF, simB, simC, p, m);
@@ -540,22 +604,177 @@ private:
 
     const Context &c;
     const SearchRequest &r;
-    int mbs[64] = {};
+    int mbs[64] = {}, mbs2[64] = {}; ///< per stage: micro-batch of the first / second part's replicas
+    RecomputeMethod methods[64] = {};
     Recompute rc[64];
-    const LayerKernel *kern[64] = {};
-    const MemoryKernel *mem[64] = {};
+    const LayerKernel *kern[2][64] = {}; ///< [part][stage]
+    const MemoryKernel *mem[2][64] = {};
     int inFlight[64] = {};
     int groups[64] = {};
     double speed[64] = {};
     int maxLayers[64] = {};
     double p2p[64] = {};
-    double memBase[64] = {};
-    double memSlope[64] = {};
+    double memBase[2][64] = {};
+    double memSlope[2][64] = {};
     std::vector<uint8_t> cand = std::vector<uint8_t>(64 * 128);
     int nCand = 0;
     uint64_t nDuplicates = 0;
     uint64_t nTooDeep = 0; ///< candidate splits with a stage over kMaxStageLayers
 };
+
+/// The TP degrees of the space that divide the model's heads and KV groups, each once.
+std::vector<int> usableTpDegrees(const SearchRequest &req)
+{
+    std::vector<int> out;
+    for (int t : req.space.tensorParallel)
+        if (t >= 1 && req.model.shape.heads > 0 && req.model.shape.heads % t == 0 && req.model.shape.kvGroups % t == 0
+            && std::find(out.begin(), out.end(), t) == out.end())
+            out.push_back(t);
+    return out;
+}
+
+/// One entry of the pipeline order: a node group, or two groups of different device types whose
+/// slices share stages (a mixed unit: each stage's DP group has replicas on both).
+struct Unit {
+    int a = -1, b = -1; ///< group indices; b = -1 for a single group
+};
+
+/// (slices, TP index) choices of a unit: the slice count divides every part's GPUs into slices of
+/// whole nodes or of a node's divisor; TP divides every part's GPUs per node and slice.
+std::vector<std::pair<int, int>> unitOptions(const Cluster &cl, const SearchSpaceOptions &space,
+                                             const std::vector<int> &tpValues, const Unit &u)
+{
+    std::vector<std::pair<int, int>> out;
+    for (int s : space.stagesPerGroup) {
+        bool ok = s >= 1;
+        for (int g : {u.a, u.b}) {
+            if (g < 0 || !ok)
+                continue;
+            const NodeGroup &ng = cl.groups[static_cast<size_t>(g)];
+            const int total = ng.gpusPerNode * ng.count;
+            ok = total % s == 0 && ((total / s) % ng.gpusPerNode == 0 || ng.gpusPerNode % (total / s) == 0);
+        }
+        if (!ok)
+            continue;
+        for (size_t ti = 0; ti < tpValues.size(); ++ti) {
+            const int t = tpValues[ti];
+            bool fits = true;
+            for (int g : {u.a, u.b})
+                if (g >= 0) {
+                    const NodeGroup &ng = cl.groups[static_cast<size_t>(g)];
+                    fits = fits && ng.gpusPerNode % t == 0 && (ng.gpusPerNode * ng.count / s) % t == 0;
+                }
+            if (fits)
+                out.push_back({s, static_cast<int>(ti)});
+        }
+    }
+    return out;
+}
+
+/// The ways to arrange the groups into units: every group alone first (the pipelines of a search
+/// without mixed stages, in the same order), then - when the space and the target allow - one
+/// partition per pair of groups of different device types that can share stages (at most one
+/// mixed unit per pipeline; docs/search.md 2.1).
+std::vector<std::vector<Unit>> unitPartitions(const SearchRequest &req, const std::vector<int> &tpValues)
+{
+    const Cluster &cl = req.cluster;
+    const int G = static_cast<int>(cl.groups.size());
+    std::vector<std::vector<Unit>> out(1);
+    for (int g = 0; g < G; ++g)
+        out[0].push_back({g, -1});
+    if (!req.space.mixedStages)
+        return out;
+    for (int a = 0; a < G; ++a)
+        for (int b = a + 1; b < G; ++b) {
+            const GpuSpec &da = cl.deviceOf(cl.groups[static_cast<size_t>(a)]);
+            const GpuSpec &db = cl.deviceOf(cl.groups[static_cast<size_t>(b)]);
+            if (da.id == db.id || !targetMixesDevicesInStage(req.space.target, da, db)
+                || unitOptions(cl, req.space, tpValues, {a, b}).empty())
+                continue;
+            std::vector<Unit> units;
+            for (int g = 0; g < G; ++g)
+                if (g == a)
+                    units.push_back({a, b});
+                else if (g != b)
+                    units.push_back({g, -1});
+            out.push_back(std::move(units));
+        }
+    return out;
+}
+
+/// Adds the pipeline shape of `order` (unit indices) with the chosen (slices, TP) per unit.
+void addPipeline(Context &ctx, SearchResult &res, const std::vector<Node> &nodes, const std::vector<int> &firstNode,
+                 const std::vector<Unit> &units, const std::vector<int> &order,
+                 const std::vector<std::pair<int, int>> &chosen)
+{
+    const SearchRequest &r = *ctx.req;
+    const Cluster &cl = r.cluster;
+    auto typeOf = [&](int g) {
+        const std::string &id = cl.deviceOf(cl.groups[static_cast<size_t>(g)]).id;
+        return static_cast<int>(std::find(res.deviceTypes.begin(), res.deviceTypes.end(), id)
+                                - res.deviceTypes.begin());
+    };
+    PipelineShape ps;
+    SearchResult::Pipeline rp;
+    for (int u : order) {
+        const Unit &un = units[static_cast<size_t>(u)];
+        const auto [slices, ti] = chosen[static_cast<size_t>(u)];
+        for (int sl = 0; sl < slices; ++sl) {
+            StageShape s;
+            s.tpIndex = ti;
+            s.tp = ctx.tpValues[static_cast<size_t>(ti)];
+            s.dp = s.gpus = 0;
+            for (int part = 0; part < (un.b >= 0 ? 2 : 1); ++part) {
+                const int g = part ? un.b : un.a;
+                const NodeGroup &ng = cl.groups[static_cast<size_t>(g)];
+                const int n = ng.gpusPerNode * ng.count / slices;
+                const int start = sl * n;
+                for (int nd = start / ng.gpusPerNode; nd <= (start + n - 1) / ng.gpusPerNode; ++nd)
+                    s.nodes.push_back(firstNode[static_cast<size_t>(g)] + nd);
+                (part ? s.dp2 : s.dp1) = n / s.tp;
+                (part ? s.capacity2 : s.capacityBytes) = cl.deviceOf(ng).memoryBytes();
+                (part ? s.deviceType2 : s.deviceType) = typeOf(g);
+                s.dp += n / s.tp;
+                s.gpus += n;
+            }
+            s.group = un.a;
+            s.group2 = un.b;
+            s.dpLinks = linksAmong(s.nodes, nodes, cl, r.cost);
+            ps.maxDp = std::max(ps.maxDp, s.dp);
+            SearchStage st {un.a, sl, slices, s.tp, s.dp};
+            st.group2 = un.b;
+            st.dp2 = s.dp2;
+            rp.stages.push_back(st);
+            ps.stages.push_back(std::move(s));
+        }
+    }
+    for (size_t i = 0; i + 1 < ps.stages.size(); ++i)
+        ps.p2pLinks.push_back(linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes, nodes, cl, r.cost));
+    {
+        std::vector<std::vector<int>> stageNodes;
+        std::vector<int> stageTp;
+        for (const StageShape &s : ps.stages) {
+            stageNodes.push_back(s.nodes);
+            stageTp.push_back(s.tp);
+        }
+        const std::vector<int> flows = dpNicFlows(stageNodes, stageTp);
+        for (size_t i = 0; i < ps.stages.size(); ++i)
+            ps.stages[i].dpFlows = flows[i];
+    }
+    for (size_t i = 0; i < ps.stages.size(); ++i) {
+        const StageShape &s = ps.stages[i];
+        rp.replicaClass.push_back(res.deviceTypes[static_cast<size_t>(s.deviceType)] + "/"
+                                  + linkDescriptor(nodes[static_cast<size_t>(s.nodes.front())].intraLink));
+        // A group's nodes share one intra-node link: the last node is one of the second part's.
+        rp.replicaClass2.push_back(s.mixed() ? res.deviceTypes[static_cast<size_t>(s.deviceType2)] + "/"
+                                           + linkDescriptor(nodes[static_cast<size_t>(s.nodes.back())].intraLink)
+                                             : std::string());
+        rp.dpClass.push_back(s.dp > 1 ? linkClass(s.dpLinks) + "/f" + std::to_string(s.dpFlows) : std::string("-"));
+        rp.p2pClass.push_back(i + 1 < ps.stages.size() ? linkClass(ps.p2pLinks[i]) : std::string());
+    }
+    ctx.pipelines.push_back(std::move(ps));
+    res.pipelines.push_back(std::move(rp));
+}
 
 /// Enumerates the pipeline shapes; false when cancelled through `poll` (then partly filled).
 bool buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &nodes, SetupPoll &poll)
@@ -569,103 +788,130 @@ bool buildPipelines(Context &ctx, SearchResult &res, const std::vector<Node> &no
     for (int g = 1; g < G; ++g)
         firstNode[g] = firstNode[g - 1] + cl.groups[g - 1].count;
 
-    // Per group: options (slices, tp).
-    std::vector<std::vector<std::pair<int, int>>> options(static_cast<size_t>(G));
-    for (int g = 0; g < G; ++g) {
-        const NodeGroup &ng = cl.groups[g];
-        const int total = ng.gpusPerNode * ng.count;
-        for (int s : r.space.stagesPerGroup) {
-            if (s < 1 || total % s != 0)
-                continue;
-            const int n = total / s;
-            if (n % ng.gpusPerNode != 0 && ng.gpusPerNode % n != 0)
-                continue;
-            for (size_t ti = 0; ti < ctx.tpValues.size(); ++ti) {
-                const int t = ctx.tpValues[ti];
-                if (ng.gpusPerNode % t != 0 || n % t != 0)
-                    continue;
-                options[g].push_back({s, static_cast<int>(ti)});
-            }
+    for (const std::vector<Unit> &units : unitPartitions(r, ctx.tpValues)) {
+        const size_t U = units.size();
+        std::vector<std::vector<std::pair<int, int>>> options(U);
+        bool usable = true;
+        for (size_t u = 0; u < U; ++u) {
+            options[u] = unitOptions(cl, r.space, ctx.tpValues, units[u]);
+            usable = usable && !options[u].empty();
         }
+        if (!usable)
+            continue; // a unit that cannot be used at all: no pipelines of this partition
+        std::vector<int> order(U);
+        std::iota(order.begin(), order.end(), 0);
+        std::vector<size_t> choice(U, 0);
+        std::vector<std::pair<int, int>> chosen(U);
+        do {
+            std::fill(choice.begin(), choice.end(), 0);
+            while (true) {
+                if (poll.cancelled())
+                    return false;
+                int p = 0;
+                for (size_t u = 0; u < U; ++u) {
+                    chosen[u] = options[u][choice[u]];
+                    p += chosen[u].first;
+                }
+                if (p <= maxStages) {
+                    addPipeline(ctx, res, nodes, firstNode, units, order, chosen);
+                } else {
+                    res.pruned.layers += 1; // counted once per pipeline shape (all its bases)
+                    res.enumerated += 1;
+                }
+                int u = static_cast<int>(U) - 1;
+                while (u >= 0 && ++choice[static_cast<size_t>(u)] == options[static_cast<size_t>(u)].size()) {
+                    choice[static_cast<size_t>(u)] = 0;
+                    --u;
+                }
+                if (u < 0)
+                    break;
+            }
+        } while (r.space.permuteGroups && std::next_permutation(order.begin(), order.end()));
     }
-    std::vector<int> order(static_cast<size_t>(G));
-    std::iota(order.begin(), order.end(), 0);
-    std::vector<size_t> choice(static_cast<size_t>(G), 0);
-    for (int g = 0; g < G; ++g)
-        if (options[g].empty())
-            return true; // a group that cannot be used at all: no pipelines
-    do {
-        std::fill(choice.begin(), choice.end(), 0);
-        while (true) {
-            if (poll.cancelled())
-                return false;
-            int p = 0;
-            for (int g = 0; g < G; ++g)
-                p += options[g][choice[g]].first;
-            if (p <= maxStages) {
-                PipelineShape ps;
-                SearchResult::Pipeline rp;
-                for (int g : order) {
-                    const NodeGroup &ng = cl.groups[g];
-                    const auto [slices, ti] = options[g][choice[g]];
-                    const int total = ng.gpusPerNode * ng.count;
-                    const int n = total / slices;
-                    for (int sl = 0; sl < slices; ++sl) {
-                        StageShape s;
-                        s.group = g;
-                        s.deviceType = static_cast<int>(
-                            std::find(res.deviceTypes.begin(), res.deviceTypes.end(), cl.deviceOf(ng).id)
-                            - res.deviceTypes.begin());
-                        s.tpIndex = ti;
-                        s.tp = ctx.tpValues[ti];
-                        s.dp = n / s.tp;
-                        s.gpus = n;
-                        s.capacityBytes = cl.deviceOf(ng).memoryBytes();
-                        const int start = sl * n;
-                        for (int nd = start / ng.gpusPerNode; nd <= (start + n - 1) / ng.gpusPerNode; ++nd)
-                            s.nodes.push_back(firstNode[g] + nd);
-                        s.dpLinks = linksAmong(s.nodes, nodes, cl, r.cost);
-                        ps.maxDp = std::max(ps.maxDp, s.dp);
-                        rp.stages.push_back({g, sl, slices, s.tp, s.dp});
-                        ps.stages.push_back(std::move(s));
-                    }
-                }
-                for (size_t i = 0; i + 1 < ps.stages.size(); ++i)
-                    ps.p2pLinks.push_back(linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes, nodes, cl, r.cost));
-                {
-                    std::vector<std::vector<int>> stageNodes;
-                    std::vector<int> stageTp;
-                    for (const StageShape &s : ps.stages) {
-                        stageNodes.push_back(s.nodes);
-                        stageTp.push_back(s.tp);
-                    }
-                    const std::vector<int> flows = dpNicFlows(stageNodes, stageTp);
-                    for (size_t i = 0; i < ps.stages.size(); ++i)
-                        ps.stages[i].dpFlows = flows[i];
-                }
-                for (size_t i = 0; i < ps.stages.size(); ++i) {
-                    const StageShape &s = ps.stages[i];
-                    rp.replicaClass.push_back(res.deviceTypes[static_cast<size_t>(s.deviceType)] + "/"
-                                              + linkDescriptor(nodes[static_cast<size_t>(s.nodes.front())].intraLink));
-                    rp.dpClass.push_back(s.dp > 1 ? linkClass(s.dpLinks) + "/f" + std::to_string(s.dpFlows)
-                                                  : std::string("-"));
-                    rp.p2pClass.push_back(i + 1 < ps.stages.size() ? linkClass(ps.p2pLinks[i]) : std::string());
-                }
-                ctx.pipelines.push_back(std::move(ps));
-                res.pipelines.push_back(std::move(rp));
-            } else {
-                res.pruned.layers += 1; // counted once per pipeline shape (all its bases)
-                res.enumerated += 1;
+    return true;
+}
+
+/// A replica's time per layer and sequence at micro-batch 1 (fwd + bwd + TP): the inverse of the
+/// speed weight of a mixed stage's part.
+double perLayerMs(const LayerKernel &k)
+{
+    return k.forwardPrefixMs[1] + k.backwardPrefixMs[1] + k.tpCommPerLayerMs;
+}
+
+/// After the kernel tables, per pipeline shape: the speed weights of mixed stages (uniform unless
+/// the target splits micro-batches), the device types that decide a stage's recompute, and the
+/// launch target's rules - a pipeline the target never runs (targetMayRunPipeline) is dropped and
+/// pruned once for "launcher"; otherwise checkLaunchTarget judges a plan of it per (micro-batch,
+/// optimizer) with every stage on the first recompute choice (the rules do not depend on the
+/// layer split, and recompute is checked per base). False when cancelled.
+bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
+{
+    const SearchRequest &r = *ctx.req;
+    const bool weighted = targetSplitsMicroBatches(r.space.target);
+    size_t kept = 0;
+    for (size_t pi = 0; pi < ctx.pipelines.size(); ++pi) {
+        if (poll.cancelled())
+            return false;
+        PipelineShape &ps = ctx.pipelines[pi];
+        SearchResult::Pipeline &rp = res.pipelines[pi];
+        std::vector<char> deciding(ctx.nTypes, 0);
+        bool anyMixed = false;
+        std::vector<StageFacts> facts;
+        for (size_t i = 0; i < ps.stages.size(); ++i) {
+            StageShape &s = ps.stages[i];
+            deciding[static_cast<size_t>(s.deviceType)] = 1;
+            const auto device
+                = [&](int g) { return r.cluster.deviceIndex(r.cluster.groups[static_cast<size_t>(g)].gpu); };
+            facts.push_back({device(s.group), s.mixed() ? device(s.group2) : -1, s.tp, s.dp});
+            if (!s.mixed())
+                continue;
+            anyMixed = true;
+            if (weighted) {
+                s.w1 = 1.0 / perLayerMs(ctx.lk(s.group, s.tpIndex, 1));
+                s.w2 = 1.0 / perLayerMs(ctx.lk(s.group2, s.tpIndex, 1));
             }
-            int g = G - 1;
-            while (g >= 0 && ++choice[g] == options[g].size()) {
-                choice[g] = 0;
-                --g;
-            }
-            if (g < 0)
-                break;
+            rp.stages[i].weight = s.w1;
+            rp.stages[i].weight2 = s.w2;
         }
-    } while (r.space.permuteGroups && std::next_permutation(order.begin(), order.end()));
+        if (anyMixed && std::find(deciding.begin(), deciding.end(), 0) != deciding.end())
+            ps.decidingType = deciding;
+        if (r.space.target != LaunchTarget::Any) {
+            if (!targetMayRunPipeline(r.space.target, r.cluster, facts)) {
+                ++res.pruned.launcher; // counted once per pipeline shape (all its bases)
+                ++res.enumerated;
+                continue;
+            }
+            const int p = static_cast<int>(ps.stages.size());
+            if ((ctx.layers + p - 1) / p > kMaxStageLayers) {
+                // Every split of it has a stage over kMaxStageLayers: pruned for "layers" per split.
+                ps.launchOk.clear();
+                if (kept != pi) {
+                    ctx.pipelines[kept] = std::move(ps);
+                    res.pipelines[kept] = std::move(rp);
+                }
+                ++kept;
+                continue;
+            }
+            std::vector<uint8_t> even(static_cast<size_t>(p), static_cast<uint8_t>(ctx.layers / p));
+            for (int i = 0; i < ctx.layers % p; ++i)
+                ++even[static_cast<size_t>(i)];
+            ps.launchOk.assign(ctx.nMbs * ctx.nDist, 0);
+            for (size_t mb = 0; mb < ctx.nMbs; ++mb)
+                for (size_t di = 0; di < ctx.nDist; ++di) {
+                    const uint64_t base = res.encodeBase({pi, mb, 0, di});
+                    Diagnostics why;
+                    ps.launchOk[mb * ctx.nDist + di]
+                        = checkLaunchTarget(r.space.target, res.planOfBase(base, even.data()), r.cluster, r.model, why);
+                }
+        }
+        if (kept != pi) {
+            ctx.pipelines[kept] = std::move(ps);
+            res.pipelines[kept] = std::move(rp);
+        }
+        ++kept;
+    }
+    ctx.pipelines.resize(kept);
+    res.pipelines.resize(kept);
     return true;
 }
 
@@ -705,10 +951,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     ctx.layers = req.model.shape.layers;
     ctx.gbs = res.globalBatch;
     ctx.maxMb = std::max(1, req.space.maxReplicaMicroBatch);
-    for (int t : req.space.tensorParallel)
-        if (t >= 1 && req.model.shape.heads % t == 0 && req.model.shape.kvGroups % t == 0
-            && std::find(ctx.tpValues.begin(), ctx.tpValues.end(), t) == ctx.tpValues.end())
-            ctx.tpValues.push_back(t);
+    ctx.tpValues = usableTpDegrees(req);
+    ctx.target = req.space.target;
     if (ctx.tpValues.empty())
         throw std::invalid_argument("no tensor-parallel degree divides the model's heads");
 
@@ -771,6 +1015,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     ctx.hasPlainOptimizer = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(),
                                       false)
         != req.space.distributedOptimizer.end();
+    if (!preparePipelines(ctx, res, poll))
+        return cancelledInSetup();
     ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nDist;
     if (ctx.totalBases > 0xFFFFFFFFull)
         throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)
@@ -881,11 +1127,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         res.layerCounts.insert(res.layerCounts.end(), c.layers.begin(), c.layers.end());
         res.features.insert(res.features.end(), c.feats.begin(), c.feats.end());
         res.enumerated += c.enumerated;
-        res.pruned.divisibility += c.pruned.divisibility;
-        res.pruned.microBatchLimit += c.pruned.microBatchLimit;
-        res.pruned.layers += c.pruned.layers;
-        res.pruned.outOfMemory += c.pruned.outOfMemory;
-        res.pruned.duplicates += c.pruned.duplicates;
+        res.pruned += c.pruned;
         ChunkOut().t.swap(c.t); // release memory early
         c = ChunkOut();
     }
@@ -900,32 +1142,24 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
 uint64_t baseConfigurationBound(const SearchRequest &req)
 {
     const Cluster &cl = req.cluster;
-    const Model &m = req.model;
     std::vector<std::string> types;
-    long double pipelines = 1;
     for (const NodeGroup &g : cl.groups) {
-        const int total = g.gpusPerNode * g.count;
-        uint64_t options = 0;
-        for (int s : req.space.stagesPerGroup) {
-            if (s < 1 || total % s != 0)
-                continue;
-            const int n = total / s;
-            if (n % g.gpusPerNode != 0 && g.gpusPerNode % n != 0)
-                continue;
-            for (int t : req.space.tensorParallel)
-                if (t >= 1 && g.gpusPerNode % t == 0 && n % t == 0 && m.shape.heads > 0 && m.shape.heads % t == 0
-                    && m.shape.kvGroups % t == 0)
-                    ++options;
-        }
-        pipelines *= options;
         const int di = cl.deviceIndex(g.gpu);
         const std::string id = di >= 0 ? cl.devices[static_cast<size_t>(di)].id : g.gpu;
         if (std::find(types.begin(), types.end(), id) == types.end())
             types.push_back(id);
     }
-    if (req.space.permuteGroups)
-        for (size_t k = 2; k <= cl.groups.size(); ++k)
-            pipelines *= static_cast<long double>(k);
+    const std::vector<int> tpValues = usableTpDegrees(req);
+    long double pipelines = 0;
+    for (const std::vector<Unit> &units : unitPartitions(req, tpValues)) {
+        long double n = 1;
+        for (const Unit &u : units)
+            n *= static_cast<long double>(unitOptions(cl, req.space, tpValues, u).size());
+        if (req.space.permuteGroups)
+            for (size_t k = 2; k <= units.size(); ++k)
+                n *= static_cast<long double>(k);
+        pipelines += n;
+    }
     long double bases = pipelines * req.space.microBatches.size() * req.space.distributedOptimizer.size();
     for (size_t i = 0; i < types.size(); ++i)
         bases *= req.space.recompute.size();
@@ -937,6 +1171,14 @@ std::vector<std::string> narrowToBudget(SearchRequest &req, uint64_t maxBases)
     std::vector<std::string> notes;
     SearchSpaceOptions &sp = req.space;
     auto over = [&] { return baseConfigurationBound(req) > maxBases; };
+    if (over() && sp.mixedStages) {
+        const uint64_t with = baseConfigurationBound(req);
+        sp.mixedStages = false;
+        if (baseConfigurationBound(req) < with)
+            notes.push_back("no mixed-type stages (each stage on one node group)");
+        else
+            sp.mixedStages = true; // there were none: the request stays as it was
+    }
     if (over() && sp.permuteGroups) {
         sp.permuteGroups = false;
         notes.push_back("kept the cluster file's group order along the pipeline (no permutations)");
@@ -991,7 +1233,9 @@ void checkSearchInvariants(const SearchResult &r)
                 fail("stage " + std::to_string(s) + " holds " + std::to_string(split[s]) + " layers");
             sum += split[s];
             maxDp = std::max(maxDp, st.dp);
-            used.at(static_cast<size_t>(st.group)) += static_cast<long long>(st.tp) * st.dp;
+            used.at(static_cast<size_t>(st.group)) += static_cast<long long>(st.tp) * (st.dp - st.dp2);
+            if (st.mixed())
+                used.at(static_cast<size_t>(st.group2)) += static_cast<long long>(st.tp) * st.dp2;
         }
         if (sum != layers)
             fail("the stages hold " + std::to_string(sum) + " layers, the model has " + std::to_string(layers));
@@ -1003,7 +1247,7 @@ void checkSearchInvariants(const SearchResult &r)
         }
         const long long step = static_cast<long long>(r.microBatchSizes[d.mbIndex]) * maxDp;
         for (const SearchStage &st : pl.stages)
-            if (step % st.dp != 0)
+            if (!st.mixed() && step % st.dp != 0) // a mixed stage splits its samples by speed
                 fail("DP " + std::to_string(st.dp) + " does not divide the " + std::to_string(step)
                      + " samples per step");
         if (r.globalBatch % step != 0)
@@ -1012,78 +1256,169 @@ void checkSearchInvariants(const SearchResult &r)
     }
 }
 
-std::vector<RecomputeMethod> SearchResult::recomputeOf(size_t index) const
+std::optional<std::pair<int, int>> mixedMicroBatches(int samples, int dp1, int dp2, double w1, double w2)
 {
-    const size_t nRc = recomputeChoices.size();
-    size_t nCombos = 1;
-    for (size_t i = 0; i < deviceTypes.size(); ++i)
-        nCombos *= nRc;
-    const Decoded d = decode(baseOf.at(index), microBatchSizes.size(), nCombos, distOptChoices.size());
-    std::vector<RecomputeMethod> out;
-    for (size_t t = 0; t < deviceTypes.size(); ++t)
-        out.push_back(rcForType(d.rcCombo, static_cast<int>(t), nRc, recomputeChoices));
-    return out;
+    if (dp1 < 1 || dp2 < 1 || samples < dp1 + dp2 || !(w1 > 0) || !(w2 > 0))
+        return std::nullopt;
+    std::optional<std::pair<int, int>> best;
+    double bestPace = 0;
+    for (int b1 = 1; dp1 * b1 + dp2 <= samples; ++b1) {
+        const int rest = samples - dp1 * b1;
+        if (rest % dp2 != 0)
+            continue;
+        const int b2 = rest / dp2;
+        const double pace = std::max(b1 / w1, b2 / w2);
+        if (!best || pace < bestPace) {
+            best = std::pair<int, int>(b1, b2);
+            bestPace = pace;
+        }
+    }
+    return best;
 }
 
-Plan SearchResult::materialize(size_t index) const
+PruneCounts &PruneCounts::operator+=(const PruneCounts &o)
 {
-    const size_t nRc = recomputeChoices.size();
+    divisibility += o.divisibility;
+    microBatchLimit += o.microBatchLimit;
+    layers += o.layers;
+    outOfMemory += o.outOfMemory;
+    duplicates += o.duplicates;
+    launcher += o.launcher;
+    return *this;
+}
+
+std::string SearchResult::Pipeline::replicaKey(size_t stage) const
+{
+    if (stage >= replicaClass2.size() || replicaClass2[stage].empty())
+        return replicaClass[stage];
+    const SearchStage &s = stages[stage];
+    return replicaClass[stage] + "*" + std::to_string(s.dp - s.dp2) + "+" + replicaClass2[stage] + "*"
+        + std::to_string(s.dp2);
+}
+
+SearchResult::BaseParts SearchResult::decodeBase(uint64_t base) const
+{
     size_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
-        nCombos *= nRc;
-    const Decoded d = decode(baseOf.at(index), microBatchSizes.size(), nCombos, distOptChoices.size());
-    const Pipeline &pl = pipelines.at(d.pipeline);
+        nCombos *= recomputeChoices.size();
+    const Decoded d = decode(base, microBatchSizes.size(), nCombos, distOptChoices.size());
+    return {d.pipeline, d.mbIndex, d.rcCombo, d.distIndex};
+}
+
+uint64_t SearchResult::encodeBase(const BaseParts &b) const
+{
+    uint64_t nCombos = 1;
+    for (size_t i = 0; i < deviceTypes.size(); ++i)
+        nCombos *= recomputeChoices.size();
+    return ((static_cast<uint64_t>(b.pipeline) * microBatchSizes.size() + b.microBatch) * nCombos + b.recompute)
+        * distOptChoices.size()
+        + b.distributedOptimizer;
+}
+
+namespace {
+
+/// What one stage of a decoded base looks like: its recompute and the micro-batch of each part.
+struct StageBatch {
+    RecomputeMethod method = RecomputeMethod::None;
+    int mb1 = 1, mb2 = 0;
+};
+
+/// Per stage of base `d`'s pipeline: recompute (the first part's device type decides) and micro-batches.
+std::vector<StageBatch> stageBatches(const SearchResult &r, const Decoded &d)
+{
+    const SearchResult::Pipeline &pl = r.pipelines.at(d.pipeline);
     int maxDp = 1;
     for (const SearchStage &s : pl.stages)
         maxDp = std::max(maxDp, s.dp);
-    const int step = microBatchSizes[d.mbIndex] * maxDp;
+    const int step = r.microBatchSizes[d.mbIndex] * maxDp;
+    std::vector<StageBatch> out;
+    for (const SearchStage &ss : pl.stages) {
+        const std::string &dev = r.cluster.deviceOf(r.cluster.groups[static_cast<size_t>(ss.group)]).id;
+        const int type
+            = static_cast<int>(std::find(r.deviceTypes.begin(), r.deviceTypes.end(), dev) - r.deviceTypes.begin());
+        StageBatch b;
+        b.method = rcForType(d.rcCombo, type, r.recomputeChoices.size(), r.recomputeChoices);
+        if (ss.mixed()) {
+            const auto split = mixedMicroBatches(step, ss.dp - ss.dp2, ss.dp2, ss.weight, ss.weight2);
+            b.mb1 = split ? split->first : 1;
+            b.mb2 = split ? split->second : 1;
+        } else {
+            b.mb1 = step / ss.dp;
+        }
+        out.push_back(b);
+    }
+    return out;
+}
 
+} // namespace
+
+std::vector<RecomputeMethod> SearchResult::recomputeOf(size_t index) const
+{
+    const size_t nRc = recomputeChoices.size();
+    const BaseParts b = decodeBase(baseOf.at(index));
+    std::vector<RecomputeMethod> out;
+    for (size_t t = 0; t < deviceTypes.size(); ++t)
+        out.push_back(rcForType(b.recompute, static_cast<int>(t), nRc, recomputeChoices));
+    return out;
+}
+
+Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
+{
+    const BaseParts bp = decodeBase(base);
+    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer};
+    const Pipeline &pl = pipelines.at(d.pipeline);
+    const std::vector<StageBatch> batches = stageBatches(*this, d);
     Plan plan;
-    plan.name = "search #" + std::to_string(index);
     plan.globalBatch = globalBatch;
     plan.sequenceParallel = sequenceParallel;
     plan.distributedOptimizer = distOptChoices[d.distIndex];
     int layer = 0;
-    const uint8_t *split = &layerCounts.at(splitOffset.at(index));
     for (size_t si = 0; si < pl.stages.size(); ++si) {
         const SearchStage &ss = pl.stages[si];
-        const NodeGroup &ng = cluster.groups[static_cast<size_t>(ss.group)];
-        const std::string dev = cluster.deviceOf(ng).id;
-        const int type = static_cast<int>(std::find(deviceTypes.begin(), deviceTypes.end(), dev) - deviceTypes.begin());
         Stage st;
         st.firstLayer = layer;
         st.layerCount = split[si];
         layer += split[si];
-        st.recompute.method = rcForType(d.rcCombo, type, nRc, recomputeChoices);
-        const int n = ss.tp * ss.dp;
-        const int start = ss.slice * n;
-        for (int r = 0; r < ss.dp; ++r) {
-            Replica rep;
-            const int g0 = start + r * ss.tp;
-            rep.node = nodeName(ng, g0 / ng.gpusPerNode);
-            for (int k = 0; k < ss.tp; ++k)
-                rep.gpus.push_back((g0 + k) % ng.gpusPerNode);
-            rep.tp = ss.tp;
-            rep.microBatch = step / ss.dp;
-            st.replicas.push_back(std::move(rep));
+        st.recompute.method = batches[si].method;
+        // Part 1 (group) first, then a mixed stage's part 2 (group2): the same slice of each.
+        for (int part = 0; part < (ss.mixed() ? 2 : 1); ++part) {
+            const NodeGroup &ng = cluster.groups[static_cast<size_t>(part ? ss.group2 : ss.group)];
+            const int dp = part ? ss.dp2 : ss.dp - ss.dp2;
+            const int n = ss.tp * dp;
+            const int start = ss.slice * n;
+            for (int r = 0; r < dp; ++r) {
+                Replica rep;
+                const int g0 = start + r * ss.tp;
+                rep.node = nodeName(ng, g0 / ng.gpusPerNode);
+                for (int k = 0; k < ss.tp; ++k)
+                    rep.gpus.push_back((g0 + k) % ng.gpusPerNode);
+                rep.tp = ss.tp;
+                rep.microBatch = part ? batches[si].mb2 : batches[si].mb1;
+                st.replicas.push_back(std::move(rep));
+            }
         }
         plan.stages.push_back(std::move(st));
     }
     return plan;
 }
 
+Plan SearchResult::materialize(size_t index) const
+{
+    Plan plan = planOfBase(baseOf.at(index), &layerCounts.at(splitOffset.at(index)));
+    plan.name = "search #" + std::to_string(index);
+    return plan;
+}
+
 std::string SearchResult::signatureKey(size_t index) const
 {
-    const size_t nRc = recomputeChoices.size();
-    size_t nCombos = 1;
-    for (size_t i = 0; i < deviceTypes.size(); ++i)
-        nCombos *= nRc;
-    const Decoded d = decode(baseOf.at(index), microBatchSizes.size(), nCombos, distOptChoices.size());
+    const BaseParts bp = decodeBase(baseOf.at(index));
+    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer};
     const Pipeline &pl = pipelines.at(d.pipeline);
     int maxDp = 1;
     for (const SearchStage &s : pl.stages)
         maxDp = std::max(maxDp, s.dp);
     const int step = microBatchSizes[d.mbIndex] * maxDp;
+    const std::vector<StageBatch> batches = stageBatches(*this, d);
     // Same layout as planSignature() (memx/predict/predictioncache.cpp, link classes: memx/cost/linkkey.h).
     std::string key;
     key.reserve(96 * pl.stages.size() + 48);
@@ -1093,16 +1428,24 @@ std::string SearchResult::signatureKey(size_t index) const
     const uint8_t *split = &layerCounts.at(splitOffset.at(index));
     for (size_t si = 0; si < pl.stages.size(); ++si) {
         const SearchStage &ss = pl.stages[si];
-        const std::string &dev = cluster.deviceOf(cluster.groups[static_cast<size_t>(ss.group)]).id;
-        const int type = static_cast<int>(std::find(deviceTypes.begin(), deviceTypes.end(), dev) - deviceTypes.begin());
-        key += "|L" + std::to_string(layer) + "+" + std::to_string(split[si]) + ";rc="
-            + toString(rcForType(d.rcCombo, type, nRc, recomputeChoices)) + ":0;R[";
-        const std::string rep = pl.replicaClass[si] + "/t" + std::to_string(ss.tp) + "/b" + std::to_string(step / ss.dp);
-        for (int r = 0; r < ss.dp; ++r) {
-            if (r)
-                key += ',';
-            key += rep;
+        key += "|L" + std::to_string(layer) + "+" + std::to_string(split[si]) + ";rc=" + toString(batches[si].method)
+            + ":0;R[";
+        // The sorted multiset of replica descriptors (a mixed stage has two kinds).
+        std::string rep1 = pl.replicaClass[si] + "/t" + std::to_string(ss.tp) + "/b" + std::to_string(batches[si].mb1);
+        std::string rep2;
+        int n1 = ss.dp - ss.dp2, n2 = 0;
+        if (ss.mixed()) {
+            rep2 = pl.replicaClass2[si] + "/t" + std::to_string(ss.tp) + "/b" + std::to_string(batches[si].mb2);
+            n2 = ss.dp2;
+            if (rep2 < rep1) {
+                std::swap(rep1, rep2);
+                std::swap(n1, n2);
+            }
         }
+        for (int r = 0; r < n1; ++r)
+            key += (r ? "," : "") + rep1;
+        for (int r = 0; r < n2; ++r)
+            key += "," + rep2;
         key += "];dp=" + pl.dpClass[si];
         if (si + 1 < pl.stages.size())
             key += ";p2p=" + pl.p2pClass[si];
@@ -1137,13 +1480,18 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
         const SearchStage &ss = pl.stages[si];
         const std::string &dev = cluster.deviceOf(cluster.groups[static_cast<size_t>(ss.group)]).id;
         const int type = static_cast<int>(std::find(deviceTypes.begin(), deviceTypes.end(), dev) - deviceTypes.begin());
+        int mb = step / ss.dp;
+        if (ss.mixed()) {
+            const auto parts = mixedMicroBatches(step, ss.dp - ss.dp2, ss.dp2, ss.weight, ss.weight2);
+            mb = parts ? parts->first : 0;
+        }
         out.push_back(layer);
         out.push_back(split[si]);
         out.push_back(static_cast<uint32_t>(rcForType(d.rcCombo, type, nRc, recomputeChoices)));
         out.push_back(0);
         out.push_back(ids[3 * si]);
         out.push_back(static_cast<uint32_t>(ss.tp));
-        out.push_back(static_cast<uint32_t>(step / ss.dp));
+        out.push_back(static_cast<uint32_t>(mb));
         out.push_back(static_cast<uint32_t>(ss.dp));
         out.push_back(ids[3 * si + 1]);
         out.push_back(ids[3 * si + 2]);

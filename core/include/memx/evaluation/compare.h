@@ -38,6 +38,10 @@ struct CompareRequest {
     double secondsPerProfiledRun = 47.0;
     /// Cap on the configurations baseline 2 re-splits uniformly and re-estimates (best by time first).
     size_t uniformSplitLimit = 20000;
+    /// Every method searches through the planned search (memx/search/plannedsearch.h): the launch
+    /// target from the cluster (or search.space.target when false) and idle node groups.
+    bool autoTarget = true;
+    int maxIdleGroups = 2;
 };
 
 /// A plan measured on the virtual testbed for the ground truth.
@@ -98,6 +102,8 @@ struct CompareReport {
     GroundTruth truth;
     ObjectiveWeights memxWeights;
     std::vector<std::string> notes;
+    LaunchTarget target = LaunchTarget::Any; ///< the launch target every method searched under
+    std::string targetReason;
     bool cancelled = false; ///< the progress callback returned false: the report is partial
 };
 

@@ -25,6 +25,10 @@ struct ScaleRequest {
     std::vector<int> targetGpus; ///< sizes to grow to (the base size itself is always included first)
     ObjectiveWeights objective; ///< the documented default (1, 0.5, 0.5)
     uint64_t maxBases = 500000; ///< narrowToBudget budget per size
+    /// Each size searches through the planned search (memx/search/plannedsearch.h): the launch
+    /// target from the cluster (or search.space.target when false) and idle node groups.
+    bool autoTarget = true;
+    int maxIdleGroups = 2;
 };
 
 struct ScalePoint {
@@ -40,6 +44,9 @@ struct ScalePoint {
     std::string summary;
     double timeMs = 0, peakMemory = 0, imbalance = 0;
     double samplesPerSecond = 0; ///< global batch / T
+    std::string target; ///< the launch target of the search
+    std::string idle; ///< the GPUs the best plan leaves idle ("" for none)
+    std::vector<std::string> notes; ///< the planned search's notes (e.g. slow GPUs that make every plan slower)
 };
 
 /// Searches the base cluster and each replicated size. Progress is (thousandths done, 1000),

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "memx/cluster/cluster.h"
+#include "memx/export/launchtarget.h"
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
 
@@ -25,12 +26,6 @@ enum class ExportFormat {
 const char *toString(ExportFormat format);
 /// "megatron", "flagscale", "slurm" or "json"; std::nullopt otherwise.
 std::optional<ExportFormat> parseExportFormat(const std::string &text);
-
-/// How Megatron-LM is told about an uneven layer split.
-enum class LayerSplitStyle {
-    Layout, ///< --pipeline-model-parallel-layout "Et*n0|...|t*nkL" (Megatron core_v0.13.0+)
-    FirstLast, ///< --decoder-first/last-pipeline-num-layers (core_v0.10.0+; middle stages must be equal)
-};
 
 /// Knobs of an export. Defaults give scripts that run as they are with mock data.
 struct ExportOptions {
@@ -78,9 +73,11 @@ struct ExportFile {
 /// of the plan field concerned).
 std::vector<ExportFile> exportPlan(const ExportRequest &request);
 
-/// Records in `diags` every reason the plan cannot run on upstream Megatron-LM (nothing when it can).
+/// Records in `diags` every reason the plan cannot run on upstream Megatron-LM (nothing when it can):
+/// analyseMegatron (memx/export/launchtarget.h) with the request's split style.
 void checkMegatronExpressible(const ExportRequest &request, Diagnostics &diags);
-/// Records in `diags` every reason the plan cannot run as a FlagScale heterogeneous job.
+/// Records in `diags` every reason the plan cannot run as a FlagScale heterogeneous job
+/// (analyseFlagScale).
 void checkFlagScaleExpressible(const ExportRequest &request, Diagnostics &diags);
 
 /// Writes `files` into `dir` (created when missing). Checks every file first: when any target

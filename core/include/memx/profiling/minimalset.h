@@ -13,6 +13,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct KernelPoint {
 
 struct MinimalSetOptions {
     SearchSpaceOptions space; ///< the space the search will explore
+    /// With a target: the planned search under it (memx/search/plannedsearch.h: the groups it
+    /// cannot run and the slowest ones idle) and end-to-end runs it launches. Without: the whole
+    /// space (measurements serve every target), end-to-end runs Megatron-LM or FlagScale launches.
+    std::optional<LaunchTarget> target;
     int globalBatch = 0; ///< 0: the model's
     CostOptions cost; ///< analytic model used for the time estimates
     int threads = 0;

@@ -2,12 +2,14 @@
 
 #include "memx/cluster/cluster.h"
 #include "memx/cost/costmodel.h"
+#include "memx/export/launchtarget.h"
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
 #include "memx/profile/layerprofile.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,13 @@ struct SearchSpaceOptions {
     /// Cap on pipeline depth (0: the model's layer count).
     int maxStages = 0;
     bool sequenceParallel = false;
+    /// The runtime the plans must launch on (memx/export/launchtarget.h): only plans it runs are
+    /// evaluated, the others are pruned for "launcher". Any: the cost model's whole space. (The
+    /// planned search, memx/search/plannedsearch.h, picks the default from the cluster.)
+    LaunchTarget target = LaunchTarget::Any;
+    /// Mixed stages: two node groups of different device types may form one stage's
+    /// data-parallel group where the target runs that (docs/search.md section 2.1).
+    bool mixedStages = true;
 };
 
 /// Everything a search needs: an immutable snapshot.
@@ -62,9 +71,12 @@ struct PruneCounts {
     uint64_t microBatchLimit = 0; ///< a replica would need a micro-batch > maxReplicaMicroBatch
     uint64_t layers = 0; ///< more stages than layers, or a split leaves a stage without layers
     uint64_t outOfMemory = 0; ///< some GPU exceeds its capacity
-    uint64_t duplicates = 0; ///< a split already produced for the same base, or a distributed-optimizer
-                             ///< base whose stages all have DP 1 (same plan as the plain optimizer)
-    uint64_t total() const { return divisibility + microBatchLimit + layers + outOfMemory + duplicates; }
+    uint64_t duplicates = 0; ///< a split already produced for the same base, a distributed-optimizer
+                             ///< base whose stages all have DP 1 (same plan as the plain optimizer), or a
+                             ///< recompute choice of a device type that decides no stage (mixed stages)
+    uint64_t launcher = 0; ///< the launch target cannot run it (SearchSpaceOptions::target)
+    uint64_t total() const { return divisibility + microBatchLimit + layers + outOfMemory + duplicates + launcher; }
+    PruneCounts &operator+=(const PruneCounts &o);
 };
 
 /// Structural description of one pipeline the search considered (order of group slices + TP).
@@ -73,8 +85,22 @@ struct SearchStage {
     int slice = 0; ///< which slice of the group (0..slices-1)
     int slices = 1; ///< how many stages the group is cut into
     int tp = 1;
-    int dp = 1;
+    int dp = 1; ///< replicas of the stage (both parts of a mixed stage)
+    /// Mixed stage: the same slice of a second group (another device type) joins the data-parallel
+    /// group; `dp2` of the `dp` replicas are on `group2`, listed after those on `group`. -1: none.
+    int group2 = -1;
+    int dp2 = 0;
+    /// Per-sample speed of one replica of each part: the replicas' micro-batches are
+    /// mixedMicroBatches(samples per step, dp - dp2, dp2, weight, weight2).
+    double weight = 1, weight2 = 1;
+    bool mixed() const { return group2 >= 0; }
 };
+
+/// Micro-batches (part 1, part 2) of a mixed stage whose `dp1` + `dp2` replicas carry `samples`
+/// sequences per step together: positive integers with dp1 x b1 + dp2 x b2 = samples minimising
+/// the slower part's pace max(b1 / w1, b2 / w2) (Metis-style: faster replicas take larger
+/// micro-batches); the smallest b1 among equals. std::nullopt when no such pair exists.
+std::optional<std::pair<int, int>> mixedMicroBatches(int samples, int dp1, int dp2, double w1, double w2);
 
 /// Most transformer layers one pipeline stage of a searched plan may hold (SearchResult stores
 /// layer counts in 8 bits). A split that would put more on one stage is pruned for "layers"
@@ -109,6 +135,11 @@ struct SearchResult {
         /// device id + intra-node link class of its replicas, link class of its DP group ("-" for
         /// DP 1) and of the links to the next stage (empty for the last stage).
         std::vector<std::string> replicaClass, dpClass, p2pClass;
+        /// Per stage: replica class of a mixed stage's second part ("" for a stage of one group).
+        std::vector<std::string> replicaClass2;
+        /// The class string of stage `stage`'s replicas that signatureWords' class id stands for:
+        /// replicaClass, plus replicaClass2 and the part sizes for a mixed stage.
+        std::string replicaKey(size_t stage) const;
     };
     std::vector<Pipeline> pipelines; ///< pipeline shapes (group order, slices, TP per stage)
     std::vector<int> microBatchSizes; ///< values of the micro-batch dimension
@@ -137,22 +168,33 @@ struct SearchResult {
     /// distributed optimizer, sequence parallel, stage count, then per stage first layer, layer
     /// count, recompute method, recompute layers, replica class id, TP, replica micro-batch, DP,
     /// DP class id, P2P class id. Class ids come from classIds[pipeline][3 * stage + k] (k = 0
-    /// replicaClass, 1 dpClass, 2 p2pClass of pipelines[pipeline]); with an injective id map, two
-    /// configurations have equal words exactly when they have equal keys. `out` is overwritten.
+    /// replicaKey(stage), 1 dpClass, 2 p2pClass of pipelines[pipeline]); with an injective id map,
+    /// equal words mean equal keys (a mixed stage's second micro-batch follows from the rest).
+    /// `out` is overwritten.
     void signatureWords(size_t index, const std::vector<std::vector<uint32_t>> &classIds,
                         std::vector<uint32_t> &out) const;
     /// The full Plan of configuration `index` (< size()).
     Plan materialize(size_t index) const;
+    /// The parts of a base configuration index (mixed radix: pipeline, micro-batch, recompute
+    /// combination over deviceTypes, distributed optimizer, the last varying fastest).
+    struct BaseParts {
+        size_t pipeline = 0, microBatch = 0, recompute = 0, distributedOptimizer = 0;
+    };
+    BaseParts decodeBase(uint64_t base) const;
+    uint64_t encodeBase(const BaseParts &parts) const;
+    /// The Plan of base configuration `base` with the given layer count per stage.
+    Plan planOfBase(uint64_t base, const uint8_t *layerCounts) const;
     /// Recompute choice of each device type for configuration `index` (parallel to deviceTypes).
     std::vector<RecomputeMethod> recomputeOf(size_t index) const;
 };
 
 /// Upper bound on the number of base configurations (pipeline shape x micro-batch x recompute
-/// per device type x distributed optimizer) of `request`'s space, computed without enumerating.
+/// per device type x distributed optimizer) of `request`'s space, computed without enumerating
+/// (pipeline shapes with mixed stages included; the launch target's rules are not applied).
 uint64_t baseConfigurationBound(const SearchRequest &request);
 
 /// Narrows `request.space` step by step until baseConfigurationBound() <= maxBases, in this
-/// order: keep the cluster's group order; drop the smallest TP degree (repeatedly, keeping one);
+/// order: no mixed-type stages; keep the cluster's group order; drop the smallest TP degree (repeatedly, keeping one);
 /// drop the largest stages-per-group value (keeping one); drop selective recompute; keep only
 /// the distributed optimizer. Returns one human-readable note per step taken (empty: unchanged).
 std::vector<std::string> narrowToBudget(SearchRequest &request, uint64_t maxBases);
