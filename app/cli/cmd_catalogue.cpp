@@ -75,7 +75,8 @@ int run(const std::vector<std::string> &argv)
     }
     std::cout << std::left << std::setw(16) << "ID" << std::setw(10) << "VENDOR" << std::setw(24) << "NAME"
               << std::right << std::setw(8) << "MEM GiB" << std::setw(9) << "HBM GB/s" << std::setw(9) << "BF16 TF"
-              << std::setw(9) << "FP16 TF" << "  SCALE-UP\n";
+              << std::setw(9) << "FP16 TF"
+              << "  SCALE-UP\n";
     for (const GpuSpec &d : list) {
         std::string name = d.name + (d.verified ? "" : " *");
         std::cout << std::left << std::setw(16) << d.id << std::setw(10) << d.vendor << std::setw(24)

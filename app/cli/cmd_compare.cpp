@@ -158,8 +158,9 @@ int run(const std::vector<std::string> &argv)
     std::cout << "\n";
     std::cout << std::left << std::setw(22) << "method" << std::right << std::setw(11) << "pred T ms" << std::setw(11)
               << "meas T ms" << std::setw(8) << "meas M" << std::setw(8) << "meas B" << std::setw(14) << "search"
-              << std::setw(10) << "configs" << std::setw(8) << "T top1" << std::setw(9) << "MB top1"
-              << std::setw(9) << "T regr" << std::setw(9) << "MB regr" << "\n";
+              << std::setw(10) << "configs" << std::setw(8) << "T top1" << std::setw(9) << "MB top1" << std::setw(9)
+              << "T regr" << std::setw(9) << "MB regr"
+              << "\n";
     for (const MethodOutcome &o : report.methods) {
         std::cout << std::left << std::setw(22) << o.id << std::right << std::setw(11)
                   << (o.hasPlan ? fixed(o.predictedTimeMs, 1) : std::string("-")) << std::setw(11)
@@ -174,9 +175,8 @@ int run(const std::vector<std::string> &argv)
                   << (o.top1MemoryBalance       ? "yes"
                           : o.memoryBalanceRank ? "#" + std::to_string(o.memoryBalanceRank)
                                                 : std::string("-"))
-                  << std::setw(9) << (o.measuredOk ? fixed(o.timeRegretPct, 1) + "%" : std::string("-"))
-                  << std::setw(9) << (o.measuredOk ? fixed(o.memoryBalanceRegretPct, 1) + "%" : std::string("-"))
-                  << "\n";
+                  << std::setw(9) << (o.measuredOk ? fixed(o.timeRegretPct, 1) + "%" : std::string("-")) << std::setw(9)
+                  << (o.measuredOk ? fixed(o.memoryBalanceRegretPct, 1) + "%" : std::string("-")) << "\n";
     }
     std::cout << "\nPlans:\n";
     for (const MethodOutcome &o : report.methods) {

@@ -19,11 +19,17 @@ int run(const std::vector<std::string> &argv)
 {
     Args args(argv, {}, {"json"});
     if (args.positional().size() != 1)
-        throw UsageError{"expected exactly one CLUSTER file"};
+        throw UsageError {"expected exactly one CLUSTER file"};
     const std::string path = args.positional().front();
     const Cluster c = loadCluster(path);
 
-    struct TypeInfo { std::string vendor; int nodes = 0; int gpus = 0; double memGiB = 0; double tflops = 0; };
+    struct TypeInfo {
+        std::string vendor;
+        int nodes = 0;
+        int gpus = 0;
+        double memGiB = 0;
+        double tflops = 0;
+    };
     std::map<std::string, TypeInfo> types;
     std::map<std::string, int> vendors;
     for (const NodeGroup &g : c.groups) {
@@ -46,13 +52,19 @@ int run(const std::vector<std::string> &argv)
         j["vendors"] = vendors;
         nlohmann::json t = nlohmann::json::object();
         for (const auto &[id, info] : types)
-            t[id] = {{"vendor", info.vendor}, {"nodes", info.nodes}, {"gpus", info.gpus},
-                     {"memoryGiB", info.memGiB}, {"peakTflops", info.tflops}};
+            t[id] = {{"vendor", info.vendor},
+                     {"nodes", info.nodes},
+                     {"gpus", info.gpus},
+                     {"memoryGiB", info.memGiB},
+                     {"peakTflops", info.tflops}};
         j["types"] = t;
         nlohmann::json groups = nlohmann::json::array();
         for (const NodeGroup &g : c.groups) {
             const Link l = c.intraLink(g);
-            groups.push_back({{"name", g.name}, {"gpu", g.gpu}, {"gpusPerNode", g.gpusPerNode}, {"count", g.count},
+            groups.push_back({{"name", g.name},
+                              {"gpu", g.gpu},
+                              {"gpusPerNode", g.gpusPerNode},
+                              {"count", g.count},
                               {"intraLinkGBps", l.bandwidthGBps}});
         }
         j["groups"] = groups;
@@ -65,8 +77,8 @@ int run(const std::vector<std::string> &argv)
     if (!c.description.empty())
         std::cout << "  " << c.description << "\n";
     std::cout << std::fixed << std::setprecision(1) << "  " << c.totalNodes() << " nodes, " << c.totalGpus()
-              << " GPUs, " << c.totalMemoryGiB() << " GiB device memory, " << std::setprecision(2)
-              << c.peakPflops(true) << " PFLOP/s dense BF16/FP16 peak\n";
+              << " GPUs, " << c.totalMemoryGiB() << " GiB device memory, " << std::setprecision(2) << c.peakPflops(true)
+              << " PFLOP/s dense BF16/FP16 peak\n";
     std::cout << "  by vendor:";
     for (const auto &[v, n] : vendors)
         std::cout << " " << v << " " << n;
@@ -80,10 +92,10 @@ int run(const std::vector<std::string> &argv)
     std::cout << "\n  Node groups:\n";
     for (const NodeGroup &g : c.groups) {
         const Link l = c.intraLink(g);
-        std::cout << "    " << std::left << std::setw(14) << g.name << std::right << std::setw(4) << g.count
-                  << " x " << std::setw(2) << g.gpusPerNode << " x " << std::left << std::setw(16) << g.gpu
-                  << " intra-node " << std::setprecision(0) << l.bandwidthGBps << " GB/s"
-                  << (g.intraLink ? "" : " (from catalogue)") << "\n";
+        std::cout << "    " << std::left << std::setw(14) << g.name << std::right << std::setw(4) << g.count << " x "
+                  << std::setw(2) << g.gpusPerNode << " x " << std::left << std::setw(16) << g.gpu << " intra-node "
+                  << std::setprecision(0) << l.bandwidthGBps << " GB/s" << (g.intraLink ? "" : " (from catalogue)")
+                  << "\n";
     }
     std::cout << std::setprecision(1) << "\n  Network: " << c.network.interNode.bandwidthGBps << " GB/s, "
               << c.network.interNode.latencyUs << " us between nodes by default";

@@ -3,18 +3,18 @@
 
 #include "memx/cost/costjson.h"
 #include "memx/cost/costmodel.h"
-#include "memx/io/formats.h"
 #include "memx/cost/features.h"
+#include "memx/io/formats.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
 
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <iostream>
 #include <sstream>
 
 namespace memx::cli {
@@ -88,8 +88,9 @@ int run(const std::vector<std::string> &argv)
                             {"capacityBytes", capacity},
                             {"peakUtilisation", lp->peakUtilisation},
                             {"oomRisk", lp->oomRisk},
-                            {"verdict", toString(memoryVerdict(lp->peakUtilisation,
-                                                               lp->peakBytes > 0 ? lp->peakSpreadBytes / lp->peakBytes : 0))},
+                            {"verdict",
+                             toString(memoryVerdict(lp->peakUtilisation,
+                                                    lp->peakBytes > 0 ? lp->peakSpreadBytes / lp->peakBytes : 0))},
                             {"extrapolating", lp->extrapolating},
                             {"extrapolationReason", lp->extrapolationReason}};
         std::cout << j.dump(2) << "\n";
@@ -99,11 +100,11 @@ int run(const std::vector<std::string> &argv)
     std::cout << "predictor: " << predictorName << "\n";
     if (lp)
         std::cout << "Learned: iteration time " << lp->timeMs << " ms +- " << lp->timeSpreadMs << ", peak memory "
-                  << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity) << " GiB, M (peak utilisation) "
-                  << std::setprecision(3) << lp->peakUtilisation << std::setprecision(2)
-                  << (lp->oomRisk ? "   ** risk of OOM **" : "") << "\n"
+                  << gib(lp->peakBytes) << " GiB +- " << gib(lp->peakSpreadBytes) << " of " << gib(capacity)
+                  << " GiB, M (peak utilisation) " << std::setprecision(3) << lp->peakUtilisation
+                  << std::setprecision(2) << (lp->oomRisk ? "   ** risk of OOM **" : "") << "\n"
                   << (lp->extrapolating ? "   EXTRAPOLATING: " + lp->extrapolationReason
-                                              + " (spreads widened; trust the analytic figures more)\n"
+                              + " (spreads widened; trust the analytic figures more)\n"
                                         : std::string())
                   << "   (the breakdown below is the analytic model's)\n";
     std::cout << "Plan: " << plan.summary(cluster) << (plan.distributedOptimizer ? " dist-opt" : "") << "\n";
@@ -116,9 +117,9 @@ int run(const std::vector<std::string> &argv)
               << (e.oom ? "   ** OUT OF MEMORY **" : "") << "\n";
     if (e.fullestGpu >= 0) {
         const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];
-        std::cout << "Memory verdict: " << toString(e.verdict) << " (fullest GPU " << f.node << ":" << f.gpuIndex
-                  << " " << f.device << ", margin " << gib(e.marginBytes) << " GiB of " << gib(f.capacityBytes)
-                  << ", +-" << std::setprecision(0) << cost.memoryUncertainty * 100 << "% band)\n"
+        std::cout << "Memory verdict: " << toString(e.verdict) << " (fullest GPU " << f.node << ":" << f.gpuIndex << " "
+                  << f.device << ", margin " << gib(e.marginBytes) << " GiB of " << gib(f.capacityBytes) << ", +-"
+                  << std::setprecision(0) << cost.memoryUncertainty * 100 << "% band)\n"
                   << std::setprecision(2) << "  peaks there: allocated " << gib(f.allocatedBytes) << " GiB, reserved "
                   << gib(f.reservedBytes) << " GiB, device-used " << gib(f.totalBytes) << " GiB\n";
     }

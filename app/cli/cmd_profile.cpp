@@ -6,9 +6,9 @@
 #include "memx/io/formats.h"
 #include "memx/profiling/augment.h"
 #include "memx/profiling/megatronlog.h"
-#include "memx/profiling/runtableimporter.h"
 #include "memx/profiling/minimalset.h"
 #include "memx/profiling/profileio.h"
+#include "memx/profiling/runtableimporter.h"
 #include "memx/profiling/sailorimporter.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/fileio.h"
@@ -16,11 +16,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <optional>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace memx::cli {
@@ -172,7 +172,8 @@ int runImport(const std::vector<std::string> &argv)
             batch.profiles.insert(batch.profiles.end(), ps.begin(), ps.end());
         }
     } else {
-        throw UsageError {"unknown --format \"" + *format + "\" (expected sailor, megatron, runs-csv, vtrain, csv or json)"};
+        throw UsageError {"unknown --format \"" + *format
+                          + "\" (expected sailor, megatron, runs-csv, vtrain, csv or json)"};
     }
 
     const std::string project = projectPath(args);

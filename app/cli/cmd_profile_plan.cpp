@@ -99,7 +99,6 @@ simulated profiles are the source; they are never overwritten. Earlier interpola
 replaced.
 )txt";
 
-
 std::string fmt(double v, int prec)
 {
     std::ostringstream o;
@@ -135,8 +134,7 @@ int runPlanCmd(const std::vector<std::string> &argv)
         budget.model = model;
         budget.globalBatch = o.globalBatch;
         budget.space = o.space;
-        const uint64_t maxBases
-            = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
+        const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
         for (const std::string &n : narrowToBudget(budget, maxBases))
             std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
         o.space = budget.space;

@@ -53,7 +53,8 @@ std::string fixed(double v, int digits)
 
 int run(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model", "to", "gbs", "weights", "threads", "max-bases", "out", "attention"};
+    std::set<std::string> values {"cluster", "model",     "to",  "gbs",      "weights",
+                                  "threads", "max-bases", "out", "attention"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     std::set<std::string> switches {"json"};
     switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());

@@ -28,7 +28,7 @@ int run(const std::vector<std::string> &argv)
 {
     Args args(argv, {"cluster", "model"}, {"json"});
     if (args.positional().empty())
-        throw UsageError{"expected at least one FILE"};
+        throw UsageError {"expected at least one FILE"};
     std::optional<Cluster> cluster;
     std::optional<Model> model;
     if (args.value("cluster"))
@@ -45,14 +45,14 @@ int run(const std::vector<std::string> &argv)
             const nlohmann::json j = readJsonFile(file);
             Diagnostics diags(file);
             const std::string format = j.is_object() && j.contains("format") && j["format"].is_string()
-                                           ? j["format"].get<std::string>()
-                                           : std::string();
+                ? j["format"].get<std::string>()
+                : std::string();
             if (format == kClusterFormat) {
                 kind = "cluster";
                 Cluster c = parseCluster(j, builtinCatalogue(), diags);
                 if (diags.empty())
                     summary = "cluster \"" + c.name + "\": " + std::to_string(c.totalNodes()) + " nodes, "
-                              + std::to_string(c.totalGpus()) + " GPUs";
+                        + std::to_string(c.totalGpus()) + " GPUs";
             } else if (format == kModelFormat) {
                 kind = "model";
                 Model m = parseModel(j, diags);
@@ -64,17 +64,18 @@ int run(const std::vector<std::string> &argv)
                 if (diags.empty() && cluster && model)
                     validatePlan(p, *cluster, *model, diags);
                 if (diags.empty())
-                    summary = "plan: " + std::to_string(p.pp()) + " stages, " + std::to_string(p.totalGpus())
-                              + " GPUs" + (cluster && model ? "" : " (structure only: give --cluster and --model)");
+                    summary = "plan: " + std::to_string(p.pp()) + " stages, " + std::to_string(p.totalGpus()) + " GPUs"
+                        + (cluster && model ? "" : " (structure only: give --cluster and --model)");
             } else if (format == kCatalogueFormat) {
                 kind = "catalogue";
                 Catalogue c = parseCatalogue(readTextFile(file), file);
                 summary = "catalogue: " + std::to_string(c.devices().size()) + " devices";
             } else {
-                diags.error("/format", "expected \"" + std::string(kClusterFormat) + "\", \"" + kModelFormat
-                                           + "\", \"" + kPlanFormat + "\" or \"" + kCatalogueFormat + "\", found "
-                                           + (j.is_object() && j.contains("format") ? describeJson(j["format"])
-                                                                                      : std::string("no format field")));
+                diags.error("/format",
+                            "expected \"" + std::string(kClusterFormat) + "\", \"" + kModelFormat + "\", \""
+                                + kPlanFormat + "\" or \"" + kCatalogueFormat + "\", found "
+                                + (j.is_object() && j.contains("format") ? describeJson(j["format"])
+                                                                         : std::string("no format field")));
             }
             problems = diags.items();
         } catch (const LoadError &e) {
@@ -82,7 +83,7 @@ int run(const std::vector<std::string> &argv)
         }
         if (!problems.empty())
             ++invalid;
-        nlohmann::json entry{{"file", file}, {"kind", kind}, {"valid", problems.empty()}};
+        nlohmann::json entry {{"file", file}, {"kind", kind}, {"valid", problems.empty()}};
         nlohmann::json list = nlohmann::json::array();
         for (const Diagnostic &d : problems) {
             list.push_back({{"pointer", d.pointer}, {"message", d.message}});
@@ -95,7 +96,7 @@ int run(const std::vector<std::string> &argv)
             std::cout << "ok: " << file << ": " << summary << "\n";
     }
     if (args.has("json"))
-        std::cout << nlohmann::json{{"files", report}, {"invalid", invalid}}.dump(2) << "\n";
+        std::cout << nlohmann::json {{"files", report}, {"invalid", invalid}}.dump(2) << "\n";
     return invalid == 0 ? Ok : Failure;
 }
 

@@ -28,16 +28,16 @@ Args::Args(const std::vector<std::string> &argv, std::set<std::string> valueOpti
             if (valueOptions.count(name)) {
                 if (!hasValue) {
                     if (i + 1 >= argv.size())
-                        throw UsageError{"option --" + name + " needs a value"};
+                        throw UsageError {"option --" + name + " needs a value"};
                     value = argv[++i];
                 }
                 mValues[name] = value;
             } else if (switches.count(name)) {
                 if (hasValue)
-                    throw UsageError{"option --" + name + " takes no value"};
+                    throw UsageError {"option --" + name + " takes no value"};
                 mSwitches.insert(name);
             } else {
-                throw UsageError{"unknown option --" + name};
+                throw UsageError {"unknown option --" + name};
             }
             continue;
         }
@@ -62,7 +62,7 @@ std::string Args::require(const std::string &name) const
 {
     auto v = value(name);
     if (!v)
-        throw UsageError{"missing required option --" + name};
+        throw UsageError {"missing required option --" + name};
     return *v;
 }
 
@@ -78,8 +78,8 @@ std::optional<long long> Args::intValue(const std::string &name, long long min, 
             throw std::out_of_range("");
         return n;
     } catch (...) {
-        throw UsageError{"option --" + name + " expects an integer from " + std::to_string(min) + " to "
-                         + std::to_string(max) + ", found \"" + *v + "\""};
+        throw UsageError {"option --" + name + " expects an integer from " + std::to_string(min) + " to "
+                          + std::to_string(max) + ", found \"" + *v + "\""};
     }
 }
 

@@ -10,8 +10,7 @@ namespace memx::cli {
 
 /// Parsed command line of one subcommand: --name value / --name=value options, boolean
 /// switches and positional arguments. Unknown options are errors.
-class Args
-{
+class Args {
 public:
     /// `valueOptions` take a value; `switches` do not. Throws UsageError on a bad command line.
     Args(const std::vector<std::string> &argv, std::set<std::string> valueOptions, std::set<std::string> switches);
@@ -32,24 +31,21 @@ private:
 };
 
 /// A mistake on the command line: printed with the command's usage, exit code 2.
-struct UsageError
-{
+struct UsageError {
     std::string message;
 };
 
 /// One `memx` subcommand. Commands register themselves with a static CommandRegistration.
-struct Command
-{
-    std::string name;       ///< e.g. "validate" or "profile import"
-    std::string summary;    ///< one line for `memx --help`
-    std::string usage;      ///< full help text for `memx NAME --help`
+struct Command {
+    std::string name; ///< e.g. "validate" or "profile import"
+    std::string summary; ///< one line for `memx --help`
+    std::string usage; ///< full help text for `memx NAME --help`
     int (*run)(const std::vector<std::string> &args) = nullptr;
 };
 
 std::vector<Command> &commandRegistry();
 
-struct CommandRegistration
-{
+struct CommandRegistration {
     explicit CommandRegistration(Command command) { commandRegistry().push_back(std::move(command)); }
 };
 

@@ -108,7 +108,8 @@ void MainWindowSearch(benchmark::State &state)
     ResultsPanel *panel = window.results();
     { // the start-up search (and the window's first paint) is not measured
         QEventLoop loop;
-        QObject::connect(panel, &ResultsPanel::resultsShown, &loop, [&loop] { QTimer::singleShot(1000, &loop, &QEventLoop::quit); });
+        QObject::connect(panel, &ResultsPanel::resultsShown, &loop,
+                         [&loop] { QTimer::singleShot(1000, &loop, &QEventLoop::quit); });
         loop.exec();
     }
     std::vector<double> all;

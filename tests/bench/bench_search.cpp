@@ -170,7 +170,14 @@ void BM_Cancel512(benchmark::State &state)
     narrowToBudget(r, 500000);
     cancelLatency(state, r);
 }
-BENCHMARK(BM_Cancel512)->Arg(5)->Arg(50)->Arg(150)->Arg(300)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+BENCHMARK(BM_Cancel512)
+    ->Arg(5)
+    ->Arg(50)
+    ->Arg(150)
+    ->Arg(300)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(5);
 
 /// A wider space on the same cluster (`--radius 3 --max-bases 4000000`, tests/cli/tst_scale.cpp):
 /// minutes of evaluation, cancelled during it.
@@ -181,7 +188,13 @@ void BM_Cancel512Wide(benchmark::State &state)
     narrowToBudget(r, 4000000);
     cancelLatency(state, r);
 }
-BENCHMARK(BM_Cancel512Wide)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+BENCHMARK(BM_Cancel512Wide)
+    ->Arg(1000)
+    ->Arg(2000)
+    ->Arg(5000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(5);
 
 /// The full ~48 M-base space (budget lifted): its set-up alone (pipeline enumeration over every
 /// group order) takes tens of seconds, cancelled in it.

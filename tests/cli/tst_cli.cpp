@@ -14,8 +14,7 @@ using memxtest::runMemx;
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
 static const QString kBroken = QStringLiteral(MEMX_SOURCE_DIR "/tests/data/broken");
 
-class TestCli : public QObject
-{
+class TestCli : public QObject {
     Q_OBJECT
 
 private slots:
@@ -51,7 +50,7 @@ private slots:
         for (const QString &f : QDir(kSamples).entryList({QStringLiteral("*.json")}))
             files << kSamples + QLatin1Char('/') + f;
         QVERIFY(files.size() >= 8);
-        const Run r = runMemx(QStringList{QStringLiteral("validate")} + files);
+        const Run r = runMemx(QStringList {QStringLiteral("validate")} + files);
         QVERIFY2(r.code == 0, qPrintable(r.outText() + r.errText()));
         QCOMPARE(r.outText().count(QStringLiteral("ok: ")), files.size());
     }
@@ -61,7 +60,7 @@ private slots:
         QStringList files;
         for (const QString &f : QDir(kBroken).entryList({QStringLiteral("*.json")}))
             files << kBroken + QLatin1Char('/') + f;
-        const Run r = runMemx(QStringList{QStringLiteral("validate"), QStringLiteral("--json")} + files);
+        const Run r = runMemx(QStringList {QStringLiteral("validate"), QStringLiteral("--json")} + files);
         QCOMPARE(r.code, 1);
         const QJsonObject report = QJsonDocument::fromJson(r.out).object();
         const QJsonArray list = report.value(QStringLiteral("files")).toArray();
@@ -82,8 +81,8 @@ private slots:
     void validatePlanAgainstCluster()
     {
         const Run r = runMemx({QStringLiteral("validate"), kBroken + QStringLiteral("/plan-gap-and-reuse.json"),
-                            QStringLiteral("--cluster"), kSamples + QStringLiteral("/h100-8x.json"),
-                            QStringLiteral("--model"), QStringLiteral("gpt3-1.3b")});
+                               QStringLiteral("--cluster"), kSamples + QStringLiteral("/h100-8x.json"),
+                               QStringLiteral("--model"), QStringLiteral("gpt3-1.3b")});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.outText().contains(QStringLiteral("/stages/1/firstLayer: expected 10")), qPrintable(r.outText()));
         QVERIFY(r.outText().contains(QStringLiteral("is already used by another replica")));
@@ -92,7 +91,7 @@ private slots:
     void infoJson()
     {
         const Run r = runMemx({QStringLiteral("info"), kSamples + QStringLiteral("/paper-20gpu-mixed-consumer.json"),
-                            QStringLiteral("--json")});
+                               QStringLiteral("--json")});
         QCOMPARE(r.code, 0);
         const QJsonObject o = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(o.value(QStringLiteral("gpus")).toInt(), 20);
@@ -111,7 +110,8 @@ private slots:
     {
         const Run r = runMemx({QStringLiteral("info"), kBroken + QStringLiteral("/cluster-negative-gpus.json")});
         QCOMPARE(r.code, 1);
-        QVERIFY2(r.errText().contains(QStringLiteral("cluster-negative-gpus.json: /nodes/0/gpus: expected an integer from 1 to 64, found -4")),
+        QVERIFY2(r.errText().contains(QStringLiteral(
+                     "cluster-negative-gpus.json: /nodes/0/gpus: expected an integer from 1 to 64, found -4")),
                  qPrintable(r.errText()));
     }
 

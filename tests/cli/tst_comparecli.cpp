@@ -29,8 +29,8 @@ private slots:
         QTemporaryDir dir;
         const QString out = dir.filePath("compare.json");
         Run r = runMemx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
-                                  "llama2-7b", "--candidates", "5", "--json", "--out", out}
-                     + kNarrow);
+                                     "llama2-7b", "--candidates", "5", "--json", "--out", out}
+                        + kNarrow);
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(j.value("format").toString(), QStringLiteral("memx.compare/1"));
@@ -58,16 +58,17 @@ private slots:
         QTemporaryDir dir;
         const QString project = dir.filePath("testbed.memx");
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
-        Run r = runMemx(QStringList {"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
-                                  "llama2-7b", "--stages", "1,2", "--tp", "1,2,4", "--mbs", "1,2", "--top", "8",
-                                  "--spread", "24", "--seed", "1"});
+        Run r = runMemx(QStringList {"profile", "run-simulated", "--project", project,    "--cluster",
+                                     cluster,   "--model",       "llama2-7b", "--stages", "1,2",
+                                     "--tp",    "1,2,4",         "--mbs",     "1,2",      "--top",
+                                     "8",       "--spread",      "24",        "--seed",   "1"});
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         r = runMemx({"train", "--project", project, "--folds", "0", "--ensemble", "2", "--rounds", "40"});
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         const QString out = dir.filePath("compare.json");
         r = runMemx(QStringList {"compare", "--project", project, "--cluster", cluster, "--model", "llama2-7b",
-                              "--candidates", "5", "--json", "--out", out}
-                 + kNarrow);
+                                 "--candidates", "5", "--json", "--out", out}
+                    + kNarrow);
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         const QJsonArray methods = j.value("methods").toArray();
@@ -89,8 +90,8 @@ private slots:
             QVERIFY(f.open(QIODevice::WriteOnly));
             f.write(QJsonDocument(memxM.value("plan").toObject()).toJson());
         }
-        r = runMemx({"predict", "--project", project, "--cluster", cluster, "--model", "llama2-7b", "--plan", pick,
-                  "--json"});
+        r = runMemx(
+            {"predict", "--project", project, "--cluster", cluster, "--model", "llama2-7b", "--plan", pick, "--json"});
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         const QJsonObject p = QJsonDocument::fromJson(r.out).object();
         QVERIFY(p.value("predictor").toString().startsWith(QLatin1String("learned")));
@@ -103,10 +104,10 @@ private slots:
         // M is the peak utilisation (the fullest GPU relative to its own capacity), not the
         // largest GPU's bytes over its capacity: on this mixed cluster they are different GPUs.
         const double mPredict = learned.value("peakUtilisation").toDouble();
-        QVERIFY2(std::abs(predicted.value("peakMemory").toDouble() - mPredict) <= 1e-9 * mPredict,
-                 qPrintable(QStringLiteral("compare %1, predict %2")
-                                .arg(predicted.value("peakMemory").toDouble())
-                                .arg(mPredict)));
+        QVERIFY2(
+            std::abs(predicted.value("peakMemory").toDouble() - mPredict) <= 1e-9 * mPredict,
+            qPrintable(
+                QStringLiteral("compare %1, predict %2").arg(predicted.value("peakMemory").toDouble()).arg(mPredict)));
         // The learned model answered differently from the analytic one (it was trained on testbed
         // runs whose times differ from the analytic model's), so the prediction is not a pass-through.
         QVERIFY(std::abs(tPredict - p.value("iterationTimeMs").toDouble()) > 1e-6 * tPredict);
@@ -115,13 +116,13 @@ private slots:
     void compareTable()
     {
         Run r = runMemx(QStringList {"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
-                                  "llama2-7b", "--candidates", "3"}
-                     + kNarrow);
+                                     "llama2-7b", "--candidates", "3"}
+                        + kNarrow);
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         for (const char *s : {"method", "time-only", "uniform-split", "exhaustive-profiling", "true best by time"})
             QVERIFY2(r.outText().contains(QLatin1String(s)), s);
         r = runMemx({"compare", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b",
-                  "--weights", "1,x,0"});
+                     "--weights", "1,x,0"});
         QCOMPARE(r.code, 2);
         QVERIFY(r.errText().contains(QStringLiteral("--weights")));
     }
@@ -130,8 +131,8 @@ private slots:
     {
         QTemporaryDir dir;
         Run r = runMemx(QStringList {"scale", "--cluster", kSamples + "/h100-8x.json", "--model", "llama2-7b", "--to",
-                                  "16,32", "--out", dir.path()}
-                     + kNarrow);
+                                     "16,32", "--out", dir.path()}
+                        + kNarrow);
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         QVERIFY(r.outText().contains(QStringLiteral("GPUs")));
         QFile js(dir.filePath("scale.json"));

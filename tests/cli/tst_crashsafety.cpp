@@ -4,8 +4,8 @@
 //  - SqliteStore::saveAs over an existing project (backup to a temporary file + rename),
 //  - writeFileAtomically of a large cluster JSON (temporary file + fsync + rename).
 // Kill moments are drawn from a seeded generator between 0 and 80 % of the measured duration of
-// one uninterrupted write (it varies with load), so every phase of the write is hit. The helper processes for saveAs and
-// writeFileAtomically are this executable started with a "--child-..." argument.
+// one uninterrupted write (it varies with load), so every phase of the write is hit. The helper processes for saveAs
+// and writeFileAtomically are this executable started with a "--child-..." argument.
 #include "memx/io/formats.h"
 #include "memx/profiling/profileio.h"
 #include "memx/store/sqlitestore.h"
@@ -77,7 +77,7 @@ static std::string bigCsv(int profiles)
     for (int p = 0; p < profiles; ++p)
         for (int layer = 0; layer < 3; ++layer)
             s += "A100-80,big-" + std::to_string(p) + ",2,1,2048," + std::to_string(layer) + ","
-                 + std::to_string(0.5 + layer) + ",1.0,0.2,102760448,201326592\n";
+                + std::to_string(0.5 + layer) + ",1.0,0.2,102760448,201326592\n";
     return s;
 }
 
@@ -110,8 +110,7 @@ static int elapsedMsOf(const QString &program, const QStringList &args)
     return static_cast<int>(t.elapsed());
 }
 
-class TestCrashSafety : public QObject
-{
+class TestCrashSafety : public QObject {
     Q_OBJECT
 
     QTemporaryDir mTmp;
@@ -129,8 +128,9 @@ private slots:
         const std::string original = tmp("original.memx");
         const QString memx = QStringLiteral(MEMX_CLI_PATH);
         auto importArgs = [&](const std::string &project, const std::string &csv) {
-            return QStringList {QStringLiteral("profile"), QStringLiteral("import"), QStringLiteral("--format"),
-                                QStringLiteral("csv"), QStringLiteral("--project"), QString::fromStdString(project),
+            return QStringList {QStringLiteral("profile"),   QStringLiteral("import"),
+                                QStringLiteral("--format"),  QStringLiteral("csv"),
+                                QStringLiteral("--project"), QString::fromStdString(project),
                                 QString::fromStdString(csv)};
         };
         elapsedMsOf(memx, importArgs(original, kSmallCsv));

@@ -52,14 +52,14 @@ private slots:
     /// order (~400 MB/s until bad_alloc, rc 134). It now narrows to the search budget and says so.
     void planOn512GpusIsBounded()
     {
-        const Run plan = runMemx({"profile", "plan", "--cluster", kSamples + "/cross-vendor-512gpu.json", "--model",
-                               "llama2-7b", "--json"});
+        const Run plan = runMemx(
+            {"profile", "plan", "--cluster", kSamples + "/cross-vendor-512gpu.json", "--model", "llama2-7b", "--json"});
         QVERIFY2(plan.code == 0, plan.err.constData());
         QVERIFY2(plan.err.contains("note: space narrowed to 500000 base configurations"), plan.err.constData());
         QVERIFY(plan.json()["measuredKernels"].toArray().size() > 0);
         // A budget too small for any space is a clear refusal, not an abort.
         const Run tiny = runMemx({"profile", "plan", "--cluster", kSamples + "/cross-vendor-512gpu.json", "--model",
-                               "llama2-7b", "--max-bases", "0"});
+                                  "llama2-7b", "--max-bases", "0"});
         QCOMPARE(tiny.code, 2);
     }
 
@@ -82,8 +82,10 @@ private slots:
         const Run listed = runMemx({"profile", "list", "--project", project});
         QCOMPARE(listed.code, 1);
         const QString pointer = "/profiles/a100-80gb-sxm/toy-2l/tp8/mb1/seq2048";
-        QVERIFY2(listed.err.contains((project + ": " + pointer + "/layers/1/forwardMs: expected a number from 0 to "
-                                                            "1e+09, found 10000000000.0").toUtf8()),
+        QVERIFY2(listed.err.contains((project + ": " + pointer
+                                      + "/layers/1/forwardMs: expected a number from 0 to "
+                                        "1e+09, found 10000000000.0")
+                                         .toUtf8()),
                  listed.err.constData());
         const Run removed = runMemx({"profile", "remove", "--project", project, "--profile", pointer.mid(10)});
         QVERIFY2(removed.code == 0, removed.err.constData());

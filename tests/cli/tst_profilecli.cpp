@@ -30,7 +30,7 @@ private slots:
 
         // 1. Plan the minimal set and write the jobs.
         const Run plan = runMemx({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--mbs", "1,2,4,8",
-                               "--out", jobs, "--date", "2025-01-01T00:00:00Z", "--json"});
+                                  "--out", jobs, "--date", "2025-01-01T00:00:00Z", "--json"});
         QVERIFY2(plan.code == 0, plan.err.constData());
         const QJsonObject pj = plan.json();
         const int perLayer = pj["measuredKernels"].toArray().size();
@@ -48,7 +48,7 @@ private slots:
 
         // 2. Run the jobs on the virtual testbed: profiles + runs into the project, logs to disk.
         const Run sim = runMemx({"profile", "run-simulated", "--project", project, "--jobs", jobs + "/manifest.json",
-                              "--seed", "5", "--write-logs", logs, "--json"});
+                                 "--seed", "5", "--write-logs", logs, "--json"});
         QVERIFY2(sim.code == 0, sim.err.constData());
         const QJsonObject sj = sim.json();
         QVERIFY(sj["simulated"].toBool());
@@ -58,7 +58,7 @@ private slots:
 
         // 3. Import the simulated logs through the manifest, as real logs would be.
         const Run imp = runMemx({"profile", "import", "--format", "megatron", "--manifest", jobs + "/manifest.json",
-                              "--project", project2, "--json", logs});
+                                 "--project", project2, "--json", logs});
         QVERIFY2(imp.code == 0, imp.err.constData());
         QCOMPARE(imp.json()["profiles"].toInt(), perLayer);
         QCOMPARE(imp.json()["runs"].toInt(), sj["runs"].toInt());
@@ -93,7 +93,7 @@ private slots:
 
         // 6. Search with the project's profiles, run the top 3 on the testbed.
         const Run top = runMemx({"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
-                              "gpt3-1.3b", "--top", "3", "--seed", "5", "--json"});
+                                 "gpt3-1.3b", "--top", "3", "--seed", "5", "--json"});
         QVERIFY2(top.code == 0, top.err.constData());
         QCOMPARE(top.json()["runs"].toInt() + top.json()["failed"].toInt(), 3);
         const Run list = runMemx({"profile", "list", "--project", project, "--json"});
@@ -118,7 +118,7 @@ private slots:
     void planFor20GpuSample()
     {
         const Run r = runMemx({"profile", "plan", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
-                            "llama2-7b", "--threads", "2"});
+                               "llama2-7b", "--threads", "2"});
         QVERIFY2(r.code == 0, r.err.constData());
         QVERIFY(r.out.contains("Exhaustive:"));
         QVERIFY(r.out.contains("GPU-hours"));
@@ -138,7 +138,8 @@ private slots:
         QVERIFY(bad.open(QIODevice::WriteOnly));
         bad.write(R"({"format": "memx.profilejobs/1", "jobs": [{"id": "a", "kind": "sideways"}]})");
         bad.close();
-        const Run r = runMemx({"profile", "run-simulated", "--project", tmp.filePath("x.memx"), "--jobs", bad.fileName()});
+        const Run r
+            = runMemx({"profile", "run-simulated", "--project", tmp.filePath("x.memx"), "--jobs", bad.fileName()});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("/jobs/0/kind"), r.err.constData());
         QVERIFY(!QFile::exists(tmp.filePath("x.memx")));

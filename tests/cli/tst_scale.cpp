@@ -13,6 +13,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
@@ -20,9 +23,6 @@
 #include <string>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -111,8 +111,7 @@ static bool sanitized()
     return std::getenv("ASAN_OPTIONS") != nullptr;
 }
 
-class TestScale : public QObject
-{
+class TestScale : public QObject {
     Q_OBJECT
     QTemporaryDir mTmp;
 
@@ -145,7 +144,8 @@ private slots:
               c.wallMs, c.peakRssKiB / 1024,
               QJsonDocument(j[QStringLiteral("narrowed")].toArray()).toJson(QJsonDocument::Compact).constData());
         const long boundMiB = sanitized() ? 6144 : 2048;
-        QVERIFY2(c.peakRssKiB / 1024 < boundMiB, qPrintable(QStringLiteral("peak RSS %1 MiB").arg(c.peakRssKiB / 1024)));
+        QVERIFY2(c.peakRssKiB / 1024 < boundMiB,
+                 qPrintable(QStringLiteral("peak RSS %1 MiB").arg(c.peakRssKiB / 1024)));
     }
 
     /// Ctrl-C (SIGINT) during a long search: the process reports a cancelled search and exits
@@ -246,7 +246,8 @@ private slots:
         QVERIFY2(lastDone < total, "the search finished before the cancel");
         const memx::SearchResult full = memx::runSearch(req);
         QVERIFY(!full.cancelled);
-        QVERIFY2(r.evaluated < full.evaluated, qPrintable(QStringLiteral("%1 of %2").arg(r.evaluated).arg(full.evaluated)));
+        QVERIFY2(r.evaluated < full.evaluated,
+                 qPrintable(QStringLiteral("%1 of %2").arg(r.evaluated).arg(full.evaluated)));
         qInfo("cancelled after %zu of %zu bases: %llu of %llu configurations kept", lastDone, total,
               static_cast<unsigned long long>(r.evaluated), static_cast<unsigned long long>(full.evaluated));
         size_t j = 0;

@@ -22,8 +22,8 @@ private slots:
     {
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
         // The cost model's whole space (--target any): the paper's 31,240 configurations and more.
-        const Run r = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "3", "--weights",
-                            "1,0.5,0.2", "--threads", "2", "--target", "any"});
+        const Run r = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "3",
+                               "--weights", "1,0.5,0.2", "--threads", "2", "--target", "any"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         const QJsonObject counts = j["counts"].toObject();
@@ -66,7 +66,7 @@ private slots:
     void defaultTargetAndIdleGroups()
     {
         const Run r = runMemx({"search", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model", "llama2-7b",
-                            "--json", "--top", "5", "--threads", "2"});
+                               "--json", "--top", "5", "--threads", "2"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(j["target"].toObject()["name"].toString(), QStringLiteral("flagscale"));
@@ -79,7 +79,7 @@ private slots:
             QVERIFY(v.toObject()["idle"].toString().contains("mi250x (8 GPUs)"));
         }
         const Run table = runMemx({"search", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
-                                "llama2-7b", "--top", "2", "--target", "megatron"});
+                                   "llama2-7b", "--top", "2", "--target", "megatron"});
         QVERIFY2(table.code == 0, table.err.constData());
         QVERIFY2(table.out.contains("target megatron (chosen by the user"), table.out.constData());
         const Run bad = memx(
@@ -104,7 +104,8 @@ private slots:
 
     void tableOutput()
     {
-        const Run r = runMemx({"search", "--cluster", kSamples + "/h100-8x.json", "--model", "gpt3-1.3b", "--top", "2"});
+        const Run r
+            = runMemx({"search", "--cluster", kSamples + "/h100-8x.json", "--model", "gpt3-1.3b", "--top", "2"});
         QVERIFY2(r.code == 0, r.err.constData());
         QVERIFY(r.out.contains("evaluated"));
         QVERIFY(r.out.contains("PP"));

@@ -33,7 +33,8 @@ private slots:
     {
         const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
         const QStringList space = {"--stages", "1", "--mbs", "1,2", "--threads", "2", "--top", "3"};
-        const Run plain = runMemx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b", "--json"} + space);
+        const Run plain
+            = runMemx(QStringList {"search", "--cluster", cluster, "--model", "llama2-7b", "--json"} + space);
         QVERIFY2(plain.code == 0, plain.err.constData());
         const QJsonObject j = QJsonDocument::fromJson(plain.out).object();
         QCOMPARE(j["predictor"].toString(), QString("analytic"));

@@ -96,8 +96,8 @@ static std::vector<Diagnostic> attempt(const json &c, const std::string &path)
         } else if (kind == "plan") {
             const Plan p = loadPlan(path);
             Diagnostics d(path);
-            validatePlan(p, loadCluster(kDir + "/" + c.at("cluster").get<std::string>()),
-                         resolveModel(c.at("model")), d);
+            validatePlan(p, loadCluster(kDir + "/" + c.at("cluster").get<std::string>()), resolveModel(c.at("model")),
+                         d);
             d.throwIfAny();
         } else if (kind == "profile-csv" || kind == "profile-json") {
             loadProfileFile(path);
@@ -124,8 +124,7 @@ static bool isImport(const std::string &kind)
     return kind == "profile-csv" || kind == "profile-json" || kind == "megatron" || kind == "sailor";
 }
 
-class TestBadInputs : public QObject
-{
+class TestBadInputs : public QObject {
     Q_OBJECT
 
     json mIndex;
@@ -183,8 +182,8 @@ private slots:
                 continue;
             QVERIFY2(indexed.count(name), ("not in expected.json: " + name).c_str());
         }
-        for (const char *k : {"cluster", "model", "plan", "catalogue", "profile-csv", "profile-json", "megatron",
-                              "sailor", "project"})
+        for (const char *k :
+             {"cluster", "model", "plan", "catalogue", "profile-csv", "profile-json", "megatron", "sailor", "project"})
             QVERIFY2(kinds.count(k), k);
     }
 
@@ -218,8 +217,7 @@ private slots:
             const bool found = std::any_of(got.begin(), got.end(), [&](const Diagnostic &d) {
                 return d.file == file && d.pointer == pointer && d.message.find(message) != std::string::npos;
             });
-            QVERIFY2(found,
-                     ("expected " + file + ": " + pointer + ": ..." + message + "...\ngot:" + all).c_str());
+            QVERIFY2(found, ("expected " + file + ": " + pointer + ": ..." + message + "...\ngot:" + all).c_str());
         }
         // And nothing unexpected (each reported problem is listed).
         QVERIFY2(got.size() == c.at("errors").size(), ("unexpected extra problems:" + all).c_str());
@@ -293,7 +291,8 @@ private slots:
             QVERIFY2(p.exitCode() == 1, qPrintable(QString::fromStdString(path) + QLatin1Char('\n') + out));
             // `memx validate` dispatches on the "format" field first, so a file without a usable
             // one gets that message ("validateMessage") instead of the loader's.
-            const std::string message = c.value("validateMessage", c.at("errors").at(0).at("message").get<std::string>());
+            const std::string message
+                = c.value("validateMessage", c.at("errors").at(0).at("message").get<std::string>());
             QVERIFY2(out.contains(QString::fromStdString(message)), qPrintable(out));
             QVERIFY2(out.contains(QString::fromStdString(c.at("file"))), qPrintable(out));
             ++checked;

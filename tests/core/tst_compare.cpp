@@ -135,9 +135,11 @@ private slots:
             QVERIFY(std::abs(o->timeRegretPct - 100.0 * (o->measuredTimeMs / bestT.timeMs - 1.0)) < 1e-9);
             const TruthCandidate &bestMB = r.truth.candidates[r.truth.memoryBalanceOrder.front()];
             const double ratio = (o->measuredTimeMs / bestMB.timeMs) * std::sqrt(o->measuredPeak / bestMB.peak)
-                                 * std::sqrt((1 + o->measuredImbalance) / (1 + bestMB.imbalance));
+                * std::sqrt((1 + o->measuredImbalance) / (1 + bestMB.imbalance));
             QVERIFY2(std::abs(o->memoryBalanceRegretPct - 100.0 * (ratio - 1.0)) < 1e-6,
-                     qPrintable(QString("%1: %2 vs %3").arg(o->id.c_str()).arg(o->memoryBalanceRegretPct)
+                     qPrintable(QString("%1: %2 vs %3")
+                                    .arg(o->id.c_str())
+                                    .arg(o->memoryBalanceRegretPct)
                                     .arg(100.0 * (ratio - 1.0))));
             QVERIFY(o->timeRegretPct >= 0 && o->memoryBalanceRegretPct >= -1e-9);
             QCOMPARE(o->timeRegretPct == 0, o->timeRank == 1 || o->measuredTimeMs == bestT.timeMs);

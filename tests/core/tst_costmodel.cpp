@@ -425,10 +425,12 @@ private slots:
         QCOMPARE(memoryVerdict(1.0, 0.0), MemoryVerdict::Risk);
         // The estimate carries it for its fullest GPU, with the margin in bytes.
         Cluster c = syntheticCluster();
-        const PlanEstimate e = estimatePlan(simplePlan("n", {16, 16}, 2, 2, 1, 64), c, megatronModel(), nullptr, opts());
+        const PlanEstimate e
+            = estimatePlan(simplePlan("n", {16, 16}, 2, 2, 1, 64), c, megatronModel(), nullptr, opts());
         QVERIFY(e.fullestGpu >= 0);
-        QNEAR(e.marginBytes, e.gpus[static_cast<size_t>(e.fullestGpu)].capacityBytes
-                                 - e.gpus[static_cast<size_t>(e.fullestGpu)].totalBytes);
+        QNEAR(e.marginBytes,
+              e.gpus[static_cast<size_t>(e.fullestGpu)].capacityBytes
+                  - e.gpus[static_cast<size_t>(e.fullestGpu)].totalBytes);
         QCOMPARE(e.verdict, memoryVerdict(e.peakUtilisation, opts().memoryUncertainty));
         // Three peaks of the fullest GPU: allocated < reserved < device-used.
         const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];

@@ -1,12 +1,12 @@
 // Plan export (Megatron-LM, FlagScale, Slurm, JSON): golden files, Megatron round trip, refusals,
 // FlagScale rules, atomic writing and the `memx export` command.
 #include "memx/export/export.h"
-#include "memx/util/hash.h"
 #include "memx/export/megatronargs.h"
 #include "memx/export/quoting.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
+#include "memx/util/hash.h"
 #include "memx/util/jsonreader.h"
 
 #include <QDir>
@@ -190,8 +190,7 @@ struct ToolRun {
 };
 
 /// Runs `program args` with `input` on stdin (nothing generated is executed: the tools only read it).
-ToolRun runTool(const QString &program, const QStringList &args, const std::string &input,
-                const QString &workDir = {})
+ToolRun runTool(const QString &program, const QStringList &args, const std::string &input, const QString &workDir = {})
 {
     ToolRun r;
     QProcess p;
@@ -721,7 +720,8 @@ private slots:
         has("recompute_granularity_per_stage_micro_batch:\n      - [1, 32, 1]\n      - [1, 32, 1]\n      - [1, 32, "
             "0]\n");
         has("recompute_method_per_stage_micro_batch:\n      - [1, 32, 0]\n      - [1, 32, 1]\n      - [1, 32, 0]\n");
-        has("recompute_num_layers_per_stage_micro_batch:\n      - [1, 32, 1]\n      - [1, 32, 4]\n      - [1, 32, 0]\n");
+        has("recompute_num_layers_per_stage_micro_batch:\n      - [1, 32, 1]\n      - [1, 32, 4]\n      - [1, 32, "
+            "0]\n");
     }
 
     void quotingRoundTrips()
@@ -782,7 +782,8 @@ private slots:
         const auto train = parseYaml(fileNamed(files, "conf/train/memx.yaml")->content, why);
         QVERIFY2(train, why.c_str());
         const nlohmann::json &envs = exp->at("experiment").at("envs");
-        const std::map<std::string, std::string> want {{"a100-0", "0,1,2,3"}, {"a100-1", "0,1,2,3"}, {"h100", "2,3,0,1"}};
+        const std::map<std::string, std::string> want {
+            {"a100-0", "0,1,2,3"}, {"a100-1", "0,1,2,3"}, {"h100", "2,3,0,1"}};
         QCOMPARE(envs.at("node_specific").size(), want.size());
         for (const auto &[host, gpus] : want)
             QCOMPARE(envs.at("node_specific").at(host).at("CUDA_VISIBLE_DEVICES").get<std::string>(), gpus);
@@ -793,8 +794,7 @@ private slots:
                              "h100 slots=4 type=h100-sxm\n"));
         QCOMPARE(exp->at("experiment").at("runner").at("nproc_per_node").get<int>(), 4);
         QCOMPARE(exp->at("experiment").at("runner").at("master_addr").get<std::string>(), std::string("a100-0"));
-        QCOMPARE(exp->at("experiment").at("runner").at("hostfile").get<std::string>(),
-                 cases().outputDir + "/hostfile");
+        QCOMPARE(exp->at("experiment").at("runner").at("hostfile").get<std::string>(), cases().outputDir + "/hostfile");
         const nlohmann::json &sys = train->at("system");
         QCOMPARE(sys.at("checkpoint").at("save_interval").get<int>(), train->at("model").at("train_iters").get<int>());
         QCOMPARE(train->at("model").at("rotary_base").get<int>(), 500000); // llama3-8b
@@ -928,8 +928,11 @@ private slots:
                 QVERIFY2(b, (label + ": unexpected file " + f.path).c_str());
                 if (f.executable)
                     QVERIFY2(shellSkeleton(f.content) == shellSkeleton(b->content),
-                             (label + ": " + f.path + ": the name changed the shell structure (not only quoted "
-                                      "words and comments):\n" + f.content).c_str());
+                             (label + ": " + f.path
+                              + ": the name changed the shell structure (not only quoted "
+                                "words and comments):\n"
+                              + f.content)
+                                 .c_str());
             }
         }
         checkHostileFiles(exports);

@@ -35,8 +35,7 @@ static std::string problemsOf(const std::string &kind, const std::string &path)
     }
 }
 
-class TestFormats : public QObject
-{
+class TestFormats : public QObject {
     Q_OBJECT
 
 private slots:
@@ -94,7 +93,9 @@ private slots:
 
     void sampleSizes()
     {
-        auto gpus = [](const char *f) { return loadCluster((kSamples + QLatin1Char('/') + QLatin1String(f)).toStdString()).totalGpus(); };
+        auto gpus = [](const char *f) {
+            return loadCluster((kSamples + QLatin1Char('/') + QLatin1String(f)).toStdString()).totalGpus();
+        };
         QCOMPARE(gpus("paper-20gpu-nvidia-amd.json"), 20);
         QCOMPARE(gpus("paper-20gpu-mixed-consumer.json"), 20);
         QCOMPARE(gpus("paper-40gpu-nvidia-amd.json"), 40);
@@ -180,7 +181,8 @@ private slots:
         QTest::addColumn<QString>("file");
         QTest::addColumn<QStringList>("expected");
         auto row = [](const char *kind, const char *file, QStringList expected) {
-            QTest::newRow(file) << QString::fromLatin1(kind) << kBroken + QLatin1Char('/') + QLatin1String(file) << expected;
+            QTest::newRow(file) << QString::fromLatin1(kind) << kBroken + QLatin1Char('/') + QLatin1String(file)
+                                << expected;
         };
         row("cluster", "cluster-unknown-gpu.json",
             {"/nodes/0/gpu: expected a device id from the catalogue", "found \"a100-90gb-sxm\"", "did you mean"});
@@ -195,10 +197,12 @@ private slots:
              "/network/interNode/bandwidthGBps: expected a number from 1e-06 to 1e+06, found 0"});
         row("cluster", "cluster-empty.json", {"/nodes: expected at least one node group, found an empty list"});
         row("model", "model-bad-heads.json",
-            {"/shape/heads: expected a divisor of hidden (1000), found 16", "/shape/kvGroups: expected a divisor of heads",
+            {"/shape/heads: expected a divisor of hidden (1000), found 16",
+             "/shape/kvGroups: expected a divisor of heads",
              "/training/precision: expected one of \"bf16\" or \"fp16\", found \"fp8\""});
         row("plan", "plan-gap-and-reuse.json",
-            {"/stages/1/firstLayer: expected 10", "/stages/1/replicas/0/gpus/0: GPU 1 of node 'dgx-h100' is already used",
+            {"/stages/1/firstLayer: expected 10",
+             "/stages/1/replicas/0/gpus/0: GPU 1 of node 'dgx-h100' is already used",
              "/stages: expected the stages to cover the model's 24 transformer layers, found 22"});
         row("plan", "plan-missing-stages.json",
             {"/globalBatch: expected an integer from 1", "/stages: missing required field"});
@@ -228,8 +232,11 @@ private slots:
         p.sequenceParallel = true;
         p.distributedOptimizer = true;
         // Uneven split, TP differs per stage, stage 1 mixes device types.
-        p.stages.push_back({0, 10, {RecomputeMethod::Full, 4}, {{"a100-0", {0, 1, 2, 3}, 4, 2}, {"a100-1", {0, 1, 2, 3}, 4, 2}}});
-        p.stages.push_back({10, 22, {RecomputeMethod::Selective, 0},
+        p.stages.push_back(
+            {0, 10, {RecomputeMethod::Full, 4}, {{"a100-0", {0, 1, 2, 3}, 4, 2}, {"a100-1", {0, 1, 2, 3}, 4, 2}}});
+        p.stages.push_back({10,
+                            22,
+                            {RecomputeMethod::Selective, 0},
                             {{"mi250x", {0, 1}, 2, 1}, {"mi250x", {2, 3}, 2, 1}, {"h100", {0, 1}, 2, 2}}});
         Diagnostics d("plan");
         validatePlan(p, c, m, d);
@@ -265,7 +272,8 @@ private slots:
         for (int i = 0; i < 4097; ++i)
             many.push_back({{"name", "n" + std::to_string(i)}, {"gpu", "h100-sxm"}, {"gpus", 1}});
         j["nodes"] = many;
-        QCOMPARE(QString::fromStdString(firstError(j)), QString("/nodes: expected at most 4096 node groups, found 4097"));
+        QCOMPARE(QString::fromStdString(firstError(j)),
+                 QString("/nodes: expected at most 4096 node groups, found 4097"));
     }
 
     void atomicWriteKeepsOldFileOnFailure()

@@ -195,10 +195,10 @@ private slots:
         QCOMPARE(QString::fromStdString(b.describe()),
                  QString("learned (xgboost, 41 runs, schema v%1)").arg(kFeatureSchemaVersion));
         for (const TrainingSample &s : samples) {
-            const Prediction pa = a.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes,
-                                           s.analyticPeakUtilisation);
-            const Prediction pb = b.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes,
-                                           s.analyticPeakUtilisation);
+            const Prediction pa
+                = a.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.analyticPeakUtilisation);
+            const Prediction pb
+                = b.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, s.analyticPeakUtilisation);
             QCOMPARE(pa.timeMs, pb.timeMs);
             QCOMPARE(pa.peakBytes, pb.peakBytes);
             QVERIFY(pa.timeSpreadMs > 0 && pa.peakSpreadBytes > 0);

@@ -159,7 +159,8 @@ private slots:
         QTest::addColumn<int>("damage");
         QTest::addColumn<QString>("message");
         QTest::newRow("NaN time") << 0 << "configuration 3: expected a finite positive time, found nan";
-        QTest::newRow("infinite memory") << 1 << "configuration 0: expected a finite non-negative peak memory, found inf";
+        QTest::newRow("infinite memory") << 1
+                                         << "configuration 0: expected a finite non-negative peak memory, found inf";
         QTest::newRow("base index") << 2 << "configuration 1: base index 4000000000 out of range";
         QTest::newRow("group index") << 3 << "pipeline 0 stage 0: expected a node group index below 3, found 7";
         QTest::newRow("split offset") << 4 << "configuration 2: layer split offset 4294967295 out of range";
@@ -177,16 +178,36 @@ private slots:
         QVERIFY(good.size() > 10);
         SearchResult r = good;
         switch (damage) {
-        case 0: r.timeMs[3] = std::numeric_limits<double>::quiet_NaN(); break;
-        case 1: r.peakMemory[0] = std::numeric_limits<double>::infinity(); break;
-        case 2: r.baseOf[1] = 4000000000u; break;
-        case 3: r.pipelines[0].stages[0].group = 7; break;
-        case 4: r.splitOffset[2] = 0xffffffffu; break;
-        case 5: r.layerCounts[r.splitOffset[0]] += 1; break;
-        case 6: r.microBatchSizes[0] = 0; break;
-        case 7: r.pipelines[0].stages[0].slice = 9; break;
-        case 8: r.timeSpread.assign(r.size(), -1.0f); break;
-        case 9: r.evaluated = 99; break;
+        case 0:
+            r.timeMs[3] = std::numeric_limits<double>::quiet_NaN();
+            break;
+        case 1:
+            r.peakMemory[0] = std::numeric_limits<double>::infinity();
+            break;
+        case 2:
+            r.baseOf[1] = 4000000000u;
+            break;
+        case 3:
+            r.pipelines[0].stages[0].group = 7;
+            break;
+        case 4:
+            r.splitOffset[2] = 0xffffffffu;
+            break;
+        case 5:
+            r.layerCounts[r.splitOffset[0]] += 1;
+            break;
+        case 6:
+            r.microBatchSizes[0] = 0;
+            break;
+        case 7:
+            r.pipelines[0].stages[0].slice = 9;
+            break;
+        case 8:
+            r.timeSpread.assign(r.size(), -1.0f);
+            break;
+        case 9:
+            r.evaluated = 99;
+            break;
         }
         try {
             deserializeSearchResult(serializeSearchResult(r));
@@ -268,7 +289,8 @@ private slots:
         QVERIFY(keyed.size() < 65536); // ci-extra.sh fuzzes with -max_len=65536
         const QByteArray out = qgetenv("MEMX_WRITE_FUZZ_SEED");
         if (!out.isEmpty()) {
-            for (const auto &[name, bytes] : {std::pair {"real-body.mxsr", body}, std::pair {"real-keyed.mxsr", keyed}}) {
+            for (const auto &[name, bytes] :
+                 {std::pair {"real-body.mxsr", body}, std::pair {"real-keyed.mxsr", keyed}}) {
                 QFile f(QString::fromUtf8(out) + QLatin1Char('/') + QLatin1String(name));
                 QVERIFY(f.open(QIODevice::WriteOnly));
                 f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<qint64>(bytes.size()));

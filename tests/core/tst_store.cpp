@@ -274,7 +274,8 @@ private slots:
         }
         const std::string r = refused(reset);
         QVERIFY2(r.find("schema version (PRAGMA user_version) is 0 although it holds MemX tables") != std::string::npos
-                     && r.find("PRAGMA user_version=1") != std::string::npos && r.find("already exists") == std::string::npos,
+                     && r.find("PRAGMA user_version=1") != std::string::npos
+                     && r.find("already exists") == std::string::npos,
                  r.c_str());
 
         // A dropped column: not a raw SQL error.
@@ -290,7 +291,8 @@ private slots:
             sqlite3_close(db);
         }
         const std::string d = refused(dropped);
-        QVERIFY2(d.find("the project file's tables are not those of a MemX project (no such column: json") != std::string::npos,
+        QVERIFY2(d.find("the project file's tables are not those of a MemX project (no such column: json")
+                     != std::string::npos,
                  d.c_str());
 
         // chmod 444: listed read-only; a write says so.
@@ -299,8 +301,9 @@ private slots:
             SqliteStore s(ro);
             s.putRun(sampleRun());
         }
-        std::filesystem::permissions(ro, std::filesystem::perms::owner_read | std::filesystem::perms::group_read
-                                             | std::filesystem::perms::others_read);
+        std::filesystem::permissions(ro,
+                                     std::filesystem::perms::owner_read | std::filesystem::perms::group_read
+                                         | std::filesystem::perms::others_read);
         {
             SqliteStore s(ro, false);
             QCOMPARE(s.runs().size(), size_t(1));

@@ -24,11 +24,9 @@ static void makeData(size_t rows, unsigned seed, std::vector<float> &x, std::vec
 }
 
 static const std::map<std::string, std::string> kParams = {
-    {"tree_method", "hist"}, {"num_target", "2"}, {"max_depth", "6"}, {"eta", "0.3"}, {"nthread", "2"},
-    {"seed", "1"}};
+    {"tree_method", "hist"}, {"num_target", "2"}, {"max_depth", "6"}, {"eta", "0.3"}, {"nthread", "2"}, {"seed", "1"}};
 
-class TestXgboost : public QObject
-{
+class TestXgboost : public QObject {
     Q_OBJECT
 
 private slots:

@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         (void)p.summary(fx.cluster);
         const PlanEstimate e = estimatePlan(p, fx.cluster, fx.model, nullptr, CostOptions {});
-        fuzz::check(std::isfinite(e.iterationTimeMs) && e.iterationTimeMs >= 0 && std::isfinite(e.peakBytes), "estimate of a valid plan is not finite");
+        fuzz::check(std::isfinite(e.iterationTimeMs) && e.iterationTimeMs >= 0 && std::isfinite(e.peakBytes),
+                    "estimate of a valid plan is not finite");
     } catch (const LoadError &e) {
         fuzz::checkError(e);
     }

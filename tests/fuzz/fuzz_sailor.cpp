@@ -44,7 +44,7 @@ std::string baseLayerMemory()
     std::string s = R"({"OPT-350": {"1": {)";
     for (int i = 0; i < 26; ++i)
         s += (i ? ", " : "") + std::string("\"") + std::to_string(i)
-             + "\": {\"params_bytes\": 1048576, \"act_mem_bytes\": 2097152}";
+            + "\": {\"params_bytes\": 1048576, \"act_mem_bytes\": 2097152}";
     return s + "}}}";
 }
 

@@ -208,8 +208,14 @@ private slots:
             {"space in name (quoted by every export)", [](memx::NodeGroup &g) { g.name = "my node"; }},
             {"64 GPUs per node", [](memx::NodeGroup &g) { g.gpusPerNode = 64; }},
             {"100000 nodes (over the 8192-node cluster limit)", [](memx::NodeGroup &g) { g.count = 100000; }},
-            {"zero intra-node latency", [](memx::NodeGroup &g) { g.intraLink = memx::Link {100.0, 0.0, {}}; }},
-            {"negative intra-node latency", [](memx::NodeGroup &g) { g.intraLink = memx::Link {100.0, -1.0, {}}; }},
+            {"zero intra-node latency",
+             [](memx::NodeGroup &g) {
+                 g.intraLink = memx::Link {100.0, 0.0, {}};
+             }},
+            {"negative intra-node latency",
+             [](memx::NodeGroup &g) {
+                 g.intraLink = memx::Link {100.0, -1.0, {}};
+             }},
         };
         for (const Edit &e : edits) {
             memx::NodeGroup g = before.groups[2];

@@ -24,13 +24,13 @@
 #include <QAbstractItemModelTester>
 #include <QChartView>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTextBrowser>
-#include <QDoubleSpinBox>
 #include <QUndoStack>
 #include <QtTest>
 

@@ -63,8 +63,8 @@ constexpr const char *kDocumentBlobKind = "workbench";
 constexpr const char *kDocumentBlobKey = "document";
 /// The core's blobs a project carries (kept through open and save): the learned predictor, the
 /// per-plan prediction cache and the whole-search result cache.
-constexpr const char *kProjectBlobKinds[] = {memx::kPredictorBlobKind, memx::kPredictionCacheBlobKind,
-                                             memx::kSearchResultBlobKind};
+constexpr const char *kProjectBlobKinds[]
+    = {memx::kPredictorBlobKind, memx::kPredictionCacheBlobKind, memx::kSearchResultBlobKind};
 
 std::vector<std::uint8_t> bytesOf(const std::string &s)
 {
@@ -91,8 +91,8 @@ DocumentContent ProjectStorage::load(const QString &path) const
                 for (auto [key, field] : {std::pair {"time", &w.time}, std::pair {"memory", &w.memory},
                                           std::pair {"balance", &w.balance}}) {
                     const auto it = o.is_object() ? o.find(key) : o.end();
-                    if (it == o.end() || !it->is_number() || !std::isfinite(it->get<double>())
-                        || it->get<double>() < 0 || it->get<double>() > 1)
+                    if (it == o.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0
+                        || it->get<double>() > 1)
                         throw memx::LoadError(file, std::string("/blobs/workbench/document/objective/") + key,
                                               "expected a weight between 0 and 1");
                     *field = it->get<double>();

@@ -122,7 +122,8 @@ QVector<PlanPoint> PlanResults::points() const
         p.score = std::exp(mLogScores[i]);
         p.onFront = mOnFront[i];
         p.oom = r.peakMemory[k] > 1.0; // the search prunes OOM plans; kept for safety
-        p.riskOfOom = !p.oom && memx::memoryVerdict(r.peakMemory[k], memx::CostOptions {}.memoryUncertainty)
+        p.riskOfOom = !p.oom
+            && memx::memoryVerdict(r.peakMemory[k], memx::CostOptions {}.memoryUncertainty)
                 != memx::MemoryVerdict::Fits;
         p.summary = summaryOf(k);
         out.push_back(std::move(p));

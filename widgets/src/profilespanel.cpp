@@ -1,8 +1,8 @@
 #include "memx/ui/profilespanel.h"
 
 #include "memx/export/export.h"
-#include "memx/profiling/augment.h"
 #include "memx/profile/importbatch.h"
+#include "memx/profiling/augment.h"
 #include "memx/profiling/megatronlog.h"
 #include "memx/profiling/profileio.h"
 #include "memx/profiling/sailorimporter.h"
@@ -396,7 +396,8 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     for (auto signal :
          {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
         connect(mDocument, signal, this, &ProfilesPanel::refresh);
-    for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::modelChanged, &ClusterDocument::networkChanged})
+    for (auto signal :
+         {&ClusterDocument::clusterReset, &ClusterDocument::modelChanged, &ClusterDocument::networkChanged})
         connect(mDocument, signal, this, &ProfilesPanel::checkPlanCurrent);
     for (auto signal :
          {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged})
@@ -496,14 +497,15 @@ void ProfilesPanel::refresh()
                           .arg(data.networkMeasurements().size()));
 
     const memx::Model &model = mDocument->model();
-    QString html = tr("<b>Coverage for %1</b> (sequence %2) - which (TP, micro-batch) cells the search uses%3 are "
-                      "<span style='color:#2e7d32'>M measured</span>, <span style='color:#6a1b9a'>S simulated "
-                      "(virtual testbed)</span>, <span style='color:#1565c0'>I interpolated</span> or "
-                      "<span style='color:#888'>- estimated by the analytic model</span>:")
-                       .arg(QString::fromStdString(model.id).toHtmlEscaped())
-                       .arg(model.shape.seqLength)
-                       .arg(mJobModel->hasPlan() ? tr(" (as the profiling plan found them)")
-                                                 : tr(" (default TP and micro-batch sizes; Plan shows the exact ones)"));
+    QString html
+        = tr("<b>Coverage for %1</b> (sequence %2) - which (TP, micro-batch) cells the search uses%3 are "
+             "<span style='color:#2e7d32'>M measured</span>, <span style='color:#6a1b9a'>S simulated "
+             "(virtual testbed)</span>, <span style='color:#1565c0'>I interpolated</span> or "
+             "<span style='color:#888'>- estimated by the analytic model</span>:")
+              .arg(QString::fromStdString(model.id).toHtmlEscaped())
+              .arg(model.shape.seqLength)
+              .arg(mJobModel->hasPlan() ? tr(" (as the profiling plan found them)")
+                                        : tr(" (default TP and micro-batch sizes; Plan shows the exact ones)"));
     // With a profiling plan shown, the grid is exactly the kernels the search space uses.
     const memx::ProfileSet profiles = data.profiles();
     const std::vector<memx::KernelPoint> *needed = mJobModel->hasPlan() ? &mJobModel->plan().needed : nullptr;

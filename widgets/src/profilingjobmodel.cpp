@@ -89,8 +89,8 @@ QVariant ProfilingJobModel::data(const QModelIndex &index, int role) const
     const bool perLayer = j.kind == memx::ProfileJobKind::PerLayer;
     const int column = index.column();
     if (role == Qt::TextAlignmentRole) {
-        const bool numeric = column == TpColumn || column == MicroBatchColumn || column == GpusColumn
-            || column == SecondsColumn;
+        const bool numeric
+            = column == TpColumn || column == MicroBatchColumn || column == GpusColumn || column == SecondsColumn;
         return numeric ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter)) : QVariant();
     }
     switch (column) {

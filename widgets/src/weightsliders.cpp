@@ -34,7 +34,6 @@ ObjectiveWeights clamped(ObjectiveWeights w)
     return w;
 }
 
-
 } // namespace
 
 WeightSliders::WeightSliders(QWidget *parent)

@@ -94,8 +94,8 @@ std::optional<Node> Cluster::findNode(const std::string &nodeNameToFind) const
         const NodeGroup &grp = groups[g];
         for (int i = 0; i < grp.count; ++i)
             if (nodeName(grp, i) == nodeNameToFind)
-                return Node{nodeNameToFind, static_cast<int>(g), i, deviceIndex(grp.gpu), grp.gpusPerNode,
-                            intraLink(grp)};
+                return Node {nodeNameToFind,       static_cast<int>(g), i,
+                             deviceIndex(grp.gpu), grp.gpusPerNode,     intraLink(grp)};
     }
     return std::nullopt;
 }

@@ -8,14 +8,22 @@ namespace memx {
 const char *toString(ScaleUpKind kind)
 {
     switch (kind) {
-    case ScaleUpKind::NvLink: return "nvlink";
-    case ScaleUpKind::NvSwitch: return "nvswitch";
-    case ScaleUpKind::InfinityFabric: return "infinity-fabric";
-    case ScaleUpKind::RoCE: return "roce";
-    case ScaleUpKind::Hccs: return "hccs";
-    case ScaleUpKind::MluLink: return "mlu-link";
-    case ScaleUpKind::BLink: return "blink";
-    case ScaleUpKind::Pcie: return "pcie";
+    case ScaleUpKind::NvLink:
+        return "nvlink";
+    case ScaleUpKind::NvSwitch:
+        return "nvswitch";
+    case ScaleUpKind::InfinityFabric:
+        return "infinity-fabric";
+    case ScaleUpKind::RoCE:
+        return "roce";
+    case ScaleUpKind::Hccs:
+        return "hccs";
+    case ScaleUpKind::MluLink:
+        return "mlu-link";
+    case ScaleUpKind::BLink:
+        return "blink";
+    case ScaleUpKind::Pcie:
+        return "pcie";
     }
     return "pcie";
 }
@@ -23,11 +31,16 @@ const char *toString(ScaleUpKind kind)
 const char *toString(ScaleUpTopology topology)
 {
     switch (topology) {
-    case ScaleUpTopology::Switch: return "switch";
-    case ScaleUpTopology::Mesh: return "mesh";
-    case ScaleUpTopology::Ring: return "ring";
-    case ScaleUpTopology::Pairs: return "pairs";
-    case ScaleUpTopology::None: return "none";
+    case ScaleUpTopology::Switch:
+        return "switch";
+    case ScaleUpTopology::Mesh:
+        return "mesh";
+    case ScaleUpTopology::Ring:
+        return "ring";
+    case ScaleUpTopology::Pairs:
+        return "pairs";
+    case ScaleUpTopology::None:
+        return "none";
     }
     return "none";
 }
@@ -50,7 +63,10 @@ static std::string lower(std::string s)
     return s;
 }
 
-Catalogue::Catalogue(std::vector<GpuSpec> devices) : mDevices(std::move(devices)) {}
+Catalogue::Catalogue(std::vector<GpuSpec> devices)
+    : mDevices(std::move(devices))
+{
+}
 
 const GpuSpec *Catalogue::find(const std::string &idOrAlias) const
 {

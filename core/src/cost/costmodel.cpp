@@ -140,12 +140,12 @@ AttentionBackend resolveAttention(const Model &model, const GpuSpec &device)
 std::string costOptionsSignature(const CostOptions &o)
 {
     std::string s;
-    for (double v : {o.nvidiaGemmEfficiency, o.amdGemmEfficiency, o.otherGemmEfficiency, o.attentionKernelEfficiency,
-                     o.memoryBoundEfficiency, static_cast<double>(o.gemmTile), o.hostOpMicroseconds,
-                     o.opsPerLayerForward, o.opsPerLayerBackward, o.opsPerHead, o.opsPerEmbedding,
-                     o.iterationOverheadMs, o.optimizerBandwidthEfficiency, o.optimizerBytesPerParam,
-                     o.gradReduceBytesPerParam, o.runtimeContextBytes, o.communicatorBytesPerGroup,
-                     o.allocatorReserveFraction, static_cast<double>(o.vocabDivisibleBy)})
+    for (double v :
+         {o.nvidiaGemmEfficiency, o.amdGemmEfficiency, o.otherGemmEfficiency, o.attentionKernelEfficiency,
+          o.memoryBoundEfficiency, static_cast<double>(o.gemmTile), o.hostOpMicroseconds, o.opsPerLayerForward,
+          o.opsPerLayerBackward, o.opsPerHead, o.opsPerEmbedding, o.iterationOverheadMs, o.optimizerBandwidthEfficiency,
+          o.optimizerBytesPerParam, o.gradReduceBytesPerParam, o.runtimeContextBytes, o.communicatorBytesPerGroup,
+          o.allocatorReserveFraction, static_cast<double>(o.vocabDivisibleBy)})
         s += exactNumber(v) + " ";
     return s;
 }
@@ -165,9 +165,10 @@ double peakOfKind(const PlanEstimate &e, MemoryKind kind)
 {
     double peak = 0;
     for (const GpuMemory &g : e.gpus)
-        peak = std::max(peak, kind == MemoryKind::AllocatorMax ? g.allocatedBytes
-                                  : kind == MemoryKind::Reserved ? g.reservedBytes
-                                                                  : g.totalBytes);
+        peak = std::max(peak,
+                        kind == MemoryKind::AllocatorMax   ? g.allocatedBytes
+                            : kind == MemoryKind::Reserved ? g.reservedBytes
+                                                           : g.totalBytes);
     return peak;
 }
 
@@ -214,9 +215,8 @@ double measuredLayerActivationBytes(const LayerProfile &prof, int layers)
 
 } // namespace
 
-MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch,
-                              bool sequenceParallel, int pipelineStages, const ProfileSet *profiles,
-                              const CostOptions &options)
+MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
+                              int pipelineStages, const ProfileSet *profiles, const CostOptions &options)
 {
     const ModelShape &s = model.shape;
     MemoryKernel k;
@@ -247,8 +247,8 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
     const double selective = sequenceParallel ? sbh * (10.0 + sharded) / tp : sbh * (10.0 + sharded / tp);
     double none = selective + sbh * scores / tp;
     double sel = selective;
-    const LayerProfile *prof = profiles ? profiles->find(ProfileKey {device.id, model.id, tp, microBatch, s.seqLength})
-                                        : nullptr;
+    const LayerProfile *prof
+        = profiles ? profiles->find(ProfileKey {device.id, model.id, tp, microBatch, s.seqLength}) : nullptr;
     if (const double measured = prof ? measuredLayerActivationBytes(*prof, s.layers) : 0.0; measured > 0) {
         // Measured bytes win: they are what the run's kernels really kept (attention backend,
         // fusions, dropout masks). Selective recompute drops the formula's score term from them.
@@ -270,8 +270,8 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
 
     const GpuSpec::RuntimeMemory &rm = device.runtimeMemory;
     k.contextBytes = rm.contextGiB ? *rm.contextGiB * 1073741824.0 : options.runtimeContextBytes;
-    k.communicatorBytesPerGroup = rm.communicatorGiB ? *rm.communicatorGiB * 1073741824.0
-                                                     : options.communicatorBytesPerGroup;
+    k.communicatorBytesPerGroup
+        = rm.communicatorGiB ? *rm.communicatorGiB * 1073741824.0 : options.communicatorBytesPerGroup;
     k.reserveFraction = rm.reserveFraction.value_or(options.allocatorReserveFraction);
     return k;
 }
@@ -510,8 +510,8 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
             // Memory of this replica's GPUs.
             const Node &node = nodes[static_cast<size_t>(ni)];
             const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
-            const MemoryKernel mk = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p,
-                                                     profiles, options);
+            const MemoryKernel mk
+                = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles, options);
             const int groups = (rep.tp > 1) + (dp > 1) + (p > 1);
             const MemoryBreakdown mb = gpuMemory(mk, st.layerCount, first, last, st.recompute, se.microBatchesInFlight,
                                                  dp, plan.distributedOptimizer, groups);
@@ -553,7 +553,8 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
         // DP gradient synchronisation over the bottleneck link of the replica set (section 5).
         if (dp > 1) {
             const Replica &r0 = st.replicas.front();
-            const GpuSpec &dev0 = cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(stageNodes.front())].device)];
+            const GpuSpec &dev0
+                = cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(stageNodes.front())].device)];
             const MemoryKernel mk
                 = makeMemoryKernel(model, dev0, r0.tp, r0.microBatch, plan.sequenceParallel, p, nullptr, options);
             const double psi
@@ -563,10 +564,10 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
             // Every TP rank index reduces in its own ring; rings of a node share its NIC.
             const int f = flows[static_cast<size_t>(i)];
             for (const Link &l : links)
-                se.dpSyncMs = std::max(se.dpSyncMs, plan.distributedOptimizer
-                                                        ? sharedAllGatherMs(dp, gradBytes, l, f)
-                                                            + sharedAllGatherMs(dp, psi * 2.0, l, f)
-                                                        : sharedAllReduceMs(dp, gradBytes, l, f));
+                se.dpSyncMs = std::max(se.dpSyncMs,
+                                       plan.distributedOptimizer ? sharedAllGatherMs(dp, gradBytes, l, f)
+                                               + sharedAllGatherMs(dp, psi * 2.0, l, f)
+                                                                 : sharedAllReduceMs(dp, gradBytes, l, f));
         }
         se.optimizerMs = worstOpt;
         steps[static_cast<size_t>(i)] = se.stepMs;

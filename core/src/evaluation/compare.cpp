@@ -30,8 +30,8 @@ bool homogeneousRecompute(const SearchResult &result, size_t index)
 }
 
 /// Ranks a subset of `result` (indices `subset`) and returns indices into `result`.
-std::vector<uint32_t> rankSubset(const SearchResult &result, const std::vector<uint32_t> &subset, ObjectiveWeights objective,
-                                 size_t topK)
+std::vector<uint32_t> rankSubset(const SearchResult &result, const std::vector<uint32_t> &subset,
+                                 ObjectiveWeights objective, size_t topK)
 {
     std::vector<double> t, m, b;
     t.reserve(subset.size());
@@ -415,11 +415,10 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
                 }
             const ObjectiveScale sc = objectiveScaleOf(MetricView {t.data(), m.data(), b.data(), t.size()});
             const TruthCandidate &bestMB = truth.candidates[truth.memoryBalanceOrder.front()];
-            o.memoryBalanceRegretPct
-                = 100.0
-                  * (std::exp(logScore(sc, memxW, c.timeMs, c.peak, c.imbalance)
-                              - logScore(sc, memxW, bestMB.timeMs, bestMB.peak, bestMB.imbalance))
-                     - 1.0);
+            o.memoryBalanceRegretPct = 100.0
+                * (std::exp(logScore(sc, memxW, c.timeMs, c.peak, c.imbalance)
+                            - logScore(sc, memxW, bestMB.timeMs, bestMB.peak, bestMB.imbalance))
+                   - 1.0);
         }
     };
 

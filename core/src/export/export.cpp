@@ -2,10 +2,10 @@
 #include "memx/export/export.h"
 
 #include "exportcommon.h"
-#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
+#include "memx/util/hash.h"
 
 #include <ctime>
 #include <filesystem>

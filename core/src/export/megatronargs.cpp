@@ -244,7 +244,6 @@ void parseStageLayers(FlagValues &values, MegatronArgs &a, Diagnostics &diags)
         else
             a.stageLayers.assign(static_cast<size_t>(a.pp), a.numLayers / a.pp);
     }
-
 }
 
 /// Recompute per stage (--recompute-granularity / --recompute-method / --recompute-num-layers).

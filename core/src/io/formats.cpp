@@ -48,9 +48,10 @@ std::optional<Link> parseLink(const json &j, const std::string &pointer, Diagnos
             p.bytes = pr.requireNumber("bytes", 1, 1e15);
             p.bandwidthGBps = pr.requireNumber("bandwidthGBps", 1e-6, 1e6);
             if (p.bytes <= lastBytes && i > 0)
-                diags.error(cp + "/bytes", "expected message sizes in increasing order, found "
-                                               + std::to_string(static_cast<long long>(p.bytes)) + " after "
-                                               + std::to_string(static_cast<long long>(lastBytes)));
+                diags.error(cp + "/bytes",
+                            "expected message sizes in increasing order, found "
+                                + std::to_string(static_cast<long long>(p.bytes)) + " after "
+                                + std::to_string(static_cast<long long>(lastBytes)));
             lastBytes = p.bytes;
             link.curve.push_back(p);
         }
@@ -60,7 +61,7 @@ std::optional<Link> parseLink(const json &j, const std::string &pointer, Diagnos
 
 json linkToJson(const Link &link)
 {
-    json j{{"bandwidthGBps", link.bandwidthGBps}, {"latencyUs", link.latencyUs}};
+    json j {{"bandwidthGBps", link.bandwidthGBps}, {"latencyUs", link.latencyUs}};
     if (!link.curve.empty()) {
         json c = json::array();
         for (const CurvePoint &p : link.curve)
@@ -83,10 +84,29 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
     JsonObjectReader r(j, pointer, diags);
     if (!r.valid())
         return d;
-    r.rejectUnknownKeys({"id", "aliases", "vendor", "name", "segment", "memoryGiB", "memoryBandwidthGBps",
-                         "denseBf16Tflops", "denseFp16Tflops", "bf16Supported", "scaleUp", "hostLink",
-                         "devicesPerPackage", "nic", "tdpWatts", "verified", "notes", "sources", "measured",
-                         "architecture", "flashAttention", "runtimeMemory", "computeUnits"});
+    r.rejectUnknownKeys({"id",
+                         "aliases",
+                         "vendor",
+                         "name",
+                         "segment",
+                         "memoryGiB",
+                         "memoryBandwidthGBps",
+                         "denseBf16Tflops",
+                         "denseFp16Tflops",
+                         "bf16Supported",
+                         "scaleUp",
+                         "hostLink",
+                         "devicesPerPackage",
+                         "nic",
+                         "tdpWatts",
+                         "verified",
+                         "notes",
+                         "sources",
+                         "measured",
+                         "architecture",
+                         "flashAttention",
+                         "runtimeMemory",
+                         "computeUnits"});
     d.id = r.requireString("id");
     if (d.id.empty() && r.has("id"))
         r.error("id", "expected a non-empty device id, found \"\"");
@@ -103,7 +123,8 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
     d.name = r.requireString("name");
     d.segment = r.optionalString("segment").value_or("datacenter");
     d.memoryGiB = r.nullableNumber("memoryGiB", 0.1, 1e5);
-    d.memoryBandwidthGBps = r.has("memoryBandwidthGBps") ? r.nullableNumber("memoryBandwidthGBps", 1, 1e6) : std::nullopt;
+    d.memoryBandwidthGBps
+        = r.has("memoryBandwidthGBps") ? r.nullableNumber("memoryBandwidthGBps", 1, 1e6) : std::nullopt;
     d.denseBf16Tflops = r.has("denseBf16Tflops") ? r.nullableNumber("denseBf16Tflops", 0.001, 1e6) : std::nullopt;
     d.denseFp16Tflops = r.nullableNumber("denseFp16Tflops", 0.001, 1e6);
     d.bf16Supported = r.optionalBool("bf16Supported").value_or(d.denseBf16Tflops.has_value());
@@ -112,8 +133,8 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
         s.rejectUnknownKeys({"kind", "perDirectionGBps", "topology"});
         d.scaleUpKind = static_cast<ScaleUpKind>(s.requireEnum(
             "kind", {"nvlink", "nvswitch", "infinity-fabric", "roce", "hccs", "mlu-link", "blink", "pcie"}));
-        d.scaleUpPerDirectionGBps = s.has("perDirectionGBps") ? s.nullableNumber("perDirectionGBps", 0.001, 1e6)
-                                                              : std::nullopt;
+        d.scaleUpPerDirectionGBps
+            = s.has("perDirectionGBps") ? s.nullableNumber("perDirectionGBps", 0.001, 1e6) : std::nullopt;
         d.scaleUpTopology = static_cast<ScaleUpTopology>(
             s.optionalEnum("topology", {"switch", "mesh", "ring", "pairs", "none"}).value_or(4));
     }
@@ -154,10 +175,10 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
     if (const json *m = r.optionalObject("measured")) {
         JsonObjectReader s(*m, r.pointerTo("measured"), diags);
         s.rejectUnknownKeys({"computeEfficiency", "busBandwidthGBps"});
-        d.measuredComputeEfficiency = s.has("computeEfficiency") ? s.nullableNumber("computeEfficiency", 0.001, 1.0)
-                                                                 : std::nullopt;
-        d.measuredBusBandwidthGBps = s.has("busBandwidthGBps") ? s.nullableNumber("busBandwidthGBps", 0.001, 1e6)
-                                                               : std::nullopt;
+        d.measuredComputeEfficiency
+            = s.has("computeEfficiency") ? s.nullableNumber("computeEfficiency", 0.001, 1.0) : std::nullopt;
+        d.measuredBusBandwidthGBps
+            = s.has("busBandwidthGBps") ? s.nullableNumber("busBandwidthGBps", 0.001, 1e6) : std::nullopt;
     }
     return d;
 }
@@ -250,8 +271,9 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
             if (!d.id.empty() && c.deviceIndex(d.id) >= 0)
                 diags.error(p + "/id", "duplicate device id \"" + d.id + "\"");
             else if (!d.id.empty() && !d.memoryGiB)
-                diags.error(p + "/memoryGiB", "expected the device's memory in GiB (a cluster cannot plan with "
-                                              "unknown memory), found null");
+                diags.error(p + "/memoryGiB",
+                            "expected the device's memory in GiB (a cluster cannot plan with "
+                            "unknown memory), found null");
             c.devices.push_back(std::move(d));
         }
     }
@@ -263,8 +285,9 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
     // Size limits, checked before anything is expanded: the search's link set-up grows with the
     // square of the node count, and a million node groups exhaust any GUI.
     if (nodes && nodes->size() > kMaxNodeGroups) {
-        r.error("nodes", "expected at most " + std::to_string(kMaxNodeGroups) + " node groups, found "
-                             + std::to_string(nodes->size()));
+        r.error("nodes",
+                "expected at most " + std::to_string(kMaxNodeGroups) + " node groups, found "
+                    + std::to_string(nodes->size()));
         return c;
     }
     if (nodes) {
@@ -285,9 +308,10 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
                 totalGpus += count * gpus;
             }
         if (totalNodes > kMaxNodes || totalGpus > kMaxGpus) {
-            r.error("nodes", "expected a cluster of at most " + std::to_string(kMaxNodes) + " nodes and "
-                                 + std::to_string(kMaxGpus) + " GPUs (the planner's limits), found "
-                                 + std::to_string(totalNodes) + " nodes and " + std::to_string(totalGpus) + " GPUs");
+            r.error("nodes",
+                    "expected a cluster of at most " + std::to_string(kMaxNodes) + " nodes and "
+                        + std::to_string(kMaxGpus) + " GPUs (the planner's limits), found " + std::to_string(totalNodes)
+                        + " nodes and " + std::to_string(totalGpus) + " GPUs");
             return c;
         }
     }
@@ -314,9 +338,10 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
             if (!g.gpu.empty() && c.deviceIndex(g.gpu) < 0) {
                 if (const GpuSpec *spec = catalogue.find(g.gpu)) {
                     if (!spec->memoryGiB)
-                        nr.error("gpu", "device \"" + spec->id
-                                            + "\" has unknown memory in the catalogue; define it under /devices "
-                                              "with measured figures");
+                        nr.error("gpu",
+                                 "device \"" + spec->id
+                                     + "\" has unknown memory in the catalogue; define it under /devices "
+                                       "with measured figures");
                     g.gpu = spec->id;
                     c.devices.push_back(*spec);
                 } else {
@@ -324,8 +349,10 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
                     const auto s = catalogue.suggest(g.gpu);
                     for (size_t k = 0; k < s.size(); ++k)
                         hint += (k ? ", " : "; did you mean ") + std::string("\"") + s[k] + "\"";
-                    nr.error("gpu", "expected a device id from the catalogue (memx catalogue) or from /devices, "
-                                    "found \"" + g.gpu + "\"" + hint);
+                    nr.error("gpu",
+                             "expected a device id from the catalogue (memx catalogue) or from /devices, "
+                             "found \""
+                                 + g.gpu + "\"" + hint);
                 }
             } else if (!g.gpu.empty()) {
                 g.gpu = c.devices[static_cast<size_t>(c.deviceIndex(g.gpu))].id;
@@ -369,8 +396,9 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
                 for (size_t k = 0; k < c.network.overrides.size(); ++k) {
                     const LinkOverride &q = c.network.overrides[k];
                     if (!o.a.empty() && ((q.a == o.a && q.b == o.b) || (q.a == o.b && q.b == o.a)))
-                        orr.error("b", "\"" + o.a + "\" and \"" + o.b + "\" are already connected by "
-                                           + jsonPointerJoin("/network/overrides", k));
+                        orr.error("b",
+                                  "\"" + o.a + "\" and \"" + o.b + "\" are already connected by "
+                                      + jsonPointerJoin("/network/overrides", k));
                 }
                 if (const json *l = orr.requireObject("link"))
                     if (auto link = parseLink(*l, orr.pointerTo("link"), diags))
@@ -416,7 +444,7 @@ json toJson(const Cluster &c)
         j["devices"] = devs;
     json nodes = json::array();
     for (const NodeGroup &g : c.groups) {
-        json n{{"name", g.name}, {"gpu", g.gpu}, {"gpus", g.gpusPerNode}};
+        json n {{"name", g.name}, {"gpu", g.gpu}, {"gpus", g.gpusPerNode}};
         if (g.count != 1)
             n["count"] = g.count;
         if (g.intraLink)
@@ -428,7 +456,7 @@ json toJson(const Cluster &c)
         nodes.push_back(n);
     }
     j["nodes"] = nodes;
-    json net{{"interNode", linkToJson(c.network.interNode)}};
+    json net {{"interNode", linkToJson(c.network.interNode)}};
     if (!c.network.overrides.empty()) {
         json ov = json::array();
         for (const LinkOverride &o : c.network.overrides)
@@ -464,15 +492,19 @@ Model parseModel(const json &j, Diagnostics &diags)
         x.seqLength = static_cast<int>(s.requireInt("seqLength", 1, 1 << 24));
         x.swiglu = s.optionalBool("swiglu").value_or(false);
         x.tiedEmbeddings = s.optionalBool("tiedEmbeddings").value_or(true);
-        x.normalization = static_cast<Normalization>(s.optionalEnum("normalization", {"LayerNorm", "RMSNorm"}).value_or(0));
-        x.positionEmbedding = static_cast<PositionEmbedding>(s.optionalEnum("positionEmbedding", {"learned", "rope"}).value_or(0));
+        x.normalization
+            = static_cast<Normalization>(s.optionalEnum("normalization", {"LayerNorm", "RMSNorm"}).value_or(0));
+        x.positionEmbedding
+            = static_cast<PositionEmbedding>(s.optionalEnum("positionEmbedding", {"learned", "rope"}).value_or(0));
         x.rotaryBase = static_cast<int>(s.optionalInt("rotaryBase", 1, 1000000000).value_or(10000));
         if (x.heads > 0 && x.hidden % x.heads != 0)
-            s.error("heads", "expected a divisor of hidden (" + std::to_string(x.hidden) + "), found "
-                                 + std::to_string(x.heads));
+            s.error("heads",
+                    "expected a divisor of hidden (" + std::to_string(x.hidden) + "), found "
+                        + std::to_string(x.heads));
         if (x.kvGroups > 0 && x.heads % x.kvGroups != 0)
-            s.error("kvGroups", "expected a divisor of heads (" + std::to_string(x.heads) + "), found "
-                                    + std::to_string(x.kvGroups));
+            s.error("kvGroups",
+                    "expected a divisor of heads (" + std::to_string(x.heads) + "), found "
+                        + std::to_string(x.kvGroups));
     }
     if (const json *tr = r.requireObject("training")) {
         JsonObjectReader t(*tr, "/training", diags);
@@ -590,11 +622,13 @@ Plan parsePlan(const json &j, Diagnostics &diags)
             if (const json *rc = s.optionalObject("recompute")) {
                 JsonObjectReader rr(*rc, sp + "/recompute", diags);
                 rr.rejectUnknownKeys({"method", "layers"});
-                st.recompute.method = static_cast<RecomputeMethod>(rr.requireEnum("method", {"none", "selective", "full"}));
+                st.recompute.method
+                    = static_cast<RecomputeMethod>(rr.requireEnum("method", {"none", "selective", "full"}));
                 st.recompute.layers = static_cast<int>(rr.optionalInt("layers", 0, 100000).value_or(0));
                 if (st.recompute.method != RecomputeMethod::Full && st.recompute.layers != 0)
-                    rr.error("layers", "expected no layer count unless method is \"full\", found "
-                                           + std::to_string(st.recompute.layers));
+                    rr.error("layers",
+                             "expected no layer count unless method is \"full\", found "
+                                 + std::to_string(st.recompute.layers));
             }
             if (const json *reps = s.requireArray("replicas")) {
                 for (size_t ri = 0; ri < reps->size(); ++ri) {
@@ -646,8 +680,8 @@ json toJson(const Plan &p)
     j["distributedOptimizer"] = p.distributedOptimizer;
     json stages = json::array();
     for (const Stage &s : p.stages) {
-        json st{{"firstLayer", s.firstLayer}, {"layerCount", s.layerCount}};
-        json rc{{"method", toString(s.recompute.method)}};
+        json st {{"firstLayer", s.firstLayer}, {"layerCount", s.layerCount}};
+        json rc {{"method", toString(s.recompute.method)}};
         if (s.recompute.method == RecomputeMethod::Full && s.recompute.layers > 0)
             rc["layers"] = s.recompute.layers;
         st["recompute"] = rc;

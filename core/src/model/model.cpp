@@ -2,10 +2,22 @@
 
 namespace memx {
 
-const char *toString(Normalization v) { return v == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm"; }
-const char *toString(PositionEmbedding v) { return v == PositionEmbedding::Rope ? "rope" : "learned"; }
-const char *toString(Precision v) { return v == Precision::FP16 ? "fp16" : "bf16"; }
-const char *toString(Optimizer v) { return v == Optimizer::SGD ? "sgd" : "adam"; }
+const char *toString(Normalization v)
+{
+    return v == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm";
+}
+const char *toString(PositionEmbedding v)
+{
+    return v == PositionEmbedding::Rope ? "rope" : "learned";
+}
+const char *toString(Precision v)
+{
+    return v == Precision::FP16 ? "fp16" : "bf16";
+}
+const char *toString(Optimizer v)
+{
+    return v == Optimizer::SGD ? "sgd" : "adam";
+}
 const char *toString(AttentionBackend v)
 {
     switch (v) {

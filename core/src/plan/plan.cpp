@@ -14,9 +14,12 @@ namespace memx {
 const char *toString(RecomputeMethod v)
 {
     switch (v) {
-    case RecomputeMethod::None: return "none";
-    case RecomputeMethod::Selective: return "selective";
-    case RecomputeMethod::Full: return "full";
+    case RecomputeMethod::None:
+        return "none";
+    case RecomputeMethod::Selective:
+        return "selective";
+    case RecomputeMethod::Full:
+        return "full";
     }
     return "none";
 }
@@ -98,15 +101,17 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
         const Stage &st = plan.stages[si];
         const std::string sp = jsonPointerJoin("/stages", si);
         if (st.firstLayer != nextLayer)
-            diags.error(sp + "/firstLayer", "expected " + std::to_string(nextLayer)
-                                                + " (stages must cover the layers in order without gaps), found "
-                                                + std::to_string(st.firstLayer));
+            diags.error(sp + "/firstLayer",
+                        "expected " + std::to_string(nextLayer)
+                            + " (stages must cover the layers in order without gaps), found "
+                            + std::to_string(st.firstLayer));
         if (st.layerCount < 1)
             diags.error(sp + "/layerCount", "expected at least 1 layer, found " + std::to_string(st.layerCount));
         nextLayer = st.firstLayer + st.layerCount;
         if (st.recompute.method == RecomputeMethod::Full && st.recompute.layers > st.layerCount)
-            diags.error(sp + "/recompute/layers", "expected at most the stage's " + std::to_string(st.layerCount)
-                                                      + " layers, found " + std::to_string(st.recompute.layers));
+            diags.error(sp + "/recompute/layers",
+                        "expected at most the stage's " + std::to_string(st.layerCount) + " layers, found "
+                            + std::to_string(st.recompute.layers));
         if (st.replicas.empty()) {
             diags.error(sp + "/replicas", "expected at least one replica, found none");
             continue;
@@ -116,56 +121,64 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
             const std::string rp = jsonPointerJoin(sp + "/replicas", ri);
             auto it = nodes.find(r.node);
             if (it == nodes.end()) {
-                diags.error(rp + "/node", "expected the name of a node of cluster '" + cluster.name + "', found \""
-                                              + r.node + "\"");
+                diags.error(rp + "/node",
+                            "expected the name of a node of cluster '" + cluster.name + "', found \"" + r.node + "\"");
                 continue;
             }
             const Node &node = it->second;
             if (r.tp < 1)
                 diags.error(rp + "/tp", "expected a positive TP degree, found " + std::to_string(r.tp));
             if (r.microBatch < 1)
-                diags.error(rp + "/microBatch", "expected a positive micro-batch size, found "
-                                                    + std::to_string(r.microBatch));
+                diags.error(rp + "/microBatch",
+                            "expected a positive micro-batch size, found " + std::to_string(r.microBatch));
             if (static_cast<int>(r.gpus.size()) != r.tp)
-                diags.error(rp + "/gpus", "expected " + std::to_string(r.tp) + " GPU indices (one per TP rank), found "
-                                              + std::to_string(r.gpus.size()));
+                diags.error(rp + "/gpus",
+                            "expected " + std::to_string(r.tp) + " GPU indices (one per TP rank), found "
+                                + std::to_string(r.gpus.size()));
             if (r.tp > node.gpus)
-                diags.error(rp + "/tp", "expected at most " + std::to_string(node.gpus) + " (TP stays within node '"
-                                            + node.name + "'), found " + std::to_string(r.tp));
+                diags.error(rp + "/tp",
+                            "expected at most " + std::to_string(node.gpus) + " (TP stays within node '" + node.name
+                                + "'), found " + std::to_string(r.tp));
             if (r.tp >= 1 && model.shape.heads % r.tp != 0)
-                diags.error(rp + "/tp", "expected a divisor of the model's " + std::to_string(model.shape.heads)
-                                            + " attention heads, found " + std::to_string(r.tp));
+                diags.error(rp + "/tp",
+                            "expected a divisor of the model's " + std::to_string(model.shape.heads)
+                                + " attention heads, found " + std::to_string(r.tp));
             else if (r.tp >= 1 && model.shape.kvGroups % r.tp != 0)
-                diags.error(rp + "/tp", "expected a divisor of the model's " + std::to_string(model.shape.kvGroups)
-                                            + " KV groups, found " + std::to_string(r.tp));
+                diags.error(rp + "/tp",
+                            "expected a divisor of the model's " + std::to_string(model.shape.kvGroups)
+                                + " KV groups, found " + std::to_string(r.tp));
             for (size_t gi = 0; gi < r.gpus.size(); ++gi) {
                 const int g = r.gpus[gi];
                 const std::string gp = jsonPointerJoin(rp + "/gpus", gi);
                 if (g < 0 || g >= node.gpus)
-                    diags.error(gp, "expected a GPU index from 0 to " + std::to_string(node.gpus - 1) + " on node '"
-                                        + node.name + "', found " + std::to_string(g));
+                    diags.error(gp,
+                                "expected a GPU index from 0 to " + std::to_string(node.gpus - 1) + " on node '"
+                                    + node.name + "', found " + std::to_string(g));
                 else if (!used.insert({node.name, g}).second)
-                    diags.error(gp, "GPU " + std::to_string(g) + " of node '" + node.name
-                                        + "' is already used by another replica");
+                    diags.error(gp,
+                                "GPU " + std::to_string(g) + " of node '" + node.name
+                                    + "' is already used by another replica");
             }
         }
         const int step = st.samplesPerStep();
         if (firstStep < 0) {
             firstStep = step;
             if (step > 0 && plan.globalBatch > 0 && plan.globalBatch % step != 0)
-                diags.error("/globalBatch", "expected a multiple of stage 0's " + std::to_string(step)
-                                                + " sequences per micro-batch step (sum of its replicas' micro-batches), found "
-                                                + std::to_string(plan.globalBatch));
+                diags.error("/globalBatch",
+                            "expected a multiple of stage 0's " + std::to_string(step)
+                                + " sequences per micro-batch step (sum of its replicas' micro-batches), found "
+                                + std::to_string(plan.globalBatch));
         } else if (step != firstStep) {
-            diags.error(sp + "/replicas", "expected the replicas' micro-batches to add up to "
-                                              + std::to_string(firstStep)
-                                              + " like stage 0 (every stage carries the same micro-batch), found "
-                                              + std::to_string(step));
+            diags.error(sp + "/replicas",
+                        "expected the replicas' micro-batches to add up to " + std::to_string(firstStep)
+                            + " like stage 0 (every stage carries the same micro-batch), found "
+                            + std::to_string(step));
         }
     }
     if (nextLayer != layers)
-        diags.error("/stages", "expected the stages to cover the model's " + std::to_string(layers)
-                                   + " transformer layers, found " + std::to_string(nextLayer));
+        diags.error("/stages",
+                    "expected the stages to cover the model's " + std::to_string(layers) + " transformer layers, found "
+                        + std::to_string(nextLayer));
 }
 
 } // namespace memx

@@ -346,9 +346,10 @@ nlohmann::json toJson(const EvaluationReport &r)
                         {"measuredOutOfMemory", p.measuredOutOfMemory},
                         {"analyticVerdict", toString(p.analyticVerdict)},
                         {"learnedVerdict", toString(p.learnedVerdict)}});
-    return {{"scheme", r.analyticOnly ? "analytic"
-                           : r.scheme == CvScheme::LeaveOneOut ? "leave-one-out"
-                                                               : "k-fold"},
+    return {{"scheme",
+             r.analyticOnly                          ? "analytic"
+                 : r.scheme == CvScheme::LeaveOneOut ? "leave-one-out"
+                                                     : "k-fold"},
             {"folds", r.folds},
             {"leakageControl", "runs of the same plan (e.g. a rerun) are never in training when one is held out"},
             {"memoryKind", "device-used"},
@@ -397,8 +398,8 @@ std::string formatReport(const EvaluationReport &r)
     o << "\nSigned median error (predicted - measured): analytic time " << std::setprecision(1)
       << r.analytic.all.signedMedianTimePct << "%, memory " << r.analytic.all.signedMedianMemPct << "%";
     if (!r.analyticOnly)
-        o << "; learned time " << r.learned.all.signedMedianTimePct << "%, memory "
-          << r.learned.all.signedMedianMemPct << "%";
+        o << "; learned time " << r.learned.all.signedMedianTimePct << "%, memory " << r.learned.all.signedMedianMemPct
+          << "%";
     o << "\n\nOut-of-memory verdicts on the fullest GPU (measured vs predicted fits / risk of OOM / does not fit):\n";
     auto conf = [&](const char *method, const OomConfusion &c) {
         o << "  " << std::left << std::setw(9) << method << std::right << "ran: " << c.counts[0][0] << " / "

@@ -1,15 +1,15 @@
 #include "memx/predict/learnedpredictor.h"
 
-#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/predict/xgboost.h"
+#include "memx/util/hash.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -24,7 +24,6 @@ constexpr int kDeviceFeatures[] = {42, 43}; // device_peak_tflops, device_capaci
 constexpr int kRangeFeatures[] = {20, 22, 23, 40}; // stages, log2_gpus, max_tp, log10_model_params
 
 } // namespace
-
 
 std::vector<TrainingSample> buildSamples(const std::vector<MeasuredRun> &runs,
                                          const std::function<std::optional<Model>(const std::string &)> &modelOf,

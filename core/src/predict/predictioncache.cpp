@@ -66,8 +66,7 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const Cost
         for (size_t r = 0; r < reps.size(); ++r)
             key += (r ? "," : "") + reps[r];
         key += "];dp="
-            + (st.dp() > 1 ? linkClass(linksAmong(stageNodes, nodes, cluster, cost)) + "/f"
-                       + std::to_string(flows[i])
+            + (st.dp() > 1 ? linkClass(linksAmong(stageNodes, nodes, cluster, cost)) + "/f" + std::to_string(flows[i])
                            : std::string("-"));
         if (i + 1 < plan.stages.size()) {
             std::vector<int> next;
@@ -198,7 +197,6 @@ void PredictionCache::insert(const PlanSignature &sig, const CachedPrediction &v
     ++mSize;
 }
 
-
 std::vector<std::uint8_t> PredictionCache::serialize() const
 {
     ByteWriter w({'M', 'X', 'P', 'C', 2, 0, 0, 0});
@@ -316,10 +314,9 @@ PredictionCache loadPredictionCache(const Store &store, std::uint64_t context, s
     } catch (const std::exception &e) {
         // An unreadable cache is only lost time: start empty (and it is overwritten when saved).
         if (warnings)
-            warnings->push_back(Diagnostic {store.location(),
-                                            std::string(kPredictionCacheBlobKind) + "/" + hex16(context),
-                                            std::string("ignoring the stored prediction cache (") + e.what()
-                                                + "); predicting again"});
+            warnings->push_back(
+                Diagnostic {store.location(), std::string(kPredictionCacheBlobKind) + "/" + hex16(context),
+                            std::string("ignoring the stored prediction cache (") + e.what() + "); predicting again"});
     }
     return PredictionCache(context);
 }

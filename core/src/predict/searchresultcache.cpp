@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 
@@ -443,9 +443,9 @@ std::optional<SearchResult> loadSearchResult(const Store &store, const SearchReq
     } catch (const std::exception &e) {
         // An unreadable entry is only lost time: a miss (the search runs and overwrites it).
         if (warnings)
-            warnings->push_back(Diagnostic {store.location(), std::string(kSearchResultBlobKind) + "/" + name,
-                                            std::string("ignoring the stored search result (") + e.what()
-                                                + "); searching again"});
+            warnings->push_back(
+                Diagnostic {store.location(), std::string(kSearchResultBlobKind) + "/" + name,
+                            std::string("ignoring the stored search result (") + e.what() + "); searching again"});
         return std::nullopt;
     }
 }

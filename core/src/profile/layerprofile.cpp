@@ -5,9 +5,12 @@ namespace memx {
 const char *toString(ProfileOrigin origin)
 {
     switch (origin) {
-    case ProfileOrigin::Measured: return "measured";
-    case ProfileOrigin::Simulated: return "simulated";
-    case ProfileOrigin::Interpolated: return "interpolated";
+    case ProfileOrigin::Measured:
+        return "measured";
+    case ProfileOrigin::Simulated:
+        return "simulated";
+    case ProfileOrigin::Interpolated:
+        return "interpolated";
     }
     return "measured";
 }

@@ -139,8 +139,8 @@ MegatronLogSummary parseMegatronLog(const std::string &text, const std::string &
             // Slurm or logging timestamps put prefixes before it.
             const size_t rankAt = line.find("[Rank ");
             const size_t rankEnd = line.find(']', rankAt);
-            const auto rank = numberAfter(
-                line.substr(rankAt, rankEnd == std::string::npos ? 0 : rankEnd - rankAt) + " ", "[Rank");
+            const auto rank
+                = numberAfter(line.substr(rankAt, rankEnd == std::string::npos ? 0 : rankEnd - rankAt) + " ", "[Rank");
             const auto maxAlloc = numberAfter(line, "| max allocated:");
             const auto maxRes = numberAfter(line, "| max reserved:");
             // Ranks must fit an int (UBSan, fuzz_megatron).

@@ -182,7 +182,6 @@ void chooseMeasuredPoints(ProfilingPlan &plan, const std::set<KernelPoint> &need
         if (!kernelCovered(measured, k,
                            tpInterpolationAllowed(cluster.deviceOf(groupOfDevice(cluster, k.device)), options)))
             throw std::logic_error("minimal set does not cover " + jobId(k)); // a bug, not bad input
-
 }
 
 /// One per-layer profiling job per measured point.
@@ -208,7 +207,6 @@ void addPerLayerJobs(ProfilingPlan &plan, const Cluster &cluster, const Model &m
         }
         plan.jobs.push_back(std::move(job));
     }
-
 }
 
 /// End-to-end runs: the best analytic plan per pipeline depth + the memory extremes. Only plans
@@ -305,7 +303,6 @@ void addEndToEndJobs(ProfilingPlan &plan, const SearchResult &result, const Clus
         job.logFiles.push_back(job.id + ".log");
         plan.jobs.push_back(std::move(job));
     }
-
 }
 
 /// GPU hours and wall time of the plan's jobs, and of profiling the whole space instead.

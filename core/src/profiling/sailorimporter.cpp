@@ -347,8 +347,7 @@ private:
                                     || v[k].get<double>() * 1000.0 > kMaxStoredLayerTimeMs)
                                     throw LoadError(file, jsonPointerJoin(lp, k),
                                                     std::string("expected the ") + kPart[k]
-                                                        + " time in seconds, a number from 0 to "
-                                                        + "1e+06" + ", found "
+                                                        + " time in seconds, a number from 0 to " + "1e+06" + ", found "
                                                         + describeJson(v[k]));
                             LayerMeasurement lm;
                             lm.forwardMs = v[0].get<double>() * 1000.0;
@@ -778,7 +777,6 @@ private:
             warn(file, "/N",
                  "N = " + std::to_string(nodesInFile) + " but the plan uses " + std::to_string(used)
                      + " nodes; the cluster holds the nodes the plan uses");
-
     }
 
     /// The cluster, built as JSON and parsed so it is in the canonical form a reload gives.
@@ -833,8 +831,8 @@ private:
     }
 
     /// The plan of the run: contiguous layer ranges, one replica per placement.
-    Plan buildPlan(const fs::path &path, int gbs, int mbs, const std::vector<int> &counts,
-                   const Placements &placed, const Cluster &cluster, const Model &m)
+    Plan buildPlan(const fs::path &path, int gbs, int mbs, const std::vector<int> &counts, const Placements &placed,
+                   const Cluster &cluster, const Model &m)
     {
         const std::string file = display(path);
         const int L = m.shape.layers;

@@ -37,7 +37,8 @@ ObjectiveScale objectiveScaleOf(const MetricView &v)
 
 void checkObjective(ObjectiveWeights o)
 {
-    if (o.time < 0 || o.memory < 0 || o.balance < 0 || !std::isfinite(o.time) || !std::isfinite(o.memory) || !std::isfinite(o.balance))
+    if (o.time < 0 || o.memory < 0 || o.balance < 0 || !std::isfinite(o.time) || !std::isfinite(o.memory)
+        || !std::isfinite(o.balance))
         throw std::invalid_argument("objective weights must be finite and >= 0");
 }
 

@@ -567,9 +567,15 @@ private:
             in.maxTp = std::max(in.maxTp, s.tp);
             in.totalGpus += s.gpus;
             switch (rc[i].method) {
-            case RecomputeMethod::None: ++in.recomputeNone; break;
-            case RecomputeMethod::Selective: ++in.recomputeSelective; break;
-            case RecomputeMethod::Full: ++in.recomputeFull; break;
+            case RecomputeMethod::None:
+                ++in.recomputeNone;
+                break;
+            case RecomputeMethod::Selective:
+                ++in.recomputeSelective;
+                break;
+            case RecomputeMethod::Full:
+                ++in.recomputeFull;
+                break;
             }
             first += n;
         }
@@ -1012,8 +1018,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     for (size_t i = 0; i < ctx.nTypes; ++i)
         ctx.nRcCombos *= ctx.nRc;
     ctx.nDist = req.space.distributedOptimizer.size();
-    ctx.hasPlainOptimizer = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(),
-                                      false)
+    ctx.hasPlainOptimizer
+        = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(), false)
         != req.space.distributedOptimizer.end();
     if (!preparePipelines(ctx, res, poll))
         return cancelledInSetup();

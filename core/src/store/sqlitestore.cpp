@@ -133,9 +133,9 @@ SqliteStore::SqliteStore(const std::string &path, bool create)
     // it; so does an existing file the user may not write, also when `create` is asked for.
     const bool exists = std::filesystem::exists(path);
     const auto perms = std::filesystem::status(path).permissions();
-    const bool noWriteBit = (perms & std::filesystem::perms::all & (std::filesystem::perms::owner_write
-                                                                     | std::filesystem::perms::group_write
-                                                                     | std::filesystem::perms::others_write))
+    const bool noWriteBit = (perms & std::filesystem::perms::all
+                             & (std::filesystem::perms::owner_write | std::filesystem::perms::group_write
+                                | std::filesystem::perms::others_write))
         == std::filesystem::perms::none;
     const bool readOnly = exists && (::access(path.c_str(), W_OK) != 0 || noWriteBit);
     try {
@@ -387,11 +387,11 @@ ProfileSet SqliteStore::profiles() const
                 "SELECT json, gpu, model, tp, micro_batch, seq_length FROM profiles ORDER BY gpu, model, tp, "
                 "micro_batch, seq_length");
     while (s.step()) // the key in the pointer is what `memx profile remove` takes
-        set.add(d->parseRecord<LayerProfile>(
-            s.text(0),
-            "/profiles/" + s.text(1) + "/" + s.text(2) + "/tp" + std::to_string(s.integer(3)) + "/mb"
-                + std::to_string(s.integer(4)) + "/seq" + std::to_string(s.integer(5)),
-            parseStoredProfile));
+        set.add(d->parseRecord<LayerProfile>(s.text(0),
+                                             "/profiles/" + s.text(1) + "/" + s.text(2) + "/tp"
+                                                 + std::to_string(s.integer(3)) + "/mb" + std::to_string(s.integer(4))
+                                                 + "/seq" + std::to_string(s.integer(5)),
+                                             parseStoredProfile));
     return set;
 }
 
@@ -410,8 +410,9 @@ bool SqliteStore::removeProfile(const ProfileKey &key)
 {
     size_t n = 0;
     d->write([&] {
-        Statement s(*d->db,
-                    "DELETE FROM profiles WHERE gpu = ? AND model = ? AND tp = ? AND micro_batch = ? AND seq_length = ?");
+        Statement s(
+            *d->db,
+            "DELETE FROM profiles WHERE gpu = ? AND model = ? AND tp = ? AND micro_batch = ? AND seq_length = ?");
         s.bind(1, key.gpu)
             .bind(2, key.model)
             .bind(3, static_cast<long long>(key.tp))

@@ -1,9 +1,9 @@
 #include "memx/testbed/virtualtestbed.h"
 
 #include "memx/cost/costmodel.h"
-#include "memx/util/hash.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
+#include "memx/util/hash.h"
 
 #include <algorithm>
 #include <cmath>
@@ -508,10 +508,7 @@ struct PlanSim {
         return -1;
     }
     const Node &nodeOf(const Replica &r) const { return nodes[static_cast<size_t>(nodeIndex(r.node))]; }
-    const GpuSpec &deviceOf(const Replica &r) const
-    {
-        return cluster.devices[static_cast<size_t>(nodeOf(r).device)];
-    }
+    const GpuSpec &deviceOf(const Replica &r) const { return cluster.devices[static_cast<size_t>(nodeOf(r).device)]; }
     /// Layers of `st` that full recompute covers.
     static int recomputedLayers(const Stage &st)
     {
@@ -760,8 +757,8 @@ bool simulateMemory(const PlanSim &sim, TestbedRun &out)
             peak = std::max(peak, used);
             if (used > capacity && fits) {
                 fits = false;
-                out.error = "out of memory on node " + r.node + " GPU " + std::to_string(r.gpus.front()) + " ("
-                    + dev.id + "): " + fmtGiB(used) + " needed, " + fmtGiB(capacity) + " available";
+                out.error = "out of memory on node " + r.node + " GPU " + std::to_string(r.gpus.front()) + " (" + dev.id
+                    + "): " + fmtGiB(used) + " needed, " + fmtGiB(capacity) + " available";
             }
         }
     out.run.peakMemoryBytes = peak;

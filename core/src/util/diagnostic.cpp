@@ -57,9 +57,9 @@ static std::string validUtf8(const std::string &text)
         if (ok && len > 1) {
             // Reject overlong forms, surrogates and code points above U+10FFFF.
             const unsigned cp = len == 2 ? ((c & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu)
-                : len == 3 ? ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu)
-                           : ((c & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6)
-                        | (s[i + 3] & 0x3Fu);
+                : len == 3
+                ? ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu)
+                : ((c & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6) | (s[i + 3] & 0x3Fu);
             ok = (len == 2 && cp >= 0x80) || (len == 3 && cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF))
                 || (len == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
         }
@@ -87,10 +87,12 @@ static std::vector<Diagnostic> printable(std::vector<Diagnostic> items)
 LoadError::LoadError(std::vector<Diagnostic> diagnostics)
     : std::runtime_error(joinDiagnostics(printable(diagnostics)))
     , mDiagnostics(printable(std::move(diagnostics)))
-{}
+{
+}
 
 LoadError::LoadError(std::string file, std::string pointer, std::string message)
-    : LoadError(std::vector<Diagnostic>{{std::move(file), std::move(pointer), std::move(message)}})
-{}
+    : LoadError(std::vector<Diagnostic> {{std::move(file), std::move(pointer), std::move(message)}})
+{
+}
 
 } // namespace memx

@@ -17,7 +17,10 @@ namespace {
 /// silently: "gpus": 8, "gpus": 4 would read as 4), naming the duplicate by its JSON pointer.
 class DuplicateKeyCheck {
 public:
-    explicit DuplicateKeyCheck(const std::string &file) : mFile(file) {}
+    explicit DuplicateKeyCheck(const std::string &file)
+        : mFile(file)
+    {
+    }
 
     bool operator()(int, json::parse_event_t event, json &parsed)
     {
@@ -167,7 +170,9 @@ std::string describeJson(const json &value)
 }
 
 JsonObjectReader::JsonObjectReader(const json &value, std::string pointer, Diagnostics &diags)
-    : mValue(value), mPointer(pointer.empty() ? "/" : std::move(pointer)), mDiags(diags)
+    : mValue(value)
+    , mPointer(pointer.empty() ? "/" : std::move(pointer))
+    , mDiags(diags)
 {
     if (!mValue.is_object()) {
         mValid = false;
@@ -429,7 +434,7 @@ void JsonObjectReader::requireFormat(const std::string &expected)
             const auto slash = expected.find('/');
             if (s.rfind(expected.substr(0, slash + 1), 0) == 0)
                 hint = " (this file was written by a newer or older MemX; version " + s.substr(slash + 1)
-                       + " is not supported)";
+                    + " is not supported)";
         }
         error("format", "expected \"" + expected + "\", found " + found + hint);
     }

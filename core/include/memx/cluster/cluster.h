@@ -9,20 +9,18 @@
 namespace memx {
 
 /// One point of a measured bandwidth curve.
-struct CurvePoint
-{
-    double bytes = 0;          ///< message size, bytes
-    double bandwidthGBps = 0;  ///< achieved bandwidth at that size, 1e9 bytes/s
+struct CurvePoint {
+    double bytes = 0; ///< message size, bytes
+    double bandwidthGBps = 0; ///< achieved bandwidth at that size, 1e9 bytes/s
 
     bool operator==(const CurvePoint &) const = default;
 };
 
 /// A point-to-point link: nominal bandwidth and latency, optionally a measured curve that
 /// overrides the nominal bandwidth for the message sizes it covers.
-struct Link
-{
-    double bandwidthGBps = 0;  ///< per direction, 1e9 bytes/s
-    double latencyUs = 0;      ///< one-way latency, microseconds
+struct Link {
+    double bandwidthGBps = 0; ///< per direction, 1e9 bytes/s
+    double latencyUs = 0; ///< one-way latency, microseconds
     std::vector<CurvePoint> curve; ///< sorted by bytes; empty when not measured
 
     /// Bandwidth for a message of `bytes`: the curve interpolated linearly in log2(bytes)
@@ -35,52 +33,47 @@ struct Link
 };
 
 /// A line of the cluster file: `count` identical nodes, each with `gpusPerNode` GPUs of one type.
-struct NodeGroup
-{
-    std::string name;          ///< node name; with count > 1 the nodes are name-0 ... name-(count-1)
-    std::string gpu;           ///< device id (catalogue or custom)
+struct NodeGroup {
+    std::string name; ///< node name; with count > 1 the nodes are name-0 ... name-(count-1)
+    std::string gpu; ///< device id (catalogue or custom)
     int gpusPerNode = 1;
     int count = 1;
     std::optional<Link> intraLink; ///< unset: derived from the device's scale-up figures
-    double x = 0, y = 0;       ///< position on the workbench canvas (layout only)
+    double x = 0, y = 0; ///< position on the workbench canvas (layout only)
 
     bool operator==(const NodeGroup &) const = default;
 };
 
 /// A bandwidth/latency for traffic between two nodes (or two node groups) that differs from
 /// the cluster default.
-struct LinkOverride
-{
-    std::string a;             ///< node or group name
-    std::string b;             ///< node or group name
+struct LinkOverride {
+    std::string a; ///< node or group name
+    std::string b; ///< node or group name
     Link link;
 
     bool operator==(const LinkOverride &) const = default;
 };
 
-struct Network
-{
-    Link interNode;            ///< default node-to-node link (per node, per direction)
+struct Network {
+    Link interNode; ///< default node-to-node link (per node, per direction)
     std::vector<LinkOverride> overrides;
 
     bool operator==(const Network &) const = default;
 };
 
 /// One physical node after expanding groups.
-struct Node
-{
+struct Node {
     std::string name;
-    int group = 0;             ///< index into Cluster::groups
+    int group = 0; ///< index into Cluster::groups
     int indexInGroup = 0;
-    int device = 0;            ///< index into Cluster::devices
+    int device = 0; ///< index into Cluster::devices
     int gpus = 0;
     Link intraLink;
 };
 
 /// A heterogeneous cluster: a value type, self-contained (it carries the specs of every device
 /// it uses, so a search snapshot needs nothing else).
-struct Cluster
-{
+struct Cluster {
     std::string name;
     std::string description;
     std::vector<GpuSpec> devices; ///< every device type the groups use (catalogue copies + custom)

@@ -16,28 +16,27 @@ const char *toString(ScaleUpTopology topology);
 
 /// One accelerator model as the catalogue (or a user's custom entry) describes it.
 /// Figures the vendor does not publish are std::nullopt ("unknown"), never guessed.
-struct GpuSpec
-{
-    std::string id;                 ///< stable key, e.g. "a100-80gb-sxm"
+struct GpuSpec {
+    std::string id; ///< stable key, e.g. "a100-80gb-sxm"
     std::vector<std::string> aliases; ///< other names that resolve to this id, e.g. "A100-80"
-    std::string vendor;             ///< "NVIDIA", "AMD", "Intel", "Huawei", ...
-    std::string name;               ///< display name
-    std::string segment;            ///< "datacenter", "consumer" or "workstation"
-    std::optional<double> memoryGiB;            ///< usable device memory, GiB (2^30 bytes)
-    std::optional<double> memoryBandwidthGBps;  ///< HBM/GDDR bandwidth, 1e9 bytes/s
-    std::optional<double> denseBf16Tflops;      ///< dense BF16 peak, 1e12 FLOP/s; unset when no BF16
-    std::optional<double> denseFp16Tflops;      ///< dense FP16 peak, 1e12 FLOP/s
+    std::string vendor; ///< "NVIDIA", "AMD", "Intel", "Huawei", ...
+    std::string name; ///< display name
+    std::string segment; ///< "datacenter", "consumer" or "workstation"
+    std::optional<double> memoryGiB; ///< usable device memory, GiB (2^30 bytes)
+    std::optional<double> memoryBandwidthGBps; ///< HBM/GDDR bandwidth, 1e9 bytes/s
+    std::optional<double> denseBf16Tflops; ///< dense BF16 peak, 1e12 FLOP/s; unset when no BF16
+    std::optional<double> denseFp16Tflops; ///< dense FP16 peak, 1e12 FLOP/s
     bool bf16Supported = true;
     ScaleUpKind scaleUpKind = ScaleUpKind::Pcie;
     std::optional<double> scaleUpPerDirectionGBps; ///< per GPU, per direction
     ScaleUpTopology scaleUpTopology = ScaleUpTopology::None;
     std::string hostLink;
-    int devicesPerPackage = 1;      ///< MI250X: 2 (this spec then describes one of them)
-    std::optional<double> nicGbps;  ///< typical scale-out NIC per device, Gbit/s
+    int devicesPerPackage = 1; ///< MI250X: 2 (this spec then describes one of them)
+    std::optional<double> nicGbps; ///< typical scale-out NIC per device, Gbit/s
     std::string nicDescription;
     std::optional<double> tdpWatts;
     std::optional<int> computeUnits; ///< SMs (NVIDIA) / CUs (AMD) / cores: GEMM wave quantisation
-    std::string architecture;       ///< "volta", "turing", "ampere", "ada", "hopper", "cdna2", ... (empty: unknown)
+    std::string architecture; ///< "volta", "turing", "ampere", "ada", "hopper", "cdna2", ... (empty: unknown)
     /// The device runs FlashAttention-class kernels (flash-attn / cuDNN fused attention on NVIDIA
     /// Ampere and newer, ROCm CK flash kernels on CDNA2+, ...): `attention: auto` resolves to flash
     /// there and to unfused elsewhere. Unknown devices: false (sizes memory the safe way).
@@ -53,13 +52,13 @@ struct GpuSpec
         std::string source; ///< where the figures come from (catalogue note, calibration run set)
         bool operator==(const RuntimeMemory &) const = default;
     } runtimeMemory;
-    bool verified = true;           ///< false: figures unconfirmed, the user must calibrate
+    bool verified = true; ///< false: figures unconfirmed, the user must calibrate
     std::string notes;
     std::map<std::string, std::string> sources; ///< figure name -> where it comes from
     /// Filled by profiling: achieved fraction of peak compute, achieved bus bandwidth.
     std::optional<double> measuredComputeEfficiency;
     std::optional<double> measuredBusBandwidthGBps;
-    bool custom = false;            ///< defined in a cluster file rather than the catalogue
+    bool custom = false; ///< defined in a cluster file rather than the catalogue
 
     /// Peak dense TFLOP/s in the given precision, falling back to FP16 when BF16 is unknown.
     std::optional<double> peakTflops(bool bf16) const;
@@ -70,8 +69,7 @@ struct GpuSpec
 };
 
 /// The set of known devices, looked up by id or alias (case-insensitive).
-class Catalogue
-{
+class Catalogue {
 public:
     Catalogue() = default;
     explicit Catalogue(std::vector<GpuSpec> devices);

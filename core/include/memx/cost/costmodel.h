@@ -157,8 +157,6 @@ struct PlanEstimate {
 /// The highest per-GPU peak of `kind` (allocator peak, reserved or device-used) in `e`.
 double peakOfKind(const PlanEstimate &e, MemoryKind kind);
 
-
-
 /// Estimates iteration time and per-GPU memory of `plan`. The plan must be valid
 /// (validatePlan); throws std::invalid_argument naming the problem otherwise. `profiles` may be
 /// null; when it holds a (device, model, tp, micro-batch, sequence) key, the measured per-layer
@@ -213,9 +211,8 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
 /// null; when it holds the (device, model, tp, micro-batch, sequence) key with measured per-layer
 /// activation bytes, those replace the formula's stored bytes without recompute (selective keeps
 /// the measured bytes less the formula's score term; full keeps the layer input, 2sbh).
-MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch,
-                              bool sequenceParallel, int pipelineStages, const ProfileSet *profiles,
-                              const CostOptions &options);
+MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
+                              int pipelineStages, const ProfileSet *profiles, const CostOptions &options);
 
 /// Ring all-reduce time (nccl-tests): 2(n-1)/n * bytes / B + 2(n-1) latency, ms.
 double allReduceMs(int n, double bytes, const Link &link);

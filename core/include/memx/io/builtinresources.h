@@ -6,9 +6,8 @@
 namespace memx {
 
 /// A resource file compiled into the binary.
-struct BuiltinResource
-{
-    std::string_view name;     ///< file name, e.g. "llama2-7b.json"
+struct BuiltinResource {
+    std::string_view name; ///< file name, e.g. "llama2-7b.json"
     std::string_view text;
 };
 

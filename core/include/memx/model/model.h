@@ -24,12 +24,11 @@ const char *toString(AttentionBackend v);
 std::optional<AttentionBackend> attentionFromString(const std::string &text);
 
 /// Shape of a decoder-only transformer.
-struct ModelShape
-{
+struct ModelShape {
     int layers = 0;
     int hidden = 0;
     int heads = 0;
-    int kvGroups = 0;      ///< query groups (GQA); equals heads without GQA
+    int kvGroups = 0; ///< query groups (GQA); equals heads without GQA
     int ffnHidden = 0;
     int vocab = 0;
     int seqLength = 0;
@@ -42,9 +41,8 @@ struct ModelShape
     bool operator==(const ModelShape &) const = default;
 };
 
-struct TrainingSettings
-{
-    int globalBatch = 0;   ///< sequences per iteration
+struct TrainingSettings {
+    int globalBatch = 0; ///< sequences per iteration
     Precision precision = Precision::BF16;
     Optimizer optimizer = Optimizer::Adam;
     AttentionBackend attention = AttentionBackend::Auto; ///< what the run uses (the export emits it)
@@ -53,8 +51,7 @@ struct TrainingSettings
 };
 
 /// A model to train: shape + training settings.
-struct Model
-{
+struct Model {
     std::string id;
     std::string name;
     std::string source;

@@ -13,8 +13,7 @@ enum class RecomputeMethod { None, Selective, Full };
 const char *toString(RecomputeMethod v);
 
 /// Activation recomputation of one stage.
-struct Recompute
-{
+struct Recompute {
     RecomputeMethod method = RecomputeMethod::None;
     /// With Full: how many of the stage's layers are recomputed (Megatron's "block" method);
     /// 0 means all of them.
@@ -24,19 +23,17 @@ struct Recompute
 };
 
 /// One data-parallel replica of a stage: `tp` GPUs of one node, tensor-parallel together.
-struct Replica
-{
-    std::string node;          ///< expanded node name (see Cluster::nodes())
-    std::vector<int> gpus;     ///< GPU indices within the node; size() == tp
+struct Replica {
+    std::string node; ///< expanded node name (see Cluster::nodes())
+    std::vector<int> gpus; ///< GPU indices within the node; size() == tp
     int tp = 1;
-    int microBatch = 1;        ///< sequences per micro-batch on this replica
+    int microBatch = 1; ///< sequences per micro-batch on this replica
 
     bool operator==(const Replica &) const = default;
 };
 
 /// One pipeline stage: a contiguous range of transformer layers served by its replicas.
-struct Stage
-{
+struct Stage {
     int firstLayer = 0;
     int layerCount = 0;
     Recompute recompute;
@@ -52,8 +49,7 @@ struct Stage
 /// A parallel training plan. Stage 0 holds the embedding, the last stage the output layer.
 /// Every stage processes the same number of micro-batches per iteration, so
 /// globalBatch = microBatches() x samplesPerStep() of every stage.
-struct Plan
-{
+struct Plan {
     std::string name;
     int globalBatch = 0;
     bool sequenceParallel = false;

@@ -10,8 +10,7 @@ namespace memx {
 /// `file` is the path as the user gave it (may be empty for in-memory input), `pointer` a JSON
 /// pointer ("/nodes/2/gpus") or "line N" for text formats, `message` says what was expected and
 /// what was found.
-struct Diagnostic
-{
+struct Diagnostic {
     std::string file;
     std::string pointer;
     std::string message;
@@ -21,10 +20,12 @@ struct Diagnostic
 };
 
 /// Collects every problem of one input so they can all be reported at once.
-class Diagnostics
-{
+class Diagnostics {
 public:
-    explicit Diagnostics(std::string file = {}) : mFile(std::move(file)) {}
+    explicit Diagnostics(std::string file = {})
+        : mFile(std::move(file))
+    {
+    }
 
     void error(const std::string &pointer, const std::string &message);
     /// Appends problems found by another pass (keeps their own file name).
@@ -44,8 +45,7 @@ private:
 };
 
 /// Thrown when an input cannot be used; what() lists every problem, one per line.
-class LoadError : public std::runtime_error
-{
+class LoadError : public std::runtime_error {
 public:
     explicit LoadError(std::vector<Diagnostic> diagnostics);
     LoadError(std::string file, std::string pointer, std::string message);

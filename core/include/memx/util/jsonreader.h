@@ -29,8 +29,7 @@ std::string describeJson(const nlohmann::json &value);
 /// what was expected and what was found) for every problem instead of stopping at the first.
 /// Getters return a fallback value after recording a problem so that the caller can go on and
 /// find the other problems; the caller must throw (Diagnostics::throwIfAny) before using them.
-class JsonObjectReader
-{
+class JsonObjectReader {
 public:
     /// `value` must outlive the reader. If it is not an object, a problem is recorded and every
     /// getter reports nothing more.

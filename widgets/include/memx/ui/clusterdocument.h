@@ -2,8 +2,8 @@
 
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
-#include "memx/store/memorystore.h"
 #include "memx/search/objective.h"
+#include "memx/store/memorystore.h"
 
 #include <QObject>
 #include <QPointF>

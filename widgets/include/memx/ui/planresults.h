@@ -25,7 +25,6 @@ struct PlanDetail {
     QString html; ///< per-stage time breakdown and totals
 };
 
-
 /// Maps a SearchOutcome to the results views, with the CORE objective (memx::logScores /
 /// memx::rank), so the GUI ranks exactly like `memx search`.
 ///

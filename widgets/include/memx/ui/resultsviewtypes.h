@@ -91,7 +91,6 @@ struct StageInfo {
     double commMs = 0.0; ///< Communication time of the stage per iteration, milliseconds.
 };
 
-
 /// Re-scores `plans` from their cached metrics with the core objective (memx::logScores over
 /// these plans: score = T'^wT x M'^wM x B'^wB, X' = X / max X over `plans`, lower is better), so a
 /// slider drag re-ranks without a new search and views rank exactly like `memx search`.
