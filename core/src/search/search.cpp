@@ -2,6 +2,7 @@
 
 #include "memx/cost/features.h"
 #include "memx/cost/linkkey.h"
+#include "memx/util/diagnostic.h"
 
 #include <algorithm>
 #include <atomic>
