@@ -90,7 +90,7 @@ struct NodeLaunch {
     int nodeRank = 0;
     int device = 0; ///< index into Cluster::devices
     int firstGlobalRank = 0;
-    std::vector<RankSlot> slots; ///< local rank i -> slots[i]
+    std::vector<RankSlot> rankSlots; ///< local rank i -> rankSlots[i] (not "slots": a Qt keyword macro)
 };
 
 /// Recompute of a whole Megatron job.
