@@ -82,7 +82,7 @@ private slots:
                                    "llama2-7b", "--top", "2", "--target", "megatron"});
         QVERIFY2(table.code == 0, table.err.constData());
         QVERIFY2(table.out.contains("target megatron (chosen by the user"), table.out.constData());
-        const Run bad = memx(
+        const Run bad = runMemx(
             {"search", "--cluster", kSamples + "/h100-8x.json", "--model", "gpt3-1.3b", "--target", "deepspeed"});
         QCOMPARE(bad.code, 2);
         QVERIFY(bad.err.contains("--target: expected megatron, flagscale or any"));
