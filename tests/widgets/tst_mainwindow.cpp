@@ -123,7 +123,7 @@ private slots:
         QCOMPARE(panel()->selectedPlan(), shownTop);
         QCOMPARE(panel()->paretoChart()->selectedPlan(), shownTop);
         QCOMPARE(panel()->selectedDetail().id, shownTop);
-        QVERIFY(panel()->countsLabel()->text().contains(QStringLiteral("768,900 valid")));
+        QVERIFY(panel()->countsLabel()->text().contains(QStringLiteral("779,123 valid")));
     }
 
     void memorySliderChangesTopPlan()

@@ -200,10 +200,11 @@ std::vector<DeviceCoverage> profileCoverage(const memx::ProfileSet &profiles, co
                     if (p.key.tp == tp && source)
                         sameTp.push_back(p);
                 }
-                if (status == '-' && !sameTp.empty() && memx::interpolateMicroBatch(sameTp, b))
-                    status = 'I';
+                // A kernel the space does not use stays blank, even where it could be interpolated.
                 if (status == '-' && needed && !used.count({c.device, tp, b}))
                     status = ' ';
+                if (status == '-' && !sameTp.empty() && memx::interpolateMicroBatch(sameTp, b))
+                    status = 'I';
                 row.push_back(status);
             }
             c.cells.push_back(row);
