@@ -50,7 +50,7 @@ private:
 
     const Cluster &mCluster;
     const std::vector<Node> &mNodes;
-    const CostOptions &mOptions;
+    CostOptions mOptions; ///< a copy: callers pass temporaries (CostOptions {})
     std::vector<int> mClassOf; ///< per node
     std::vector<int> mClassNode; ///< per class, one member
     std::vector<int> mSecondNode; ///< per class, another member (-1 for a single-node class)
