@@ -634,6 +634,16 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
     if (out.result.cancelled)
         return out;
     out.notes = idleNotes(out);
+    if (request.search.space.mixedStages && out.target == LaunchTarget::FlagScale) {
+        std::set<std::string> types;
+        for (const NodeGroup &g : cl.groups)
+            if (targetRunsDevice(out.target, cl.deviceOf(g)))
+                types.insert(cl.deviceOf(g).id);
+        if (types.size() > 1)
+            out.notes.push_back("no stage mixes device types in its data-parallel group: a FlagScale process mesh "
+                                "has one device type (--target megatron runs one vendor's types at one shape, "
+                                "--target any prices the mix)");
+    }
     if (out.result.size() == 0 && request.maxVerifiedBatches >= 0) {
         bool cancelled = false;
         out.advice = advise(request, out, run, progress, cancelled);
