@@ -70,6 +70,9 @@ Options:
                         flagscale, the groups it cannot run idle; docs/search.md)
   --idle-groups N       the slowest N node groups may also stay idle, each one more subset
                         searched (default 2; 0: only the groups the target cannot run idle)
+  --baseline FILE       what-if: the cluster before an edit (e.g. one node fewer); when CLUSTER
+                        holds it, its plans (the added nodes idle) are searched too - with
+                        --project they come back from the project's caches
   --max-bases N         budget of base configurations (default 500000); a larger space is
                         narrowed step by step (mixed stages, group order, TP, stages,
                         recompute, dist-opt) and the steps are reported
@@ -328,7 +331,8 @@ int printTable(const SearchRequest &req, const PlannedSearchResult &planned, con
 
 int run(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model", "gbs", "weights", "top", "threads", "max-bases", "project"};
+    std::set<std::string> values {"cluster", "model",     "gbs",     "weights", "top",
+                                  "threads", "max-bases", "project", "baseline"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     values.insert(kModelValueOptions.begin(), kModelValueOptions.end());
     std::set<std::string> switches {"json", "no-cache"};
@@ -379,6 +383,12 @@ int run(const std::vector<std::string> &argv)
         CliProgress progress("base configurations");
         PlannedSearchRequest preq = plannedRequest(args, req);
         preq.maxBases = maxBases;
+        if (const auto b = args.value("baseline")) {
+            preq.baseline = loadCluster(*b);
+            CostOptions scratch;
+            if (store) // the cluster's devices are calibrated: the baseline's too, so they compare equal
+                applyProjectCalibration(*store, *preq.baseline, scratch);
+        }
         planned
             = runPlannedSearch(preq, progress.callback(), learned ? SubsetSearch(std::ref(runner)) : SubsetSearch());
     } catch (const std::invalid_argument &e) {

@@ -541,7 +541,8 @@ NoPlanAdvice advise(const PlannedSearchRequest &req, const PlannedSearchResult &
     if (reason == "empty space") {
         a.text = "the search space is empty; widen --stages, --tp or --mbs";
     } else if (reason == "launcher") {
-        a.text = std::string("the target (") + toString(p.target) + ") runs none of the candidates: " + p.targetReason
+        a.text = std::string("the target (") + toString(p.target) + ") runs none of the candidates ("
+            + (p.subsets.empty() ? "none of the cluster's GPUs" : "none of the plans") + "): " + p.targetReason
             + "; --target any searches the cost model's whole space (no launcher)";
     } else {
         const Cluster &cl = req.search.cluster;
@@ -631,6 +632,17 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
         first += s.count;
     }
     out.result = mergeSubsetResults(cl, used, std::move(results));
+    if (candidates.empty()) {
+        // The target runs none of the groups: an empty result that still names the request.
+        out.result.model = request.search.model;
+        out.result.globalBatch
+            = request.search.globalBatch > 0 ? request.search.globalBatch : request.search.model.training.globalBatch;
+        out.result.microBatchSizes = request.search.space.microBatches;
+        out.result.recomputeChoices = request.search.space.recompute;
+        out.result.distOptChoices = request.search.space.distributedOptimizer;
+        out.result.pruned.launcher = cl.groups.size();
+        out.result.enumerated = cl.groups.size();
+    }
     if (out.result.cancelled)
         return out;
     out.notes = idleNotes(out);
