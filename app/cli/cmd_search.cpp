@@ -70,6 +70,9 @@ Options:
                         flagscale, the groups it cannot run idle; docs/search.md)
   --idle-groups N       the slowest N node groups may also stay idle, each one more subset
                         searched (default 2; 0: only the groups the target cannot run idle)
+  --baseline FILE       what-if: the cluster before an edit (e.g. one node fewer); when CLUSTER
+                        holds it, its plans (the added nodes idle) are searched too - with
+                        --project they come back from the project's caches
   --max-bases N         budget of base configurations (default 500000); a larger space is
                         narrowed step by step (mixed stages, group order, TP, stages,
                         recompute, dist-opt) and the steps are reported
@@ -156,9 +159,180 @@ std::vector<LaunchTarget> launchersOfPlan(const PlannedSearchResult &p, const Pl
     return launchersOf(plan, p.result.cluster, p.result.model);
 }
 
+/// The ranking of a finished search, as printed.
+struct Shown {
+    Objective obj;
+    std::vector<uint32_t> top, front;
+    std::vector<double> scores;
+    double rankMs = 0, paretoMs = 0;
+};
+
+/// Write the JSON report (memx search --json).
+int printJson(const SearchRequest &req, const PlannedSearchResult &planned, const LearnedRunner &runner, bool learned,
+              bool cacheOn, const Shown &shown)
+{
+    const SearchResult &res = planned.result;
+    const LearnedSearchStats &learnedStats = runner.stats;
+    const std::vector<uint32_t> &top = shown.top, &front = shown.front;
+    const std::vector<double> &scores = shown.scores;
+    const Objective &obj = shown.obj;
+    const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
+    nlohmann::json j = plannedJson(planned);
+    j["cluster"] = req.cluster.name;
+    j["model"] = req.model.id;
+    j["globalBatch"] = res.globalBatch;
+    j["weights"] = {obj.wt, obj.wm, obj.wb};
+    j["cancelled"] = res.cancelled;
+    j["narrowed"] = planned.narrowed;
+    j["counts"] = {{"enumerated", res.enumerated},
+                   {"evaluated", res.evaluated},
+                   {"pruned",
+                    {{"divisibility", res.pruned.divisibility},
+                     {"microBatchLimit", res.pruned.microBatchLimit},
+                     {"layers", res.pruned.layers},
+                     {"outOfMemory", res.pruned.outOfMemory},
+                     {"duplicates", res.pruned.duplicates},
+                     {"launcher", res.pruned.launcher},
+                     {"total", res.pruned.total()}}},
+                   {"paretoFront", front.size()}};
+    j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", shown.rankMs}, {"pareto", shown.paretoMs}};
+    j["threads"] = res.threads;
+    j["predictor"] = res.predictor;
+    j["attention"] = {{"model", toString(req.model.training.attention)}};
+    for (const GpuSpec &d : req.cluster.devices)
+        j["attention"]["resolved"][d.id] = toString(resolveAttention(req.model, d));
+    if (learned)
+        j["learned"] = {{"cacheHits", learnedStats.cacheHits},
+                        {"predicted", learnedStats.predicted},
+                        {"hitRate", learnedStats.hitRate()},
+                        {"cacheUsed", cacheOn},
+                        {"resultFromCache", runner.subsets > 0 && runner.subsetsFromCache == runner.subsets},
+                        {"subsetsFromCache", runner.subsetsFromCache},
+                        {"signatureMs", learnedStats.signatureMs},
+                        {"predictMs", learnedStats.predictMs},
+                        {"totalMs", learnedStats.totalMs}};
+    j["metrics"] = {{"T", "iteration time, ms"},
+                    {"M", "highest per-GPU device-used memory / capacity"},
+                    {"B", "coefficient of variation of per-GPU memory utilisation"},
+                    {"score", "exp(sum_k w_k log(X_k / max X_k)), lower is better"}};
+    nlohmann::json tops = nlohmann::json::array();
+    for (size_t k = 0; k < top.size(); ++k) {
+        const uint32_t i = top[k];
+        const Plan plan = res.materialize(i);
+        const PlanEstimate est = estimatePlan(plan, req.cluster, req.model, profiles, req.cost);
+        nlohmann::json launchers = nlohmann::json::array();
+        for (LaunchTarget t : launchersOfPlan(planned, plan))
+            launchers.push_back(toString(t));
+        tops.push_back({{"rank", k + 1},
+                        {"index", i},
+                        {"T", res.timeMs[i]},
+                        {"M", res.peakMemory[i]},
+                        {"B", res.imbalance[i]},
+                        {"score", std::exp(scores[i])},
+                        {"summary", plan.summary(req.cluster)},
+                        {"launchers", launchers},
+                        {"idleGpus", planned.idleGpus(i)},
+                        {"idle", planned.idleText(i)},
+                        {"plan", toJson(plan)},
+                        {"estimate", toJson(est)}});
+        if (learned) {
+            tops.back()["timeSpread"] = res.timeSpread[i];
+            tops.back()["memorySpread"] = res.memSpread[i];
+            tops.back()["oomRisk"] = res.oomRisk[i] != 0;
+        }
+    }
+    j["top"] = tops;
+    nlohmann::json fj = nlohmann::json::array();
+    for (uint32_t i : front)
+        fj.push_back({{"index", i},
+                      {"T", res.timeMs[i]},
+                      {"M", res.peakMemory[i]},
+                      {"B", res.imbalance[i]},
+                      {"score", std::exp(scores[i])},
+                      {"summary", res.materialize(i).summary(req.cluster)}});
+    j["paretoFront"] = fj;
+    std::cout << j.dump(2) << "\n";
+    return res.cancelled ? Cancelled : Ok;
+}
+
+/// Write the summary and the table of the best plans.
+int printTable(const SearchRequest &req, const PlannedSearchResult &planned, const LearnedRunner &runner, bool learned,
+               bool cacheOn, const Shown &shown)
+{
+    const SearchResult &res = planned.result;
+    const LearnedSearchStats &learnedStats = runner.stats;
+    const std::vector<uint32_t> &top = shown.top, &front = shown.front;
+    const std::vector<double> &scores = shown.scores;
+    const Objective &obj = shown.obj;
+    const std::string predictorLine = "predictor: " + res.predictor;
+    std::cout << "Search: " << req.model.id << " (gbs " << res.globalBatch << ") on \"" << req.cluster.name << "\""
+              << (res.cancelled ? "  [CANCELLED: partial results]" : "") << "\n";
+    std::cout << "  target " << toString(planned.target) << (planned.targetFromCluster ? " (from the cluster: " : " (")
+              << planned.targetReason << ")\n";
+    std::cout << "  attention " << toString(req.model.training.attention) << ":";
+    for (const GpuSpec &d : req.cluster.devices)
+        std::cout << " " << d.id << "=" << toString(resolveAttention(req.model, d));
+    std::cout << "\n";
+    std::cout << std::fixed << std::setprecision(1);
+    for (const IdleSubset &s : planned.subsets) {
+        std::cout << "  subset " << s.label << ": " << s.count << " configurations";
+        if (s.bestTimeMs > 0)
+            std::cout << ", best " << s.bestTimeMs << " ms";
+        std::cout << "\n";
+    }
+    for (const std::string &n : planned.notes)
+        std::cout << "  note: " << n << "\n";
+    std::cout << "  enumerated " << res.enumerated << ", evaluated (fit in memory) " << res.evaluated << ", pruned "
+              << res.pruned.total() << " (divisibility " << res.pruned.divisibility << ", micro-batch limit "
+              << res.pruned.microBatchLimit << ", layers " << res.pruned.layers << ", out of memory "
+              << res.pruned.outOfMemory << ", duplicates " << res.pruned.duplicates << ", launcher "
+              << res.pruned.launcher << ")\n";
+    std::cout << "  " << res.enumerateEvaluateMs << " ms enumerate+evaluate, " << std::setprecision(2) << shown.rankMs
+              << " ms rank, " << shown.paretoMs << " ms Pareto (" << front.size() << " plans), " << res.threads
+              << " threads\n";
+    {
+        std::cout << "  " << predictorLine;
+        if (learned && runner.subsets > 0 && runner.subsetsFromCache == runner.subsets)
+            std::cout << "; the whole result of identical earlier searches (project's search cache, " << res.size()
+                      << " configurations)" << std::setprecision(2);
+        else if (learned)
+            std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
+                      << learnedStats.cacheHits << " from the prediction cache (hit rate "
+                      << 100.0 * learnedStats.hitRate() << "%" << (cacheOn ? "" : ", cache off") << "; "
+                      << runner.subsetsFromCache << " of " << runner.subsets << " subsets stored whole), "
+                      << learnedStats.totalMs << " ms" << std::setprecision(2);
+        std::cout << "\n";
+    }
+    std::cout << "  weights T,M,B = " << obj.wt << "," << obj.wm << "," << obj.wb
+              << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
+    if (top.empty()) {
+        std::cout << "  no plan fits this cluster; "
+                  << (planned.advice ? planned.advice->text : std::string("the search was cancelled")) << "\n";
+        return res.cancelled ? Cancelled : Failure;
+    }
+    std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"
+              << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB"
+              << "  plan\n";
+    for (size_t k = 0; k < top.size(); ++k) {
+        const uint32_t i = top[k];
+        const Plan plan = res.materialize(i);
+        const std::string idle = planned.idleText(i);
+        std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << res.timeMs[i]
+                  << std::setw(8) << std::setprecision(3) << res.peakMemory[i] << std::setw(8) << res.imbalance[i]
+                  << std::setw(9) << std::setprecision(4) << std::exp(scores[i]) << std::setw(8)
+                  << fmtBytesGiB(res.peakBytes[i]) << "  " << plan.summary(req.cluster)
+                  << (plan.distributedOptimizer ? " dist-opt" : "") << (idle.empty() ? "" : "  [" + idle + "]")
+                  << (planned.target == LaunchTarget::Any ? "  [" + launchersText(launchersOfPlan(planned, plan)) + "]"
+                                                          : "")
+                  << (learned && res.oomRisk[i] ? "  [risk of OOM]" : "") << "\n";
+    }
+    return res.cancelled ? Cancelled : Ok;
+}
+
 int run(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model", "gbs", "weights", "top", "threads", "max-bases", "project"};
+    std::set<std::string> values {"cluster", "model",     "gbs",     "weights", "top",
+                                  "threads", "max-bases", "project", "baseline"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     values.insert(kModelValueOptions.begin(), kModelValueOptions.end());
     std::set<std::string> switches {"json", "no-cache"};
@@ -209,6 +383,12 @@ int run(const std::vector<std::string> &argv)
         CliProgress progress("base configurations");
         PlannedSearchRequest preq = plannedRequest(args, req);
         preq.maxBases = maxBases;
+        if (const auto b = args.value("baseline")) {
+            preq.baseline = loadCluster(*b);
+            CostOptions scratch;
+            if (store) // the cluster's devices are calibrated: the baseline's too, so they compare equal
+                applyProjectCalibration(*store, *preq.baseline, scratch);
+        }
         planned
             = runPlannedSearch(preq, progress.callback(), learned ? SubsetSearch(std::ref(runner)) : SubsetSearch());
     } catch (const std::invalid_argument &e) {
@@ -224,160 +404,20 @@ int run(const std::vector<std::string> &argv)
         savePredictionCache(*store, *cache);
     for (const Diagnostic &w : cacheWarnings)
         std::cerr << "warning: " << w.toString() << "\n";
-    const LearnedSearchStats &learnedStats = runner.stats;
-    const std::string predictorLine = "predictor: " + res.predictor;
 
+    Shown shown;
+    shown.obj = obj;
     const auto r0 = std::chrono::steady_clock::now();
-    const std::vector<uint32_t> top = rank(res, obj, topK);
+    shown.top = rank(res, obj, topK);
     const auto r1 = std::chrono::steady_clock::now();
-    const std::vector<uint32_t> front = paretoFront(res);
+    shown.front = paretoFront(res);
     const auto r2 = std::chrono::steady_clock::now();
-    const double rankMs = std::chrono::duration<double, std::milli>(r1 - r0).count();
-    const double paretoMs = std::chrono::duration<double, std::milli>(r2 - r1).count();
-    const std::vector<double> scores = logScores(metricsOf(res), obj);
-    const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
-
-    if (args.has("json")) {
-        nlohmann::json j = plannedJson(planned);
-        j["cluster"] = req.cluster.name;
-        j["model"] = req.model.id;
-        j["globalBatch"] = res.globalBatch;
-        j["weights"] = {obj.time, obj.memory, obj.balance};
-        j["cancelled"] = res.cancelled;
-        j["narrowed"] = narrowed;
-        j["counts"] = {{"enumerated", res.enumerated},
-                       {"evaluated", res.evaluated},
-                       {"pruned",
-                        {{"divisibility", res.pruned.divisibility},
-                         {"microBatchLimit", res.pruned.microBatchLimit},
-                         {"layers", res.pruned.layers},
-                         {"outOfMemory", res.pruned.outOfMemory},
-                         {"duplicates", res.pruned.duplicates},
-                         {"launcher", res.pruned.launcher},
-                         {"total", res.pruned.total()}}},
-                       {"paretoFront", front.size()}};
-        j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", rankMs}, {"pareto", paretoMs}};
-        j["threads"] = res.threads;
-        j["predictor"] = res.predictor;
-        j["attention"] = {{"model", toString(req.model.training.attention)}};
-        for (const GpuSpec &d : req.cluster.devices)
-            j["attention"]["resolved"][d.id] = toString(resolveAttention(req.model, d));
-        if (learned)
-            j["learned"] = {{"cacheHits", learnedStats.cacheHits},
-                            {"predicted", learnedStats.predicted},
-                            {"hitRate", learnedStats.hitRate()},
-                            {"cacheUsed", cacheOn},
-                            {"resultFromCache", runner.subsets > 0 && runner.subsetsFromCache == runner.subsets},
-                            {"subsetsFromCache", runner.subsetsFromCache},
-                            {"signatureMs", learnedStats.signatureMs},
-                            {"predictMs", learnedStats.predictMs},
-                            {"totalMs", learnedStats.totalMs}};
-        j["metrics"] = {{"T", "iteration time, ms"},
-                        {"M", "highest per-GPU device-used memory / capacity"},
-                        {"B", "coefficient of variation of per-GPU memory utilisation"},
-                        {"score", "exp(sum_k w_k log(X_k / max X_k)), lower is better"}};
-        nlohmann::json tops = nlohmann::json::array();
-        for (size_t k = 0; k < top.size(); ++k) {
-            const uint32_t i = top[k];
-            const Plan plan = res.materialize(i);
-            const PlanEstimate est = estimatePlan(plan, req.cluster, req.model, profiles, req.cost);
-            nlohmann::json launchers = nlohmann::json::array();
-            for (LaunchTarget t : launchersOfPlan(planned, plan))
-                launchers.push_back(toString(t));
-            tops.push_back({{"rank", k + 1},
-                            {"index", i},
-                            {"T", res.timeMs[i]},
-                            {"M", res.peakMemory[i]},
-                            {"B", res.imbalance[i]},
-                            {"score", std::exp(scores[i])},
-                            {"summary", plan.summary(req.cluster)},
-                            {"launchers", launchers},
-                            {"idleGpus", planned.idleGpus(i)},
-                            {"idle", planned.idleText(i)},
-                            {"plan", toJson(plan)},
-                            {"estimate", toJson(est)}});
-            if (learned) {
-                tops.back()["timeSpread"] = res.timeSpread[i];
-                tops.back()["memorySpread"] = res.memSpread[i];
-                tops.back()["oomRisk"] = res.oomRisk[i] != 0;
-            }
-        }
-        j["top"] = tops;
-        nlohmann::json fj = nlohmann::json::array();
-        for (uint32_t i : front)
-            fj.push_back({{"index", i},
-                          {"T", res.timeMs[i]},
-                          {"M", res.peakMemory[i]},
-                          {"B", res.imbalance[i]},
-                          {"score", std::exp(scores[i])},
-                          {"summary", res.materialize(i).summary(req.cluster)}});
-        j["paretoFront"] = fj;
-        std::cout << j.dump(2) << "\n";
-        return res.cancelled ? Cancelled : Ok;
-    }
-
-    std::cout << "Search: " << req.model.id << " (gbs " << res.globalBatch << ") on \"" << req.cluster.name << "\""
-              << (res.cancelled ? "  [CANCELLED: partial results]" : "") << "\n";
-    std::cout << "  target " << toString(planned.target) << (planned.targetFromCluster ? " (from the cluster: " : " (")
-              << planned.targetReason << ")\n";
-    std::cout << "  attention " << toString(req.model.training.attention) << ":";
-    for (const GpuSpec &d : req.cluster.devices)
-        std::cout << " " << d.id << "=" << toString(resolveAttention(req.model, d));
-    std::cout << "\n";
-    std::cout << std::fixed << std::setprecision(1);
-    for (const IdleSubset &s : planned.subsets) {
-        std::cout << "  subset " << s.label << ": " << s.count << " configurations";
-        if (s.bestTimeMs > 0)
-            std::cout << ", best " << s.bestTimeMs << " ms";
-        std::cout << "\n";
-    }
-    for (const std::string &n : planned.notes)
-        std::cout << "  note: " << n << "\n";
-    std::cout << "  enumerated " << res.enumerated << ", evaluated (fit in memory) " << res.evaluated << ", pruned "
-              << res.pruned.total() << " (divisibility " << res.pruned.divisibility << ", micro-batch limit "
-              << res.pruned.microBatchLimit << ", layers " << res.pruned.layers << ", out of memory "
-              << res.pruned.outOfMemory << ", duplicates " << res.pruned.duplicates << ", launcher "
-              << res.pruned.launcher << ")\n";
-    std::cout << "  " << res.enumerateEvaluateMs << " ms enumerate+evaluate, " << std::setprecision(2) << rankMs
-              << " ms rank, " << paretoMs << " ms Pareto (" << front.size() << " plans), " << res.threads
-              << " threads\n";
-    {
-        std::cout << "  " << predictorLine;
-        if (learned && runner.subsets > 0 && runner.subsetsFromCache == runner.subsets)
-            std::cout << "; the whole result of identical earlier searches (project's search cache, " << res.size()
-                      << " configurations)" << std::setprecision(2);
-        else if (learned)
-            std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
-                      << learnedStats.cacheHits << " from the prediction cache (hit rate "
-                      << 100.0 * learnedStats.hitRate() << "%" << (cacheOn ? "" : ", cache off") << "; "
-                      << runner.subsetsFromCache << " of " << runner.subsets << " subsets stored whole), "
-                      << learnedStats.totalMs << " ms" << std::setprecision(2);
-        std::cout << "\n";
-    }
-    std::cout << "  weights T,M,B = " << obj.time << "," << obj.memory << "," << obj.balance
-              << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
-    if (top.empty()) {
-        std::cout << "  no plan fits this cluster; "
-                  << (planned.advice ? planned.advice->text : std::string("the search was cancelled")) << "\n";
-        return res.cancelled ? Cancelled : Failure;
-    }
-    std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"
-              << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB"
-              << "  plan\n";
-    for (size_t k = 0; k < top.size(); ++k) {
-        const uint32_t i = top[k];
-        const Plan plan = res.materialize(i);
-        const std::string idle = planned.idleText(i);
-        std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << res.timeMs[i]
-                  << std::setw(8) << std::setprecision(3) << res.peakMemory[i] << std::setw(8) << res.imbalance[i]
-                  << std::setw(9) << std::setprecision(4) << std::exp(scores[i]) << std::setw(8)
-                  << fmtBytesGiB(res.peakBytes[i]) << "  " << plan.summary(req.cluster)
-                  << (plan.distributedOptimizer ? " dist-opt" : "") << (idle.empty() ? "" : "  [" + idle + "]")
-                  << (planned.target == LaunchTarget::Any ? "  [" + launchersText(launchersOfPlan(planned, plan)) + "]"
-                                                          : "")
-                  << (learned && res.oomRisk[i] ? "  [risk of OOM]" : "") << "\n";
-    }
-    return res.cancelled ? Cancelled : Ok;
+    shown.rankMs = std::chrono::duration<double, std::milli>(r1 - r0).count();
+    shown.paretoMs = std::chrono::duration<double, std::milli>(r2 - r1).count();
+    shown.scores = logScores(metricsOf(res), obj);
+    if (args.has("json"))
+        return printJson(req, planned, runner, learned.has_value(), cacheOn, shown);
+    return printTable(req, planned, runner, learned.has_value(), cacheOn, shown);
 }
 
 CommandRegistration reg({"search", "search heterogeneous parallel plans: rank by T/M/B, Pareto front", kUsage, &run});

@@ -1,5 +1,6 @@
 // Learned predictor in the search: batched prediction, the prediction cache (cold vs warm), a
-// re-search after a weight change and after adding one node.
+// re-search after a weight change and after adding one node (runSearch alone, and the planned
+// search with the cluster before the edit as the what-if baseline).
 // Run: build/tests/bench/bench_predict --benchmark_counters_tabular=true
 // Figures go to docs/performance.md ("Learned predictor and prediction cache").
 #include "memx/io/formats.h"
@@ -8,6 +9,7 @@
 #include "memx/predict/searchresultcache.h"
 #include "memx/profiling/sailorimporter.h"
 #include "memx/search/objective.h"
+#include "memx/search/plannedsearch.h"
 #include "memx/store/memorystore.h"
 
 #include <benchmark/benchmark.h>
@@ -41,8 +43,8 @@ LearnedPredictor &predictor()
     return *p;
 }
 
-/// 20-GPU sample, llama2-7b, stages per group {1}, micro-batches {1, 2}: 44,785 valid
-/// configurations (>= the paper's 31,240).
+/// 20-GPU sample, llama2-7b, stages per group {1}, micro-batches {1, 2}, no mixed-type stages (the
+/// series' space since it began): 44,785 valid configurations (>= the paper's 31,240).
 SearchRequest request(const std::string &cluster = "paper-20gpu-nvidia-amd")
 {
     SearchRequest r;
@@ -50,6 +52,7 @@ SearchRequest request(const std::string &cluster = "paper-20gpu-nvidia-amd")
     r.model = resolveModel("llama2-7b");
     r.space.stagesPerGroup = {1};
     r.space.microBatches = {1, 2};
+    r.space.mixedStages = false;
     r.threads = 2;
     r.collectFeatures = true;
     return r;
@@ -172,6 +175,105 @@ void BM_LearnedSearchAddNodeCold(benchmark::State &state)
     learnedSearch(state, requestPlusNode(), nullptr, true);
 }
 
+/// The planned search (memx search, the workbench) of the cluster with one more H100 node: default
+/// target (FlagScale, the MI250X group idle), the cluster before the edit as the what-if baseline,
+/// every subset learned-predicted. `results` (whole subset results, as the project's search-result
+/// blobs) and `cache` (per-plan predictions) are used and filled when given.
+PlannedSearchResult plannedLearned(const SearchRequest &req, const Cluster *baseline, SearchResultCache *results,
+                                   PredictionCache *cache, LearnedSearchStats &stats, bool anyTarget = false)
+{
+    PlannedSearchRequest p;
+    p.search = req;
+    if (anyTarget) {
+        p.autoTarget = false;
+        p.search.space.target = LaunchTarget::Any;
+    }
+    if (baseline)
+        p.baseline = *baseline;
+    return runPlannedSearch(p, {}, [&](const SearchRequest &sub, const ProgressFn &f) {
+        SearchRequest r = sub;
+        r.collectFeatures = true;
+        const SearchRequestKey key = searchRequestKey(r, predictor().digest());
+        if (results)
+            if (std::optional<SearchResult> hit = results->find(key)) {
+                stats.configurations += hit->size();
+                stats.cacheHits += hit->size();
+                return std::move(*hit);
+            }
+        SearchResult res = runSearch(r, f);
+        const LearnedSearchStats s = applyLearnedPredictor(res, predictor(), cache);
+        stats.configurations += s.configurations;
+        stats.cacheHits += s.cacheHits;
+        stats.predicted += s.predicted;
+        if (results)
+            results->insert(key, res);
+        return res;
+    });
+}
+
+/// Re-search after adding one H100 node with a warm project: the caches hold what the search of
+/// the cluster before the edit stored (whole subset results and per-plan predictions); the
+/// baseline subset (the new node idle) is that search's own and comes back whole.
+/// Arg 0: both caches; arg 1: per-plan predictions only (no whole-result reuse). Second arg: 0
+/// the cluster's default target (FlagScale), 1 target "any" (the cost model's whole space).
+void BM_PlannedAddNodeWarm(benchmark::State &state)
+{
+    const SearchRequest before = request();
+    SearchRequest after = requestPlusNode();
+    SearchResultCache warmResults(8);
+    PredictionCache warmCache(1);
+    LearnedSearchStats ignored;
+    const bool any = state.range(1) == 1;
+    plannedLearned(before, nullptr, &warmResults, &warmCache, ignored, any);
+    const bool whole = state.range(0) == 0;
+    double cpu = 0;
+    LearnedSearchStats st;
+    size_t n = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        SearchResultCache results = warmResults; // each iteration starts from the same warm project
+        PredictionCache cache = warmCache;
+        st = LearnedSearchStats {};
+        state.ResumeTiming();
+        const double c0 = processCpuSeconds();
+        PlannedSearchResult p = plannedLearned(after, &before.cluster, whole ? &results : nullptr, &cache, st, any);
+        benchmark::DoNotOptimize(rank(p.result, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(paretoFront(p.result));
+        cpu += processCpuSeconds() - c0;
+        n = p.result.size();
+    }
+    state.counters["configs"] = static_cast<double>(n);
+    state.counters["hitRate"] = st.hitRate();
+    state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
+}
+
+/// The cold planned search of the same cluster (same subsets, baseline included), empty caches.
+/// Arg: 0 the default target, 1 target "any".
+void BM_PlannedAddNodeCold(benchmark::State &state)
+{
+    const bool any = state.range(0) == 1;
+    const SearchRequest before = request();
+    const SearchRequest after = requestPlusNode();
+    double cpu = 0;
+    LearnedSearchStats st;
+    size_t n = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        PredictionCache cache(1);
+        st = LearnedSearchStats {};
+        state.ResumeTiming();
+        const double c0 = processCpuSeconds();
+        PlannedSearchResult p = plannedLearned(after, &before.cluster, nullptr, &cache, st, any);
+        benchmark::DoNotOptimize(rank(p.result, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(paretoFront(p.result));
+        cpu += processCpuSeconds() - c0;
+        n = p.result.size();
+    }
+    state.counters["configs"] = static_cast<double>(n);
+    state.counters["hitRate"] = st.hitRate();
+    state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
+}
+
 /// A weight change re-ranks the cached learned metrics: no search, no prediction.
 void BM_RerankAfterWeightChange(benchmark::State &state)
 {
@@ -205,6 +307,14 @@ BENCHMARK(BM_LearnedSearchWarmCache)->Unit(benchmark::kMillisecond)->UseRealTime
 BENCHMARK(BM_LearnedSearchWarmResult)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchAddNode)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchAddNodeCold)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlannedAddNodeWarm)
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_PlannedAddNodeCold)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RerankAfterWeightChange)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PredictBatch31240)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -88,6 +88,33 @@ private slots:
         QVERIFY(bad.err.contains("--target: expected megatron, flagscale or any"));
     }
 
+    /// What-if from the command line: with the cluster before an edit as --baseline, its plans
+    /// (the added H100 node idle) are one more subset.
+    void baselineFromTheCommandLine()
+    {
+        QTemporaryDir dir;
+        QFile in(kSamples + "/paper-20gpu-nvidia-amd.json");
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        QJsonObject c = QJsonDocument::fromJson(in.readAll()).object();
+        QJsonArray nodes = c["nodes"].toArray();
+        QJsonObject h100 = nodes[2].toObject();
+        h100["count"] = 2;
+        nodes[2] = h100;
+        c["nodes"] = nodes;
+        const QString bigger = dir.filePath("plus-h100.json");
+        QFile out(bigger);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QJsonDocument(c).toJson());
+        out.close();
+        const Run r = memx({"search", "--cluster", bigger, "--model", "llama2-7b", "--stages", "1", "--json", "--top",
+                            "1", "--baseline", kSamples + "/paper-20gpu-nvidia-amd.json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonArray subsets = QJsonDocument::fromJson(r.out).object()["subsets"].toArray();
+        QCOMPARE(subsets.first().toObject()["label"].toString(), QStringLiteral("the cluster before the edit"));
+        QCOMPARE(subsets.first().toObject()["usedNodes"].toArray(), (QJsonArray {2, 0, 1}));
+        QVERIFY(subsets.first().toObject()["configurations"].toInt() > 0);
+    }
+
     void usageErrors()
     {
         const QString cluster = kSamples + "/h100-8x.json";

@@ -252,6 +252,30 @@ private slots:
         QVERIFY(bestTime(now.result) <= bestTime(old.result));
     }
 
+    /// FlagScale on a cluster of AMD GPUs alone: no subset at all; the advice says the target runs
+    /// none of the GPUs (not "the space is empty").
+    void targetThatRunsNoGroup()
+    {
+        PlannedSearchRequest req;
+        req.search.cluster = clusterFromJson(R"({"format": "memx.cluster/1", "name": "MI250X",
+            "nodes": [{"name": "m", "gpu": "mi250x", "gpus": 8}],
+            "network": {"interNode": {"bandwidthGBps": 25, "latencyUs": 5}}})");
+        req.search.model = resolveModel("gpt3-1.3b");
+        req.autoTarget = false;
+        req.search.space.target = LaunchTarget::FlagScale;
+        const PlannedSearchResult p = runPlannedSearch(req);
+        QCOMPARE(p.result.size(), size_t(0));
+        QVERIFY(p.subsets.empty());
+        QVERIFY(p.advice.has_value());
+        QCOMPARE(p.advice->reason, std::string("launcher"));
+        QVERIFY2(p.advice->text.find("none of the cluster's GPUs") != std::string::npos, p.advice->text.c_str());
+        QVERIFY2(p.targetReason.find("m (AMD)") != std::string::npos, p.targetReason.c_str());
+        QCOMPARE(p.result.globalBatch, req.search.model.training.globalBatch);
+        // Its default target is Megatron-LM (one device type), which runs it.
+        req.autoTarget = true;
+        QVERIFY(runPlannedSearch(req).result.size() > 0);
+    }
+
     void cancelStops()
     {
         PlannedSearchRequest req;

@@ -2,6 +2,7 @@
 // objective, selection sync, edits + undo/redo, .memx save/reopen, export, profiles import.
 #include "memx/io/formats.h"
 #include "memx/search/objective.h"
+#include "memx/search/plannedsearch.h"
 #include "memx/search/search.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/ui/clusterdocument.h"
@@ -23,6 +24,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QChartView>
+#include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QLabel>
@@ -110,10 +112,10 @@ private slots:
         // Independent check: the same snapshot searched here, ranked with memx::rank.
         const ObjectiveWeights w = panel()->weights();
         QCOMPARE(w, (ObjectiveWeights {1.0, 0.5, 0.5}));
-        memx::SearchRequest request;
-        request.cluster = memx::loadCluster(MainWindow::defaultSampleCluster().toStdString());
-        request.model = memx::resolveModel("llama2-7b");
-        const memx::SearchResult reference = memx::runSearch(request);
+        memx::PlannedSearchRequest planned;
+        planned.search.cluster = memx::loadCluster(MainWindow::defaultSampleCluster().toStdString());
+        planned.search.model = memx::resolveModel("llama2-7b");
+        const memx::SearchResult reference = memx::runPlannedSearch(planned).result;
         QCOMPARE(outcome->result.evaluated, reference.evaluated);
         const auto top = memx::rank(reference, memx::ObjectiveWeights {1.0, 0.5, 0.5}, 1);
         QCOMPARE(top.size(), size_t(1));
@@ -123,7 +125,54 @@ private slots:
         QCOMPARE(panel()->selectedPlan(), shownTop);
         QCOMPARE(panel()->paretoChart()->selectedPlan(), shownTop);
         QCOMPARE(panel()->selectedDetail().id, shownTop);
-        QVERIFY(panel()->countsLabel()->text().contains(QStringLiteral("779,123 valid")));
+        QVERIFY(panel()->countsLabel()->text().contains(
+            QStringLiteral("target flagscale · %1 valid")
+                .arg(QLocale(QLocale::English).toString(qulonglong(reference.evaluated)))));
+        // The default sample's top plan launches on FlagScale, with the MI250X GPUs idle, and says so.
+        const QModelIndex launcher
+            = panel()->tableModel()->index(panel()->tableModel()->rowOfPlan(shownTop), PlanTableModel::LauncherColumn);
+        QCOMPARE(launcher.data().toString(), QStringLiteral("flagscale"));
+        QVERIFY(panel()
+                    ->tableModel()
+                    ->index(launcher.row(), PlanTableModel::PlanColumn)
+                    .data()
+                    .toString()
+                    .contains(QStringLiteral("[idle: mi250x (8 GPUs)]")));
+        QVERIFY(panel()->notesLabel()->text().contains(QStringLiteral("Target flagscale (from the cluster)")));
+        QVERIFY(panel()->selectedDetail().html.contains(QStringLiteral("Launcher: <b>flagscale</b>")));
+    }
+
+    /// The target selector re-searches: "Any" is the cost model's whole space (the paper-scale
+    /// 31,240+ configurations), its plans named by their launchers ("no launcher" for the NVIDIA +
+    /// AMD mixes); back to "From the cluster" gives the FlagScale results again.
+    void targetSelectorResearches()
+    {
+        QComboBox *target = panel()->targetSelector();
+        QCOMPARE(target->count(), 4);
+        QCOMPARE(target->currentIndex(), 0);
+        const quint64 before = panel()->results().outcome()->result.evaluated;
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        target->setCurrentIndex(3);
+        QVERIFY(shown.wait(kSearchTimeoutMs));
+        const auto any = panel()->results().outcome();
+        QCOMPARE(any->target, memx::LaunchTarget::Any);
+        QVERIFY(any->result.evaluated >= 31240);
+        QVERIFY(panel()->countsLabel()->text().startsWith(QStringLiteral("target any")));
+        const quint32 top = panel()->tableModel()->topPlanId();
+        const memx::Plan plan = any->result.materialize(PlanResults::indexOf(top));
+        const QString expected = QString::fromStdString(
+            memx::launchersText(memx::launchersOf(plan, any->result.cluster, any->result.model)));
+        QCOMPARE(panel()
+                     ->tableModel()
+                     ->index(panel()->tableModel()->rowOfPlan(top), PlanTableModel::LauncherColumn)
+                     .data()
+                     .toString(),
+                 expected);
+        shown.clear();
+        target->setCurrentIndex(0);
+        QVERIFY(shown.wait(kSearchTimeoutMs));
+        QCOMPARE(panel()->results().outcome()->result.evaluated, before);
+        QCOMPARE(panel()->results().outcome()->target, memx::LaunchTarget::FlagScale);
     }
 
     void memorySliderChangesTopPlan()

@@ -172,7 +172,9 @@ private slots:
         QCOMPARE(panel.model()->runCount(), int(expectedRuns));
 
         // Coverage over the kernels the space uses: every measured kernel of the plan is a simulated
-        // cell, every other kernel the space needs is interpolated (the minimal set's promise).
+        // cell, every other kernel the space needs is interpolated (the minimal set's promise). A
+        // grid cell the space does not use is blank, or interpolated when it lies inside the
+        // measured range (mixed-type stages put micro-batch sizes of one TP degree into the grid).
         const std::set<memx::KernelPoint> measured(mReference.measured.begin(), mReference.measured.end());
         const std::set<memx::KernelPoint> needed(mReference.needed.begin(), mReference.needed.end());
         int simulatedCells = 0, usedCells = 0;
@@ -187,9 +189,9 @@ private slots:
                     else if (needed.count(k))
                         QCOMPARE(cell, 'I');
                     else
-                        QCOMPARE(cell, ' ');
+                        QVERIFY(cell == ' ' || cell == 'I');
                     simulatedCells += cell == 'S';
-                    usedCells += cell != ' ';
+                    usedCells += needed.count(k) && cell != ' ';
                 }
         }
         QCOMPARE(simulatedCells, int(mReference.measured.size()));

@@ -46,9 +46,15 @@ private slots:
         QVERIFY2(ticks > 0, "the UI thread processed no timer event while the search ran");
         QVERIFY(progress.count() > 0);
         const auto outcome = finished.front().at(0).value<std::shared_ptr<const SearchOutcome>>();
-        // The cost model's whole space (target any, mixed-type stages): the same count as
-        // memx search --target any --idle-groups 0 on this sample.
-        QCOMPARE(outcome->result.evaluated, uint64_t(779123));
+        // The planned search: FlagScale (the sample's default target), the MI250X group idle.
+        memx::PlannedSearchRequest planned;
+        planned.search = request("paper-20gpu-nvidia-amd.json");
+        const memx::PlannedSearchResult reference = memx::runPlannedSearch(planned);
+        QCOMPARE(outcome->result.evaluated, reference.result.evaluated);
+        QCOMPARE(outcome->result.timeMs, reference.result.timeMs);
+        QCOMPARE(outcome->target, memx::LaunchTarget::FlagScale);
+        QCOMPARE(outcome->subsets.size(), reference.subsets.size());
+        QCOMPARE(outcome->idleText(0), std::string("idle: mi250x (8 GPUs)"));
         QVERIFY(!outcome->front.empty());
         QCOMPARE(outcome->front, memx::paretoFront(outcome->result));
         QVERIFY(!job.isRunning());
@@ -86,6 +92,39 @@ private slots:
         QVERIFY(qAbs(d.estimate.iterationTimeMs - outcome->result.timeMs[top.front()]) < 1e-6);
         QCOMPARE(d.bars.size(), qsizetype(20));
         QCOMPARE(d.stages.size(), qsizetype(d.plan.stages.size()));
+    }
+
+    /// What-if: one more H100 node with the cluster before it as the baseline. The baseline's
+    /// subset is the earlier search's own (the new node idle): it comes back from the job's result
+    /// cache, and the plans the new node makes possible are searched.
+    void whatIfReusesTheEarlierSubsets()
+    {
+        SearchJob job;
+        QSignalSpy finished(&job, &SearchJob::finished);
+        memx::SearchRequest before = request("paper-20gpu-nvidia-amd.json");
+        before.space.stagesPerGroup = {1};
+        job.start(before);
+        QVERIFY(finished.wait(kTimeoutMs));
+        const auto first = finished.front().at(0).value<std::shared_ptr<const SearchOutcome>>();
+        QCOMPARE(first->subsetsReused, size_t(0));
+        memx::PlannedSearchRequest after;
+        after.search = before;
+        after.search.cluster.groups[2].count += 1;
+        after.baseline = before.cluster;
+        job.start(after);
+        QVERIFY(finished.wait(kTimeoutMs));
+        const auto second = finished.back().at(0).value<std::shared_ptr<const SearchOutcome>>();
+        QCOMPARE(second->subsetsReused, size_t(1));
+        const auto it = std::find_if(second->subsets.begin(), second->subsets.end(), [](const memx::IdleSubset &x) {
+            return x.label == "the cluster before the edit";
+        });
+        QVERIFY(it != second->subsets.end());
+        QCOMPARE(it->count, first->subsets.front().count);
+        for (size_t i = 0; i < it->count; i += it->count / 20 + 1) {
+            QCOMPARE(second->result.timeMs[it->first + i], first->result.timeMs[first->subsets.front().first + i]);
+            QVERIFY(second->idleText(it->first + i).find("h100 (1 of 2 nodes, 4 GPUs)") != std::string::npos);
+        }
+        QVERIFY(second->result.size() > first->result.size());
     }
 
     void newerRequestSupersedesOlder()

@@ -16,6 +16,7 @@ void PlanResults::clear()
     mLogScores.clear();
     mOnFront.clear();
     mSummaries.clear();
+    mLaunchers.clear();
     mTopId = 0;
 }
 
@@ -105,6 +106,20 @@ QString PlanResults::summaryOf(uint32_t index) const
     return s;
 }
 
+QString PlanResults::launcherOf(uint32_t index) const
+{
+    if (mOutcome->target != memx::LaunchTarget::Any)
+        return QString::fromLatin1(memx::toString(mOutcome->target));
+    auto it = mLaunchers.constFind(index);
+    if (it != mLaunchers.constEnd())
+        return *it;
+    const memx::SearchResult &r = mOutcome->result;
+    const QString s
+        = QString::fromStdString(memx::launchersText(memx::launchersOf(r.materialize(index), r.cluster, r.model)));
+    mLaunchers.insert(index, s);
+    return s;
+}
+
 QVector<PlanPoint> PlanResults::points() const
 {
     QVector<PlanPoint> out;
@@ -126,6 +141,8 @@ QVector<PlanPoint> PlanResults::points() const
             && memx::memoryVerdict(r.peakMemory[k], memx::CostOptions {}.memoryUncertainty)
                 != memx::MemoryVerdict::Fits;
         p.summary = summaryOf(k);
+        p.launcher = launcherOf(k);
+        p.idle = QString::fromStdString(mOutcome->idleText(k));
         out.push_back(std::move(p));
     }
     return out;
@@ -222,7 +239,12 @@ PlanDetail PlanResults::detail(quint32 id) const
 
     // Text: totals and the per-stage breakdown.
     const memx::PlanEstimate &e = d.estimate;
+    d.launcher = launcherOf(indexOf(id));
+    d.idle = QString::fromStdString(mOutcome->idleText(indexOf(id)));
     QString html = QStringLiteral("<p><b>%1</b></p>").arg(summaryOf(indexOf(id)).toHtmlEscaped());
+    html += QStringLiteral("<p>Launcher: <b>%1</b>%2</p>")
+                .arg(d.launcher.toHtmlEscaped(),
+                     d.idle.isEmpty() ? QString() : QStringLiteral(" &nbsp;·&nbsp; ") + d.idle.toHtmlEscaped());
     html += QStringLiteral("<p>Iteration <b>%1 ms</b> = pipeline %2 ms + DP gradient sync %3 ms + optimizer %4 ms"
                            " &nbsp;·&nbsp; %5 micro-batches &nbsp;·&nbsp; peak %6 GiB (%7 % of its GPU)"
                            " &nbsp;·&nbsp; imbalance CV %8</p>")
@@ -269,11 +291,27 @@ QString PlanResults::countsText() const
     const double total = double(r.enumerated);
     const QString of
         = total >= 1e6 ? QStringLiteral("%1 M").arg(total / 1e6, 0, 'f', 1) : c.toString(qulonglong(r.enumerated));
-    return QObject::tr("%1 valid of %2 in %3 s · %4 on the front · %5 shown")
-        .arg(c.toString(qulonglong(r.evaluated)), of)
+    return QObject::tr("target %1 · %2 valid of %3 in %4 s · %5 on the front · %6 shown")
+        .arg(QString::fromLatin1(memx::toString(mOutcome->target)), c.toString(qulonglong(r.evaluated)), of)
         .arg(mOutcome->wallMs / 1000.0, 0, 'f', 2)
         .arg(c.toString(qulonglong(mOutcome->front.size())))
         .arg(c.toString(qulonglong(mShown.size())));
+}
+
+QStringList PlanResults::notesText() const
+{
+    QStringList out;
+    if (!mOutcome)
+        return out;
+    out << QObject::tr("Target %1 (%2): %3")
+               .arg(QString::fromLatin1(memx::toString(mOutcome->target)),
+                    mOutcome->targetFromCluster ? QObject::tr("from the cluster") : QObject::tr("chosen"),
+                    QString::fromStdString(mOutcome->targetReason));
+    for (const std::string &n : mOutcome->notes)
+        out << QString::fromStdString(n);
+    if (mOutcome->advice)
+        out << QObject::tr("No plan fits: %1").arg(QString::fromStdString(mOutcome->advice->text));
+    return out;
 }
 
 } // namespace memx::ui

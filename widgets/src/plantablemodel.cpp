@@ -99,10 +99,14 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             return QString::number(p.score, 'f', 4);
         case ParetoColumn:
             return p.onFront ? QStringLiteral("\u2605") : QString();
-        case PlanColumn:
+        case LauncherColumn:
+            return p.launcher;
+        case PlanColumn: {
+            const QString text = p.idle.isEmpty() ? p.summary : p.summary + QStringLiteral("  [") + p.idle + u']';
             if (p.oom)
-                return QStringLiteral("[OOM] ") + p.summary;
-            return p.summary;
+                return QStringLiteral("[OOM] ") + text;
+            return text;
+        }
         }
         break;
     case SortRole:
@@ -119,6 +123,8 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             return p.score;
         case ParetoColumn:
             return p.onFront ? 1 : 0;
+        case LauncherColumn:
+            return p.launcher;
         case PlanColumn:
             return p.summary;
         }
@@ -130,6 +136,10 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             = QStringLiteral("%1\nT %2 · M %3 · B %4")
                   .arg(p.summary, formatMetric(Metric::Time, p.timeMs),
                        formatMetric(Metric::Memory, p.peakMemoryFraction), formatMetric(Metric::Balance, p.imbalance));
+        if (!p.launcher.isEmpty())
+            tip += QStringLiteral("\nLauncher: ") + p.launcher;
+        if (!p.idle.isEmpty())
+            tip += QStringLiteral("\n") + p.idle;
         if (p.oom)
             tip += QStringLiteral("\nOut of memory on at least one GPU");
         else if (p.riskOfOom)
@@ -137,7 +147,7 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
         return tip;
     }
     case Qt::TextAlignmentRole:
-        if (col == PlanColumn)
+        if (col == PlanColumn || col == LauncherColumn)
             return QVariant(Qt::AlignLeft | Qt::AlignVCenter);
         if (col == ParetoColumn)
             return QVariant(Qt::AlignCenter);
@@ -160,7 +170,7 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
         return QAbstractTableModel::headerData(section, orientation, role);
     if (role == Qt::DisplayRole) {
         static const char *const names[ColumnCount]
-            = {"Rank", "Time (ms)", "Peak mem (%)", "Imbalance (CV)", "Score", "Pareto", "Plan"};
+            = {"Rank", "Time (ms)", "Peak mem (%)", "Imbalance (CV)", "Score", "Pareto", "Launcher", "Plan"};
         return QString::fromLatin1(names[section]);
     }
     if (role == Qt::ToolTipRole) {
@@ -171,7 +181,9 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
             "Coefficient of variation of per-GPU utilisation (0 = perfectly balanced)",
             "Weighted, normalised objective (lower is better)",
             "\u2605 = on the Pareto front of time, memory and balance",
-            "Plan summary",
+            "The runtime that launches the plan (the search's target); with target \"any\": the launchers that "
+            "accept it, or \"no launcher\"",
+            "Plan summary, and the GPUs it leaves idle",
         };
         return QString::fromLatin1(tips[section]);
     }
@@ -219,7 +231,8 @@ bool PlanFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex &sourceP
         return false;
     if (mHideOom && p.oom)
         return false;
-    if (!mText.isEmpty() && !p.summary.contains(mText, Qt::CaseInsensitive))
+    if (!mText.isEmpty() && !p.summary.contains(mText, Qt::CaseInsensitive)
+        && !p.launcher.contains(mText, Qt::CaseInsensitive) && !p.idle.contains(mText, Qt::CaseInsensitive))
         return false;
     return true;
 }

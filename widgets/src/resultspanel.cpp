@@ -8,6 +8,7 @@
 #include "memx/ui/stagediagram.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -61,6 +62,14 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     mGlobalBatch->setToolTip(tr("Global batch (sequences per iteration) to search for; \"model's\" uses the "
                                 "model's setting"));
     mGlobalBatch->setKeyboardTracking(false);
+    mTarget = new QComboBox;
+    mTarget->addItem(tr("From the cluster"));
+    mTarget->addItem(tr("Megatron-LM"));
+    mTarget->addItem(tr("FlagScale"));
+    mTarget->addItem(tr("Any (no launcher)"));
+    mTarget->setToolTip(tr("The runtime the plans must launch on. \"From the cluster\": Megatron-LM for one device "
+                           "type, FlagScale for types it runs (the groups it cannot run stay idle). \"Any\": the cost "
+                           "model's whole space; each plan shows which launcher runs it, if any."));
     mExport = new QPushButton(tr("Export plan..."));
     mExport->setEnabled(false);
     mExport->setToolTip(tr("Write launch files (Megatron-LM, FlagScale, Slurm, JSON) for the selected plan"));
@@ -70,6 +79,8 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     bar->addWidget(mCancel);
     bar->addWidget(mProgress);
     bar->addStretch(1);
+    bar->addWidget(new QLabel(tr("Target:")));
+    bar->addWidget(mTarget);
     bar->addWidget(new QLabel(tr("Global batch:")));
     bar->addWidget(mGlobalBatch);
     bar->addWidget(mExport);
@@ -77,6 +88,11 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     auto *countsRow = new QHBoxLayout;
     countsRow->setContentsMargins(8, 0, 6, 2);
     countsRow->addWidget(mCounts, 1);
+    mNotes = new QLabel;
+    mNotes->setWordWrap(true);
+    mNotes->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    mNotes->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    mNotes->setContentsMargins(8, 0, 6, 2);
 
     // Charts.
     mPareto = new ParetoChartView;
@@ -166,6 +182,7 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     layout->setSpacing(0);
     layout->addLayout(bar);
     layout->addLayout(countsRow);
+    layout->addWidget(mNotes);
     layout->addWidget(vertical, 1);
 
     // Wiring.
@@ -173,6 +190,7 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     connect(mCancel, &QPushButton::clicked, this, &ResultsPanel::cancelSearch);
     connect(mExport, &QPushButton::clicked, this, &ResultsPanel::exportRequested);
     connect(mGlobalBatch, &QSpinBox::valueChanged, this, &ResultsPanel::scheduleSearch);
+    connect(mTarget, &QComboBox::currentIndexChanged, this, &ResultsPanel::scheduleSearch);
     connect(mJob, &SearchJob::progress, this, [this](quint64, qulonglong done, qulonglong total) {
         if (total == 0) {
             mProgress->setValue(0);
@@ -226,9 +244,20 @@ void ResultsPanel::scheduleSearch()
 void ResultsPanel::runSearch()
 {
     mDebounce->stop();
-    memx::SearchRequest request = mRequest;
+    memx::PlannedSearchRequest request;
+    request.search = mRequest;
     if (mGlobalBatch->value() > 0)
-        request.globalBatch = mGlobalBatch->value();
+        request.search.globalBatch = mGlobalBatch->value();
+    const int target = mTarget->currentIndex();
+    request.autoTarget = target <= 0;
+    if (target > 0)
+        request.search.space.target = target == 1 ? memx::LaunchTarget::Megatron
+            : target == 2                         ? memx::LaunchTarget::FlagScale
+                                                  : memx::LaunchTarget::Any;
+    // What-if: the cluster of the last finished search stays a candidate (used when the new
+    // cluster holds it, e.g. after adding a node); its subsets come back from the job's cache.
+    if (const auto last = mJob->lastOutcome(); last && !(last->result.cluster == request.search.cluster))
+        request.baseline = last->result.cluster;
     setSearching(true);
     mJob->start(std::move(request));
 }
@@ -296,20 +325,25 @@ void ResultsPanel::applyResults(Prepared &prepared)
     }
     mCounts->setText(mResults.countsText());
     mCounts->setToolTip(mResults.countsText());
+    mNotes->setText(mResults.notesText().join(QLatin1Char('\n')));
     mSelection->select(0);
     mModel->setPlans(points);
     // Compact numeric columns so the plan summary (last, stretched) stays visible.
     const int digit = mTable->fontMetrics().horizontalAdvance(QLatin1Char('0'));
     const QFontMetrics header = mTable->horizontalHeader()->fontMetrics();
-    const int digits[] = {5, 9, 6, 6, 7, 3};
+    const int digits[] = {5, 9, 6, 6, 7, 3, 10};
     for (int c = 0; c < PlanTableModel::PlanColumn; ++c) {
         const QString title = mModel->headerData(c, Qt::Horizontal).toString();
         mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
     }
-    if (mResults.isEmpty())
-        mCounts->setText(tr("<span style='color:#b00'>No valid plan: every configuration is out of memory or does "
-                            "not divide the batch.</span> %1")
-                             .arg(mResults.countsText()));
+    if (mResults.isEmpty()) {
+        const auto &outcome = mResults.outcome();
+        const QString why = outcome && outcome->advice ? QString::fromStdString(outcome->advice->text)
+                                                       : tr("every configuration is out of memory or does not divide "
+                                                            "the batch");
+        mCounts->setText(tr("<span style='color:#b00'>No valid plan: %1.</span> %2")
+                             .arg(why.toHtmlEscaped(), mResults.countsText().toHtmlEscaped()));
+    }
     // The selection (memory bars, stage diagram: one estimatePlan) and then the chart each in a
     // later event-loop pass, so the UI thread is never busy with two of them at once. The 1 ms
     // timers (not 0 ms, which Qt posts as one more queued event processed in the same batch) let

@@ -41,7 +41,7 @@ std::string experimentYaml(const ExportRequest &request, const FlagScaleShape &f
     const std::string dir = request.options.outputDir.empty() ? "." : request.options.outputDir;
     int maxSlots = 0;
     for (const NodeLaunch &h : f.hosts)
-        maxSlots = std::max(maxSlots, static_cast<int>(h.rankSlots.size()));
+        maxSlots = std::max(maxSlots, static_cast<int>(h.localRanks.size()));
     std::ostringstream e;
     e << "# FlagScale heterogeneous experiment (" << f.meshes.size() << " process meshes, " << f.hosts.size()
       << " hosts)\n";
@@ -75,7 +75,7 @@ std::string experimentYaml(const ExportRequest &request, const FlagScaleShape &f
     e << "    node_specific:  # per host: the plan's GPUs in local-rank order (the runner counts them)\n";
     for (const NodeLaunch &h : f.hosts) {
         std::vector<int> gpus;
-        for (const RankSlot &s : h.rankSlots)
+        for (const RankSlot &s : h.localRanks)
             gpus.push_back(s.gpu);
         e << "      " << yamlQuote(h.node) << ":\n        "
           << *flagScaleVisibleDevices(deviceOf(request, h.device).vendor) << ": " << yamlQuote(joinInts(gpus)) << "\n";
@@ -201,7 +201,7 @@ std::string hostfile(const ExportRequest &request, const FlagScaleShape &f)
     std::ostringstream h;
     h << "# ip slots type=xxx  (FlagScale hostfile; order = node rank = rank order)\n";
     for (const NodeLaunch &n : f.hosts)
-        h << n.node << " slots=" << n.rankSlots.size() << " type=" << deviceOf(request, n.device).id << "\n";
+        h << n.node << " slots=" << n.localRanks.size() << " type=" << deviceOf(request, n.device).id << "\n";
     return h.str();
 }
 

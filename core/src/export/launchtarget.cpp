@@ -225,7 +225,7 @@ std::vector<NodeLaunch> cutIntoNodes(const Cluster &cluster, const std::vector<R
                     + printableText(slots[i].node) + "'";
                 return {};
             }
-            n.rankSlots.push_back(slots[i]);
+            n.localRanks.push_back(slots[i]);
         }
         if (!seen.insert(n.node).second) {
             why = "node '" + printableText(n.node)
@@ -594,7 +594,7 @@ void placeHosts(const Plan &plan, const Cluster &cluster, FlagScaleShape &f, Dia
             n.firstGlobalRank = static_cast<int>(i);
             f.hosts.push_back(n);
         }
-        f.hosts.back().rankSlots.push_back(logical[i]);
+        f.hosts.back().localRanks.push_back(logical[i]);
     }
 }
 

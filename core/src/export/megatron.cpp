@@ -123,22 +123,22 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
     o << "#!/usr/bin/env bash\n";
     o << headerLines(request,
                      "Megatron-LM launch script for node rank " + std::to_string(n.nodeRank) + " of "
-                         + std::to_string(m.nodes.size()) + ": " + n.node + " (" + std::to_string(n.rankSlots.size())
+                         + std::to_string(m.nodes.size()) + ": " + n.node + " (" + std::to_string(n.localRanks.size())
                          + " x " + dev.id + ", " + dev.vendor + ")");
     o << "#\n# Run the script of each node on that node (any order); node rank 0 hosts the rendezvous:\n";
     o << "#   MASTER_ADDR=<address of " << printableText(m.nodes.front().node)
       << "> MASTER_PORT=" << request.options.masterPort << " bash launch-node" << n.nodeRank
       << ".sh [extra Megatron-LM flags]\n";
     o << "# Set MEGATRON_DIR to the Megatron-LM checkout, DATA_ARGS / TRAIN_ARGS to replace the defaults below.\n#\n";
-    o << "# Global ranks " << n.firstGlobalRank << "-" << n.firstGlobalRank + static_cast<int>(n.rankSlots.size()) - 1
+    o << "# Global ranks " << n.firstGlobalRank << "-" << n.firstGlobalRank + static_cast<int>(n.localRanks.size()) - 1
       << " run here (global rank = node rank x " << m.nprocPerNode << " + local rank). Megatron rank order "
       << (m.tpPpDpOrder ? "tp-cp-ep-pp-dp: rank = tp + " + std::to_string(m.tp) + " x (stage + " + std::to_string(m.pp)
                   + " x replica)"
                         : "tp-cp-ep-dp-pp: rank = tp + " + std::to_string(m.tp) + " x (replica + "
                   + std::to_string(m.dp) + " x stage)")
       << ".\n";
-    for (size_t i = 0; i < n.rankSlots.size(); ++i) {
-        const RankSlot &s = n.rankSlots[i];
+    for (size_t i = 0; i < n.localRanks.size(); ++i) {
+        const RankSlot &s = n.localRanks[i];
         o << "#   local rank " << i << " -> GPU " << s.gpu << ": stage " << s.stage << " (layers "
           << request.plan.stages[static_cast<size_t>(s.stage)].firstLayer << "-"
           << request.plan.stages[static_cast<size_t>(s.stage)].firstLayer
@@ -170,7 +170,7 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
              "    export NCCL_SOCKET_IFNAME=\"$SOCKET_IFNAME\" GLOO_SOCKET_IFNAME=\"$SOCKET_IFNAME\"\n"
              "fi\n";
     std::vector<int> gpus;
-    for (const RankSlot &s : n.rankSlots)
+    for (const RankSlot &s : n.localRanks)
         gpus.push_back(s.gpu);
     o << "export " << visibleDevicesVariable(dev) << "=" << joinInts(gpus) << "\n\n";
     o << "MEGATRON_ARGS=(\n";
@@ -182,7 +182,7 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
     }
     o << ")\n\n";
     o << "echo \"memx: node rank " << n.nodeRank << " ($NODE_NAME), global ranks " << n.firstGlobalRank << "-"
-      << n.firstGlobalRank + static_cast<int>(n.rankSlots.size()) - 1 << ", rendezvous $MASTER_ADDR:$MASTER_PORT\"\n";
+      << n.firstGlobalRank + static_cast<int>(n.localRanks.size()) - 1 << ", rendezvous $MASTER_ADDR:$MASTER_PORT\"\n";
     o << "# DATA_ARGS and TRAIN_ARGS are split into words on purpose.\n";
     o << "# shellcheck disable=SC2086\n";
     o << "exec torchrun \\\n";
@@ -277,7 +277,7 @@ std::vector<ExportFile> writeSlurm(const ExportRequest &request, const MegatronS
     std::ostringstream h;
     h << "# DeepSpeed / OpenMPI hostfile: host slots=<GPUs used>, in node-rank order\n";
     for (const NodeLaunch &nl : shape.nodes)
-        h << nl.node << " slots=" << nl.rankSlots.size() << "\n";
+        h << nl.node << " slots=" << nl.localRanks.size() << "\n";
     files.push_back({"hostfile", h.str(), false});
     return files;
 }
@@ -287,9 +287,9 @@ void checkSlurmHostNames(const ExportRequest &request, const MegatronShape &shap
     Diagnostics d(planFileName(request));
     for (const NodeLaunch &n : shape.nodes)
         if (const auto why = hostNameProblem(n.node))
-            d.error(jsonPointerJoin(jsonPointerJoin("/stages", static_cast<size_t>(n.rankSlots.front().stage))
+            d.error(jsonPointerJoin(jsonPointerJoin("/stages", static_cast<size_t>(n.localRanks.front().stage))
                                         + "/replicas",
-                                    static_cast<size_t>(n.rankSlots.front().replica))
+                                    static_cast<size_t>(n.localRanks.front().replica))
                         + "/node",
                     "cannot be a Slurm host (job.sbatch matches it against scontrol show hostnames, the hostfile "
                     "lists it): "

@@ -142,13 +142,17 @@ const IdleSubset &PlannedSearchResult::subsetOf(size_t index) const
     throw std::out_of_range("configuration " + std::to_string(index) + " is in no subset");
 }
 
+int idleGpus(const Cluster &cluster, const IdleSubset &subset)
+{
+    int idle = 0;
+    for (size_t g = 0; g < cluster.groups.size() && g < subset.usedNodes.size(); ++g)
+        idle += (cluster.groups[g].count - subset.usedNodes[g]) * cluster.groups[g].gpusPerNode;
+    return idle;
+}
+
 int PlannedSearchResult::idleGpus(size_t index) const
 {
-    const IdleSubset &s = subsetOf(index);
-    int idle = 0;
-    for (size_t g = 0; g < result.cluster.groups.size(); ++g)
-        idle += (result.cluster.groups[g].count - s.usedNodes[g]) * result.cluster.groups[g].gpusPerNode;
-    return idle;
+    return memx::idleGpus(result.cluster, subsetOf(index));
 }
 
 namespace {
@@ -173,10 +177,15 @@ std::string idleGroupsText(const Cluster &cluster, const std::vector<int> &used)
 
 } // namespace
 
+std::string idleText(const Cluster &cluster, const IdleSubset &subset)
+{
+    const std::string idle = idleGroupsText(cluster, subset.usedNodes);
+    return idle.empty() ? std::string() : "idle: " + idle;
+}
+
 std::string PlannedSearchResult::idleText(size_t index) const
 {
-    const std::string idle = idleGroupsText(result.cluster, subsetOf(index).usedNodes);
-    return idle.empty() ? std::string() : "idle: " + idle;
+    return memx::idleText(result.cluster, subsetOf(index));
 }
 
 namespace {
@@ -199,7 +208,7 @@ double groupSlowness(const SearchRequest &req, const NodeGroup &g)
 
 /// The subsets: per base set of groups the target can run together (every usable group for
 /// FlagScale and Any; per vendor and GPUs per node for Megatron-LM, whose jobs need both equal),
-/// the set itself and then the slowest 1..maxIdle groups idle; then the baseline.
+/// the set itself and then the slowest 1..maxIdle groups idle; the baseline before them.
 std::vector<Candidate> idleCandidates(const PlannedSearchRequest &req, LaunchTarget target)
 {
     const Cluster &cl = req.search.cluster;
@@ -221,6 +230,25 @@ std::vector<Candidate> idleCandidates(const PlannedSearchRequest &req, LaunchTar
     for (const std::string &u : unusable)
         cannot += (cannot.empty() ? "" : ", ") + u;
     std::vector<Candidate> out;
+    // The baseline first: a re-search looks its (cached) result up before anything new is stored.
+    if (req.baseline) {
+        const Cluster &b = *req.baseline;
+        bool prefix = b.groups.size() == G && b.devices == cl.devices && b.network == cl.network;
+        Candidate c;
+        c.used.assign(G, 0);
+        for (size_t g = 0; prefix && g < G; ++g) {
+            NodeGroup x = b.groups[g], y = cl.groups[g];
+            prefix = x.count <= y.count;
+            x.count = y.count = 0;
+            x.x = y.x = x.y = y.y = 0;
+            prefix = prefix && x == y;
+            c.used[g] = targetRunsDevice(target, cl.deviceOf(cl.groups[g])) ? b.groups[g].count : 0;
+        }
+        if (prefix) {
+            c.label = "the cluster before the edit";
+            out.push_back(c);
+        }
+    }
     for (const auto &[key, groups] : sets) {
         Candidate base;
         base.used.assign(G, 0);
@@ -252,33 +280,20 @@ std::vector<Candidate> idleCandidates(const PlannedSearchRequest &req, LaunchTar
             out.push_back(c);
         }
     }
-    if (req.baseline) {
-        const Cluster &b = *req.baseline;
-        bool prefix = b.groups.size() == G && b.devices == cl.devices && b.network == cl.network;
-        Candidate c;
-        c.used.assign(G, 0);
-        for (size_t g = 0; prefix && g < G; ++g) {
-            NodeGroup x = b.groups[g], y = cl.groups[g];
-            prefix = x.count <= y.count;
-            x.count = y.count = 0;
-            x.x = y.x = x.y = y.y = 0;
-            prefix = prefix && x == y;
-            c.used[g] = targetRunsDevice(target, cl.deviceOf(cl.groups[g])) ? b.groups[g].count : 0;
-        }
-        if (prefix) {
-            c.label = "the cluster before the edit";
-            out.push_back(c);
-        }
-    }
     // Each subset once, and never an empty one.
     std::vector<Candidate> unique;
-    std::set<std::vector<int>> seen;
+    std::map<std::vector<int>, int> seen;
     std::vector<int> indexOf(out.size(), -1);
     for (size_t i = 0; i < out.size(); ++i) {
         const bool empty = std::all_of(out[i].used.begin(), out[i].used.end(), [](int n) { return n == 0; });
-        if (empty || !seen.insert(out[i].used).second)
+        if (empty)
             continue;
+        if (const auto it = seen.find(out[i].used); it != seen.end()) {
+            indexOf[i] = it->second; // the same subset: its first occurrence stands for it
+            continue;
+        }
         indexOf[i] = static_cast<int>(unique.size());
+        seen.emplace(out[i].used, indexOf[i]);
         unique.push_back(out[i]);
         if (unique.back().parent >= 0)
             unique.back().parent = indexOf[static_cast<size_t>(unique.back().parent)];
@@ -452,7 +467,10 @@ NoPlanAdvice adviseDivisibility(const PlannedSearchRequest &req, const PlannedSe
         o << "the global batch " << gbs << " is not a multiple of any pipeline's sequences per step (micro-batch x "
           << "DP, DP " << dpDegrees(p.result) << ", micro-batches " << joinInts(req.search.space.microBatches) << "); ";
     if (!a.globalBatches.empty()) {
-        o << "global batch " << joinInts(a.globalBatches) << " gives plans (--gbs)";
+        std::string list;
+        for (size_t i = 0; i < a.globalBatches.size(); ++i)
+            list += (i ? " or " : "") + std::to_string(a.globalBatches[i]);
+        o << "global batch " << list << " gives plans (--gbs)";
     } else {
         o << "no nearby global batch was found to give plans";
     }
@@ -523,7 +541,8 @@ NoPlanAdvice advise(const PlannedSearchRequest &req, const PlannedSearchResult &
     if (reason == "empty space") {
         a.text = "the search space is empty; widen --stages, --tp or --mbs";
     } else if (reason == "launcher") {
-        a.text = std::string("the target (") + toString(p.target) + ") runs none of the candidates: " + p.targetReason
+        a.text = std::string("the target (") + toString(p.target) + ") runs none of the candidates ("
+            + (p.subsets.empty() ? "none of the cluster's GPUs" : "none of the plans") + "): " + p.targetReason
             + "; --target any searches the cost model's whole space (no launcher)";
     } else {
         const Cluster &cl = req.search.cluster;
@@ -613,9 +632,30 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
         first += s.count;
     }
     out.result = mergeSubsetResults(cl, used, std::move(results));
+    if (candidates.empty()) {
+        // The target runs none of the groups: an empty result that still names the request.
+        out.result.model = request.search.model;
+        out.result.globalBatch
+            = request.search.globalBatch > 0 ? request.search.globalBatch : request.search.model.training.globalBatch;
+        out.result.microBatchSizes = request.search.space.microBatches;
+        out.result.recomputeChoices = request.search.space.recompute;
+        out.result.distOptChoices = request.search.space.distributedOptimizer;
+        out.result.pruned.launcher = cl.groups.size();
+        out.result.enumerated = cl.groups.size();
+    }
     if (out.result.cancelled)
         return out;
     out.notes = idleNotes(out);
+    if (request.search.space.mixedStages && out.target == LaunchTarget::FlagScale) {
+        std::set<std::string> types;
+        for (const NodeGroup &g : cl.groups)
+            if (targetRunsDevice(out.target, cl.deviceOf(g)))
+                types.insert(cl.deviceOf(g).id);
+        if (types.size() > 1)
+            out.notes.push_back("no stage mixes device types in its data-parallel group: a FlagScale process mesh "
+                                "has one device type (--target megatron runs one vendor's types at one shape, "
+                                "--target any prices the mix)");
+    }
     if (out.result.size() == 0 && request.maxVerifiedBatches >= 0) {
         bool cancelled = false;
         out.advice = advise(request, out, run, progress, cancelled);

@@ -90,7 +90,7 @@ struct NodeLaunch {
     int nodeRank = 0;
     int device = 0; ///< index into Cluster::devices
     int firstGlobalRank = 0;
-    std::vector<RankSlot> rankSlots; ///< local rank i -> rankSlots[i] (not "slots": a Qt keyword macro)
+    std::vector<RankSlot> localRanks; ///< local rank i -> localRanks[i]
 };
 
 /// Recompute of a whole Megatron job.

@@ -74,6 +74,11 @@ struct PlannedSearchResult {
     std::string idleText(size_t index) const;
 };
 
+/// GPUs of `cluster` a plan of `subset` leaves idle.
+int idleGpus(const Cluster &cluster, const IdleSubset &subset);
+/// "" or e.g. "idle: mi250x (8 GPUs), h100 (1 of 2 nodes, 4 GPUs)".
+std::string idleText(const Cluster &cluster, const IdleSubset &subset);
+
 /// The search of one subset: runSearch by default. The CLI's runs the learned predictor with its
 /// caches after runSearch (the result must keep runSearch's decoding tables).
 using SubsetSearch = std::function<SearchResult(const SearchRequest &, const ProgressFn &)>;

@@ -23,6 +23,8 @@ struct PlanDetail {
     QVector<GpuMemoryBar> bars; ///< every GPU of the cluster (idle ones with stage -1)
     QVector<StageInfo> stages;
     QString html; ///< per-stage time breakdown and totals
+    QString launcher; ///< as PlanPoint::launcher
+    QString idle; ///< as PlanPoint::idle
 };
 
 /// Maps a SearchOutcome to the results views, with the CORE objective (memx::logScores /
@@ -65,8 +67,11 @@ public:
 
     /// Materialises and estimates plan `id` (0 / unknown: std::nullopt... returns an empty detail).
     PlanDetail detail(quint32 id) const;
-    /// "768,900 valid of 1,725,634 in 0.43 s" style counts of the outcome.
+    /// "target flagscale · 4,886 valid of 11,318 in 0.43 s" style counts of the outcome.
     QString countsText() const;
+    /// The target and why, the planned search's notes and, when nothing fits, its advice: one
+    /// line each.
+    QStringList notesText() const;
 
     static quint32 idOf(uint32_t index) { return index + 1; }
     static uint32_t indexOf(quint32 id) { return id - 1; }
@@ -74,6 +79,7 @@ public:
 private:
     void rescore();
     QString summaryOf(uint32_t index) const;
+    QString launcherOf(uint32_t index) const;
 
     std::shared_ptr<const SearchOutcome> mOutcome;
     ObjectiveWeights mWeights;
@@ -82,6 +88,7 @@ private:
     std::vector<char> mOnFront; // parallel to mShown
     quint32 mTopId = 0;
     mutable QHash<uint32_t, QString> mSummaries;
+    mutable QHash<uint32_t, QString> mLaunchers; // target "any" only: launchersOf, per plan
 };
 
 } // namespace memx::ui

@@ -20,6 +20,7 @@ public:
         ImbalanceColumn,
         ScoreColumn,
         ParetoColumn,
+        LauncherColumn,
         PlanColumn,
         ColumnCount
     };

@@ -11,6 +11,7 @@
 #include <memory>
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -32,9 +33,10 @@ class PlanTableModel;
 class SearchJob;
 class StageDiagram;
 
-/// The results half of the workbench: a search toolbar (Run / Cancel, progress, counts, global
-/// batch), the Pareto chart and the per-GPU memory bars side by side, and below them the ranked
-/// plan table (sortable, filterable) next to the plan detail (stage diagram + time breakdown).
+/// The results half of the workbench: a search toolbar (Run / Cancel, progress, counts, launch
+/// target, global batch), the planned search's notes (target, idle groups, advice), the Pareto chart and the per-GPU
+/// memory bars side by side, and below them the ranked plan table (sortable, filterable) next to the plan detail (stage
+/// diagram + time breakdown).
 ///
 /// Searches run in a SearchJob (worker thread); the panel keeps the finished SearchResult in a
 /// PlanResults, so setWeights() re-ranks from cached metrics with the core objective without a
@@ -52,8 +54,10 @@ public:
     /// The snapshot the next search runs on (cluster, model, profiles, options); copied.
     void setRequest(const memx::SearchRequest &request);
     const memx::SearchRequest &request() const { return mRequest; }
-    /// Starts a search of the current request now (superseding a running one). The global-batch
-    /// field overrides the model's global batch when set.
+    /// Starts a planned search of the current request now (superseding a running one): the
+    /// target selector's target (or the cluster's default), the global-batch field's batch when
+    /// set, and the cluster of the last finished search as the what-if baseline (its plans, with
+    /// added nodes idle, are searched again and reused from the job's cache).
     void runSearch();
     /// Starts a search DebounceMs after the last call (newer calls push it back).
     void scheduleSearch();
@@ -83,7 +87,11 @@ public:
     QTabWidget *detailTabs() const { return mDetailTabs; }
     QPushButton *exportButton() const { return mExport; }
     QSpinBox *globalBatchField() const { return mGlobalBatch; }
+    /// Launch target: 0 from the cluster, 1 Megatron-LM, 2 FlagScale, 3 any (no launcher).
+    QComboBox *targetSelector() const { return mTarget; }
     QLabel *countsLabel() const { return mCounts; }
+    /// The target and why, the planned search's notes, and why nothing fits (with what does).
+    QLabel *notesLabel() const { return mNotes; }
 
 signals:
     /// A finished search's results are in every view (and the best plan is selected).
@@ -120,7 +128,9 @@ private:
     QPushButton *mExport = nullptr;
     QProgressBar *mProgress = nullptr;
     QLabel *mCounts = nullptr;
+    QLabel *mNotes = nullptr;
     QSpinBox *mGlobalBatch = nullptr;
+    QComboBox *mTarget = nullptr;
     ParetoChartView *mPareto = nullptr;
     MemoryBarChart *mBars = nullptr;
     StageDiagram *mStages = nullptr;

@@ -32,6 +32,10 @@ struct PlanPoint {
     bool oom = false; ///< Some GPU exceeds its capacity.
     bool riskOfOom = false; ///< Some GPU is within the safety margin of its capacity.
     QString summary; ///< One-line human-readable plan description (Plan::summary()).
+    /// What launches it: the search's target ("megatron", "flagscale"), under target "any" the
+    /// launchers that accept it or "no launcher".
+    QString launcher;
+    QString idle; ///< GPUs it leaves idle, e.g. "idle: mi250x (8 GPUs)"; empty when it uses every GPU.
 
     /// Value of one metric (ms, fraction, CV).
     double metric(Metric m) const

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "memx/search/plannedsearch.h"
 #include "memx/search/search.h"
 
 #include <QObject>
@@ -7,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QTimer;
@@ -19,13 +21,27 @@ namespace memx::ui {
 struct SearchOutcome {
     quint64 jobId = 0;
     memx::SearchRequest request; ///< the copied snapshot (cluster, model, profiles, options)
-    memx::SearchResult result;
+    memx::SearchResult result; ///< every searched subset of node groups, over the whole cluster
     std::vector<uint32_t> front; ///< memx::paretoFront(result), ascending indices
     double wallMs = 0; ///< search + Pareto front, wall clock in the worker
+    // What the planned search (memx/search/plannedsearch.h) found around the result.
+    memx::LaunchTarget target = memx::LaunchTarget::Any;
+    bool targetFromCluster = true;
+    std::string targetReason;
+    std::vector<memx::IdleSubset> subsets;
+    std::vector<std::string> notes;
+    std::optional<memx::NoPlanAdvice> advice; ///< set when nothing fits
+    size_t subsetsReused = 0; ///< subsets whose whole result came from the job's result cache
+
+    /// "" or e.g. "idle: mi250x (8 GPUs)" for result index `index`.
+    std::string idleText(size_t index) const;
 };
 
-/// Runs memx::runSearch on a copied SearchRequest in a worker thread (QtConcurrent::run +
-/// QFutureWatcher), with throttled progress, cancellation and supersession (CONVENTIONS rule 9):
+/// Runs memx::runPlannedSearch (the launch target, idle node groups, one runSearch per subset) on
+/// a copied request in a worker thread (QtConcurrent::run + QFutureWatcher), with throttled
+/// progress, cancellation and supersession (CONVENTIONS rule 9). Subset results are kept in an
+/// in-memory memx::SearchResultCache shared by the job's workers: a re-search after an edit
+/// reuses every subset that did not change (e.g. the cluster before an added node, the baseline):
 /// start() cancels the running job, gives the new one a higher id, and results of older jobs are
 /// dropped when they arrive. The core progress callback only stores (done, total) in atomics
 /// and reads the cancel flag; a UI-thread timer turns the atomics into progress() signals every
@@ -40,8 +56,10 @@ public:
     /// Cancels a running job and waits for its worker to return (the result is dropped).
     ~SearchJob() override;
 
-    /// Starts a search of `request` (copied); cancels and supersedes the running one. Returns the
-    /// new job id (ids grow by one per start()).
+    /// Starts a planned search of `request` (copied); cancels and supersedes the running one.
+    /// Returns the new job id (ids grow by one per start()).
+    quint64 start(memx::PlannedSearchRequest request);
+    /// The same with the cluster's default target.
     quint64 start(memx::SearchRequest request);
     /// Cancels the current job (cancelled() follows when its worker stops).
     void cancel();
@@ -63,6 +81,7 @@ signals:
 
 private:
     struct Running;
+    struct Cache;
     void pollProgress();
     void onWorkerDone(std::shared_ptr<Running> job);
 
@@ -70,6 +89,7 @@ private:
     std::shared_ptr<Running> mRunning; // current job (null when idle)
     std::vector<std::shared_ptr<Running>> mAll; // every job whose worker has not returned yet
     std::shared_ptr<const SearchOutcome> mLast;
+    std::shared_ptr<Cache> mCache; // shared with the workers
     QTimer *mProgressTimer = nullptr;
 };
 
