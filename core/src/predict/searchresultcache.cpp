@@ -73,7 +73,8 @@ void validateMetrics(const SearchResult &r)
     const size_t n = r.timeMs.size();
     if (r.peakMemory.size() != n || r.imbalance.size() != n || r.peakBytes.size() != n || r.baseOf.size() != n
         || r.splitOffset.size() != n || (!r.timeSpread.empty() && r.timeSpread.size() != n)
-        || (!r.memSpread.empty() && r.memSpread.size() != n) || (!r.oomRisk.empty() && r.oomRisk.size() != n))
+        || (!r.memSpread.empty() && r.memSpread.size() != n) || (!r.oomRisk.empty() && r.oomRisk.size() != n)
+        || (!r.extrapolating.empty() && r.extrapolating.size() != n))
         corrupt("metric arrays of different lengths");
     if (r.evaluated != n)
         corrupt("expected " + std::to_string(r.evaluated) + " evaluated configurations, found " + std::to_string(n));
@@ -94,6 +95,9 @@ void validateMetrics(const SearchResult &r)
     for (size_t i = 0; i < r.oomRisk.size(); ++i)
         if (r.oomRisk[i] > 1)
             corrupt("configuration " + std::to_string(i) + ": expected an OOM risk of 0 or 1");
+    for (size_t i = 0; i < r.extrapolating.size(); ++i)
+        if (r.extrapolating[i] > 1)
+            corrupt("configuration " + std::to_string(i) + ": expected an extrapolation flag of 0 or 1");
 }
 
 /// Every pipeline stage names a group of the stored cluster, a device type of the result and a
@@ -199,7 +203,7 @@ void validateSearchResult(const SearchResult &r)
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 {
-    ByteWriter w({'M', 'X', 'S', 'R', 1, 0, 0, 0});
+    ByteWriter w({'M', 'X', 'S', 'R', 2, 0, 0, 0});
     w.u64(r.enumerated);
     w.pod(std::vector<std::uint64_t> {r.pruned.divisibility, r.pruned.microBatchLimit, r.pruned.layers,
                                       r.pruned.outOfMemory, r.pruned.duplicates});
@@ -243,13 +247,15 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.pod(r.timeSpread);
     w.pod(r.memSpread);
     w.pod(r.oomRisk);
+    w.pod(r.extrapolating); // version 2
     return w.take();
 }
 
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
 {
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x01\0\0\0", 8) != 0)
-        throw std::runtime_error("search result: expected the MXSR version 1 header");
+    // Version 1 (no extrapolation flags) is refused like any unreadable blob: a miss, searched again.
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x02\0\0\0", 8) != 0)
+        throw std::runtime_error("search result: expected the MXSR version 2 header");
     ByteReader rd(bytes, "search result", 8);
     SearchResult r;
     r.enumerated = rd.u64();
@@ -316,6 +322,7 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     r.timeSpread = rd.pod<float>();
     r.memSpread = rd.pod<float>();
     r.oomRisk = rd.pod<std::uint8_t>();
+    r.extrapolating = rd.pod<std::uint8_t>();
     if (!rd.atEnd())
         throw std::runtime_error("search result: trailing bytes");
     validateSearchResult(r);
@@ -357,7 +364,7 @@ void SearchResultCache::insert(const SearchRequestKey &key, const SearchResult &
 
 namespace {
 
-constexpr const char *kIndexKey = "index";
+constexpr const char *kIndexKey = kSearchResultIndexKey;
 
 std::vector<std::string> readIndex(const Store &store)
 {
@@ -383,7 +390,7 @@ std::vector<std::string> readIndex(const Store &store)
 std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key,
                                              std::vector<Diagnostic> *warnings)
 {
-    const std::string name = hex16(key.hash);
+    const std::string name = searchResultBlobKey(key);
     const auto bytes = store.blob(kSearchResultBlobKind, name);
     if (!bytes)
         return std::nullopt;
@@ -410,7 +417,7 @@ void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchRes
     std::vector<std::uint8_t> bytes = w.take();
     const std::vector<std::uint8_t> body = serializeSearchResult(result);
     bytes.insert(bytes.end(), body.begin(), body.end());
-    const std::string name = hex16(key.hash);
+    const std::string name = searchResultBlobKey(key);
     std::vector<std::string> index = readIndex(store);
     index.erase(std::remove(index.begin(), index.end(), name), index.end());
     index.insert(index.begin(), name);
@@ -431,6 +438,16 @@ void clearSearchResults(Store &store)
 {
     for (const std::string &k : store.blobKeys(kSearchResultBlobKind))
         store.removeBlob(kSearchResultBlobKind, k);
+}
+
+std::string searchResultBlobKey(const SearchRequestKey &key)
+{
+    return hex16(key.hash);
+}
+
+std::vector<std::string> storedSearchResults(const Store &store)
+{
+    return readIndex(store);
 }
 
 } // namespace memx

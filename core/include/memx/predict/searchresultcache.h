@@ -33,8 +33,8 @@ struct SearchRequestKey {
 
 SearchRequestKey searchRequestKey(const SearchRequest &request, std::uint64_t predictorDigest);
 
-/// Binary form of a search result ("MXSR" v1) WITHOUT its feature matrix (features are only the
-/// predictor's input; a result that was already predicted does not need them).
+/// Binary form of a search result ("MXSR" v2: v1 + the extrapolation flags) WITHOUT its feature matrix (features are
+/// only the predictor's input; a result that was already predicted does not need them).
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &result);
 /// Throws std::runtime_error on corrupt bytes, and on a result that fails validateSearchResult().
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes);
@@ -81,5 +81,11 @@ std::optional<SearchResult> loadSearchResult(const Store &store, const SearchReq
 void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchResult &result, size_t keep = 4);
 /// Removes every stored search result (e.g. when the predictor or the profiles change).
 void clearSearchResults(Store &store);
+/// Key of the blob (kind kSearchResultBlobKind) holding the stored result of `key`; the blob
+/// kSearchResultIndexKey lists the stored ones, most recently saved first, one per line.
+std::string searchResultBlobKey(const SearchRequestKey &key);
+constexpr const char *kSearchResultIndexKey = "index";
+/// The keys the index lists (the stored results, most recently saved first).
+std::vector<std::string> storedSearchResults(const Store &store);
 
 } // namespace memx
