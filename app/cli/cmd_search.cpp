@@ -3,21 +3,20 @@
 #include "searchoptions.h"
 
 #include "memx/cost/costjson.h"
+#include "memx/engine/plannedsearch.h"
 #include "memx/io/formats.h"
-#include "memx/predict/learnedsearch.h"
-#include "memx/predict/projectpredictor.h"
-#include "memx/predict/searchresultcache.h"
-#include "memx/store/sqlitestore.h"
-#include "memx/util/diagnostic.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
+#include "memx/store/sqlitestore.h"
+#include "memx/util/diagnostic.h"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <optional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -43,9 +42,11 @@ Options:
   --top K               plans to show (default 10)
   --threads N           worker threads (default: all cores)
   --json                full JSON: counts, timings, top-K plans with per-GPU memory, Pareto front
-  --project FILE        use the project's per-layer profiles and, when 'memx train' stored one,
-                        its learned predictor (T and memory corrected, confidence, risk of OOM),
-                        with the project's prediction cache; without it: the analytic model
+  --project FILE        use the project's per-layer profiles, its calibration ('memx profile
+                        calibrate') and, when 'memx train' stored one, its learned predictor (T and
+                        memory corrected, spreads, [risk of OOM], [EXTRAPOLATING] for plans unlike
+                        every training run), with the project's prediction cache; without it: the
+                        analytic model. The same planned search as the workbench's
   --no-cache            with --project: do not read or write the prediction cache and the
                         stored result of an identical earlier search
   Search space (comma-separated lists; defaults in docs/search.md):
@@ -97,7 +98,18 @@ std::string noPlanHint(const PruneCounts &p, size_t groups, int layers)
     return "the global batch, micro-batches and TP degrees do not divide; try another --gbs, --mbs or --tp";
 }
 
-int run(const std::vector<std::string> &argv)
+/// What `memx search` was asked for, besides the planned search itself.
+struct SearchArgs {
+    SearchRequest request;
+    PlannedSearchOptions options;
+    Objective objective;
+    size_t topK = 10;
+    bool json = false;
+    std::unique_ptr<SqliteStore> store; ///< the --project file (its caches)
+    std::optional<SearchProject> project;
+};
+
+SearchArgs parseSearchArgs(const std::vector<std::string> &argv)
 {
     std::set<std::string> values {"cluster", "model", "gbs", "weights", "top", "threads", "max-bases", "project"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
@@ -107,158 +119,134 @@ int run(const std::vector<std::string> &argv)
     Args args(argv, values, switches);
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
-    SearchRequest req;
-    req.cluster = loadCluster(args.require("cluster"));
-    std::unique_ptr<SqliteStore> store;
-    std::optional<LearnedPredictor> learned;
+    SearchArgs a;
+    a.request.cluster = loadCluster(args.require("cluster"));
     if (auto project = args.value("project")) {
         if (!std::filesystem::exists(*project))
             throw LoadError(*project, "", "no such project file");
-        store = std::make_unique<SqliteStore>(*project, false);
-        learned = loadPredictor(*store);
-        req.profiles = store->profiles();
-        applyProjectCalibration(*store, req.cluster, req.cost);
+        a.store = std::make_unique<SqliteStore>(*project, false);
+        a.project = loadSearchProject(*a.store);
     }
-    req.model = modelOption(args, store.get());
-    req.collectFeatures = learned.has_value();
-    req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
-    req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
-    const size_t topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
-    const Objective obj = weightsOption(args, Objective {});
-    applySpaceOptions(args, req.space);
+    a.request.model = modelOption(args, a.store.get());
+    a.request.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
+    a.request.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
+    applySpaceOptions(args, a.request.space);
+    a.topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
+    a.objective = weightsOption(args, Objective {});
+    a.options.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(kDefaultMaxBases));
+    a.options.useCache = !args.has("no-cache");
+    a.json = args.has("json");
+    return a;
+}
 
-    const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
-    const std::vector<std::string> narrowed = narrowToBudget(req, maxBases);
-    if (!args.has("json"))
-        for (const std::string &n : narrowed)
-            std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
+/// Ranking and the Pareto front of a finished search, timed.
+struct Ranked {
+    std::vector<uint32_t> top, front;
+    std::vector<double> scores;
+    double rankMs = 0, paretoMs = 0;
+};
 
-    SearchResult res;
-    // The same request with the same predictor and profiles: the stored result is reused whole
-    // (no enumeration, no prediction); the key is verified in full (memx/predict/searchresultcache.h).
-    std::optional<SearchRequestKey> resultKey;
-    bool resultFromCache = false;
-    std::vector<Diagnostic> cacheWarnings; // a bad stored blob is a miss, reported on stderr
-    if (learned && !args.has("no-cache")) {
-        resultKey = searchRequestKey(req, learned->digest());
-        if (std::optional<SearchResult> hit = loadSearchResult(*store, *resultKey, &cacheWarnings)) {
-            res = std::move(*hit);
-            resultFromCache = true;
-        }
-    }
-    try {
-        CliProgress progress("base configurations");
-        if (!resultFromCache)
-            res = runSearch(req, progress.callback());
-    } catch (const std::invalid_argument &e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return Failure;
-    }
-
-    LearnedSearchStats learnedStats;
-    const bool useCache = learned && !args.has("no-cache") && !res.cancelled;
-    if (resultFromCache) {
-        learnedStats.configurations = res.size();
-        learnedStats.cacheHits = res.size();
-    } else if (learned) {
-        learned->setThreads(res.threads);
-        std::optional<PredictionCache> cache;
-        if (useCache)
-            cache = loadPredictionCache(*store,
-                                        predictionContext(req.cluster, req.model, &req.profiles, req.cost,
-                                                          learned->digest()),
-                                        &cacheWarnings);
-        learnedStats = applyLearnedPredictor(res, *learned, cache ? &*cache : nullptr);
-        if (cache) {
-            savePredictionCache(*store, *cache);
-            saveSearchResult(*store, *resultKey, res);
-        }
-    }
-    for (const Diagnostic &w : cacheWarnings)
-        std::cerr << "warning: " << w.toString() << "\n";
-    const std::string predictorLine = "predictor: " + res.predictor;
-
+Ranked rankResult(const SearchResult &res, const Objective &obj, size_t topK)
+{
+    Ranked r;
     const auto r0 = std::chrono::steady_clock::now();
-    const std::vector<uint32_t> top = rank(res, obj, topK);
+    r.top = rank(res, obj, topK);
     const auto r1 = std::chrono::steady_clock::now();
-    const std::vector<uint32_t> front = paretoFront(res);
+    r.front = paretoFront(res);
     const auto r2 = std::chrono::steady_clock::now();
-    const double rankMs = std::chrono::duration<double, std::milli>(r1 - r0).count();
-    const double paretoMs = std::chrono::duration<double, std::milli>(r2 - r1).count();
-    const std::vector<double> scores = logScores(metricsOf(res), obj);
+    r.rankMs = std::chrono::duration<double, std::milli>(r1 - r0).count();
+    r.paretoMs = std::chrono::duration<double, std::milli>(r2 - r1).count();
+    r.scores = logScores(metricsOf(res), obj);
+    return r;
+}
+
+nlohmann::json learnedJson(const PlannedSearch &s)
+{
+    const LearnedSearchStats &st = s.learned;
+    return {{"cacheHits", st.cacheHits},
+            {"predicted", st.predicted},
+            {"hitRate", st.hitRate()},
+            {"cacheUsed", s.cacheUsed},
+            {"resultFromCache", s.resultFromCache},
+            {"signatureMs", st.signatureMs},
+            {"predictMs", st.predictMs},
+            {"totalMs", st.totalMs}};
+}
+
+int printJson(const PlannedSearch &s, const Ranked &rk, const Objective &obj)
+{
+    const SearchRequest &req = s.request;
+    const SearchResult &res = s.result;
     const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
-
-    if (args.has("json")) {
-        nlohmann::json j;
-        j["cluster"] = req.cluster.name;
-        j["model"] = req.model.id;
-        j["globalBatch"] = res.globalBatch;
-        j["weights"] = {obj.wt, obj.wm, obj.wb};
-        j["cancelled"] = res.cancelled;
-        j["narrowed"] = narrowed;
-        j["counts"] = {{"enumerated", res.enumerated},
-                       {"evaluated", res.evaluated},
-                       {"pruned",
-                        {{"divisibility", res.pruned.divisibility},
-                         {"microBatchLimit", res.pruned.microBatchLimit},
-                         {"layers", res.pruned.layers},
-                         {"outOfMemory", res.pruned.outOfMemory},
-                         {"duplicates", res.pruned.duplicates},
-                         {"total", res.pruned.total()}}},
-                       {"paretoFront", front.size()}};
-        j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", rankMs}, {"pareto", paretoMs}};
-        j["threads"] = res.threads;
-        j["predictor"] = res.predictor;
-        j["attention"] = {{"model", toString(req.model.training.attention)}};
-        for (const GpuSpec &d : req.cluster.devices)
-            j["attention"]["resolved"][d.id] = toString(resolveAttention(req.model, d));
-        if (learned)
-            j["learned"] = {{"cacheHits", learnedStats.cacheHits},
-                            {"predicted", learnedStats.predicted},
-                            {"hitRate", learnedStats.hitRate()},
-                            {"cacheUsed", useCache},
-                            {"resultFromCache", resultFromCache},
-                            {"signatureMs", learnedStats.signatureMs},
-                            {"predictMs", learnedStats.predictMs},
-                            {"totalMs", learnedStats.totalMs}};
-        j["metrics"] = {{"T", "iteration time, ms"},
-                        {"M", "highest per-GPU device-used memory / capacity"},
-                        {"B", "coefficient of variation of per-GPU memory utilisation"},
-                        {"score", "exp(sum_k w_k log(X_k / max X_k)), lower is better"}};
-        nlohmann::json tops = nlohmann::json::array();
-        for (size_t k = 0; k < top.size(); ++k) {
-            const uint32_t i = top[k];
-            const Plan plan = res.materialize(i);
-            const PlanEstimate est = estimatePlan(plan, req.cluster, req.model, profiles, req.cost);
-            tops.push_back({{"rank", k + 1},
-                            {"index", i},
-                            {"T", res.timeMs[i]},
-                            {"M", res.peakMemory[i]},
-                            {"B", res.imbalance[i]},
-                            {"score", std::exp(scores[i])},
-                            {"summary", plan.summary(req.cluster)},
-                            {"plan", toJson(plan)},
-                            {"estimate", toJson(est)}});
-            if (learned) {
-                tops.back()["timeSpread"] = res.timeSpread[i];
-                tops.back()["memorySpread"] = res.memSpread[i];
-                tops.back()["oomRisk"] = res.oomRisk[i] != 0;
-            }
+    nlohmann::json j;
+    j["cluster"] = req.cluster.name;
+    j["model"] = req.model.id;
+    j["globalBatch"] = res.globalBatch;
+    j["weights"] = {obj.wt, obj.wm, obj.wb};
+    j["cancelled"] = res.cancelled;
+    j["narrowed"] = s.narrowed;
+    j["counts"] = {{"enumerated", res.enumerated},
+                   {"evaluated", res.evaluated},
+                   {"pruned",
+                    {{"divisibility", res.pruned.divisibility},
+                     {"microBatchLimit", res.pruned.microBatchLimit},
+                     {"layers", res.pruned.layers},
+                     {"outOfMemory", res.pruned.outOfMemory},
+                     {"duplicates", res.pruned.duplicates},
+                     {"total", res.pruned.total()}}},
+                   {"paretoFront", rk.front.size()}};
+    j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", rk.rankMs}, {"pareto", rk.paretoMs}};
+    j["threads"] = res.threads;
+    j["predictor"] = res.predictor;
+    j["attention"] = {{"model", toString(req.model.training.attention)}};
+    for (const GpuSpec &d : req.cluster.devices)
+        j["attention"]["resolved"][d.id] = toString(resolveAttention(req.model, d));
+    if (s.usesPredictor())
+        j["learned"] = learnedJson(s);
+    j["metrics"] = {{"T", "iteration time, ms"},
+                    {"M", "highest per-GPU device-used memory / capacity"},
+                    {"B", "coefficient of variation of per-GPU memory utilisation"},
+                    {"score", "exp(sum_k w_k log(X_k / max X_k)), lower is better"}};
+    nlohmann::json tops = nlohmann::json::array();
+    for (size_t k = 0; k < rk.top.size(); ++k) {
+        const uint32_t i = rk.top[k];
+        const Plan plan = res.materialize(i);
+        const PlanEstimate est = estimatePlan(plan, req.cluster, req.model, profiles, req.cost);
+        const PlanFigures f = planFigures(res, i);
+        tops.push_back({{"rank", k + 1},
+                        {"index", i},
+                        {"T", f.timeMs},
+                        {"M", f.peakMemory},
+                        {"B", f.imbalance},
+                        {"score", std::exp(rk.scores[i])},
+                        {"summary", plan.summary(req.cluster)},
+                        {"plan", toJson(plan)},
+                        {"estimate", toJson(est)}});
+        if (f.learned) {
+            tops.back()["timeSpread"] = f.timeSpread;
+            tops.back()["memorySpread"] = f.memSpread;
+            tops.back()["oomRisk"] = f.oomRisk;
+            tops.back()["extrapolating"] = f.extrapolating;
         }
-        j["top"] = tops;
-        nlohmann::json fj = nlohmann::json::array();
-        for (uint32_t i : front)
-            fj.push_back({{"index", i},
-                          {"T", res.timeMs[i]},
-                          {"M", res.peakMemory[i]},
-                          {"B", res.imbalance[i]},
-                          {"score", std::exp(scores[i])},
-                          {"summary", res.materialize(i).summary(req.cluster)}});
-        j["paretoFront"] = fj;
-        std::cout << j.dump(2) << "\n";
-        return res.cancelled ? Cancelled : Ok;
     }
+    j["top"] = tops;
+    nlohmann::json fj = nlohmann::json::array();
+    for (uint32_t i : rk.front)
+        fj.push_back({{"index", i},
+                      {"T", res.timeMs[i]},
+                      {"M", res.peakMemory[i]},
+                      {"B", res.imbalance[i]},
+                      {"score", std::exp(rk.scores[i])},
+                      {"summary", res.materialize(i).summary(req.cluster)}});
+    j["paretoFront"] = fj;
+    std::cout << j.dump(2) << "\n";
+    return res.cancelled ? Cancelled : Ok;
+}
 
+void printHeader(const PlannedSearch &s, const Ranked &rk, const Objective &obj)
+{
+    const SearchRequest &req = s.request;
+    const SearchResult &res = s.result;
     std::cout << "Search: " << req.model.id << " (gbs " << res.globalBatch << ") on \"" << req.cluster.name << "\""
               << (res.cancelled ? "  [CANCELLED: partial results]" : "") << "\n";
     std::cout << "  attention " << toString(req.model.training.attention) << ":";
@@ -270,39 +258,67 @@ int run(const std::vector<std::string> &argv)
               << res.pruned.microBatchLimit << ", layers " << res.pruned.layers << ", out of memory "
               << res.pruned.outOfMemory << ", duplicates " << res.pruned.duplicates << ")\n";
     std::cout << std::fixed << std::setprecision(1) << "  " << res.enumerateEvaluateMs << " ms enumerate+evaluate, "
-              << std::setprecision(2) << rankMs << " ms rank, " << paretoMs << " ms Pareto (" << front.size()
+              << std::setprecision(2) << rk.rankMs << " ms rank, " << rk.paretoMs << " ms Pareto (" << rk.front.size()
               << " plans), " << res.threads << " threads\n";
-    {
-        std::cout << "  " << predictorLine;
-        if (resultFromCache)
-            std::cout << "; the whole result of an identical earlier search (project's search cache, "
-                      << res.size() << " configurations)" << std::setprecision(2);
-        else if (learned)
-            std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
-                      << learnedStats.cacheHits << " from the prediction cache (hit rate "
-                      << 100.0 * learnedStats.hitRate() << "%" << (useCache ? "" : ", cache off") << "), "
-                      << learnedStats.totalMs << " ms" << std::setprecision(2);
-        std::cout << "\n";
-    }
+    std::cout << "  predictor: " << res.predictor;
+    if (s.resultFromCache)
+        std::cout << "; the whole result of an identical earlier search (project's search cache, " << res.size()
+                  << " configurations)" << std::setprecision(2);
+    else if (s.usesPredictor() && !res.cancelled)
+        std::cout << std::setprecision(1) << "; " << s.learned.predicted << " predicted, " << s.learned.cacheHits
+                  << " from the prediction cache (hit rate " << 100.0 * s.learned.hitRate() << "%"
+                  << (s.cacheUsed ? "" : ", cache off") << "), " << s.learned.totalMs << " ms" << std::setprecision(2);
+    std::cout << "\n";
     std::cout << "  weights T,M,B = " << obj.wt << "," << obj.wm << "," << obj.wb
               << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
-    if (top.empty()) {
-        std::cout << "  no plan fits this cluster; " << noPlanHint(res.pruned, req.cluster.groups.size(), req.model.shape.layers) << "\n";
+}
+
+int printText(const PlannedSearch &s, const Ranked &rk, const Objective &obj)
+{
+    const SearchRequest &req = s.request;
+    const SearchResult &res = s.result;
+    printHeader(s, rk, obj);
+    if (rk.top.empty()) {
+        std::cout << "  no plan fits this cluster; "
+                  << noPlanHint(res.pruned, req.cluster.groups.size(), req.model.shape.layers) << "\n";
         return res.cancelled ? Cancelled : Failure;
     }
     std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"
               << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB"
               << "  plan\n";
-    for (size_t k = 0; k < top.size(); ++k) {
-        const uint32_t i = top[k];
-        std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << res.timeMs[i]
-                  << std::setw(8) << std::setprecision(3) << res.peakMemory[i] << std::setw(8) << res.imbalance[i]
-                  << std::setw(9) << std::setprecision(4) << std::exp(scores[i]) << std::setw(8)
-                  << fmtBytesGiB(res.peakBytes[i]) << "  " << res.materialize(i).summary(req.cluster)
-                  << (res.materialize(i).distributedOptimizer ? " dist-opt" : "")
-                  << (learned && res.oomRisk[i] ? "  [risk of OOM]" : "") << "\n";
+    for (size_t k = 0; k < rk.top.size(); ++k) {
+        const uint32_t i = rk.top[k];
+        const PlanFigures f = planFigures(res, i);
+        const Plan plan = res.materialize(i);
+        std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << f.timeMs << std::setw(8)
+                  << std::setprecision(3) << f.peakMemory << std::setw(8) << f.imbalance << std::setw(9)
+                  << std::setprecision(4) << std::exp(rk.scores[i]) << std::setw(8) << fmtBytesGiB(f.peakBytes) << "  "
+                  << plan.summary(req.cluster) << (plan.distributedOptimizer ? " dist-opt" : "")
+                  << (f.oomRisk ? "  [risk of OOM]" : "") << (f.extrapolating ? "  [EXTRAPOLATING]" : "") << "\n";
     }
     return res.cancelled ? Cancelled : Ok;
+}
+
+int run(const std::vector<std::string> &argv)
+{
+    SearchArgs a = parseSearchArgs(argv);
+    PlannedSearch s = planSearch(std::move(a.request), a.project ? &*a.project : nullptr, a.options);
+    if (!a.json)
+        for (const std::string &n : s.narrowed)
+            std::cerr << "note: space narrowed to " << a.options.maxBases << " base configurations: " << n << "\n";
+    try {
+        CliProgress progress("base configurations");
+        runPlannedSearch(s, a.store.get(), progress.callback(), [&](PlannedSearchPhase phase) {
+            progress.setUnit(phase == PlannedSearchPhase::Search ? "base configurations" : "configurations predicted");
+        });
+    } catch (const std::invalid_argument &e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return Failure;
+    }
+    for (const Diagnostic &w : s.warnings)
+        std::cerr << "warning: " << w.toString() << "\n";
+    const Ranked rk = rankResult(s.result, a.objective, a.topK);
+    return a.json ? printJson(s, rk, a.objective) : printText(s, rk, a.objective);
 }
 
 CommandRegistration reg({"search", "search heterogeneous parallel plans: rank by T/M/B, Pareto front", kUsage, &run});
