@@ -2,11 +2,27 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QStringList>
 
 #include <algorithm>
 #include <numeric>
 
 namespace memx::ui {
+
+namespace {
+/// The learned predictor's flags of a plan: "risk of OOM", "EXTRAPOLATING".
+QString flagsText(const PlanPoint &p)
+{
+    if (!p.learned)
+        return {};
+    QStringList flags;
+    if (p.riskOfOom)
+        flags << QStringLiteral("risk of OOM");
+    if (p.extrapolating)
+        flags << QStringLiteral("EXTRAPOLATING");
+    return flags.join(QStringLiteral(", "));
+}
+} // namespace
 
 PlanTableModel::PlanTableModel(QObject *parent)
     : QAbstractTableModel(parent)
@@ -99,6 +115,13 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             return QString::number(p.score, 'f', 4);
         case ParetoColumn:
             return p.onFront ? QStringLiteral("\u2605") : QString();
+        case SpreadColumn:
+            return p.learned ? QStringLiteral("\u00b1%1 / \u00b1%2")
+                                   .arg(p.timeSpread * 100.0, 0, 'f', 1)
+                                   .arg(p.memorySpread * 100.0, 0, 'f', 1)
+                             : QString();
+        case FlagsColumn:
+            return flagsText(p);
         case PlanColumn:
             if (p.oom)
                 return QStringLiteral("[OOM] ") + p.summary;
@@ -119,6 +142,10 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             return p.score;
         case ParetoColumn:
             return p.onFront ? 1 : 0;
+        case SpreadColumn:
+            return p.timeSpread;
+        case FlagsColumn:
+            return flagsText(p);
         case PlanColumn:
             return p.summary;
         }
@@ -130,14 +157,21 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             = QStringLiteral("%1\nT %2 · M %3 · B %4")
                   .arg(p.summary, formatMetric(Metric::Time, p.timeMs),
                        formatMetric(Metric::Memory, p.peakMemoryFraction), formatMetric(Metric::Balance, p.imbalance));
+        if (p.learned)
+            tip += QStringLiteral("\nLearned predictor: one-sigma spread T \u00b1%1 %, memory \u00b1%2 %")
+                       .arg(p.timeSpread * 100.0, 0, 'f', 1)
+                       .arg(p.memorySpread * 100.0, 0, 'f', 1);
         if (p.oom)
             tip += QStringLiteral("\nOut of memory on at least one GPU");
         else if (p.riskOfOom)
-            tip += QStringLiteral("\nRisk of OOM: close to capacity");
+            tip += p.learned ? QStringLiteral("\nRisk of OOM: the predicted peak plus its spread reaches capacity")
+                             : QStringLiteral("\nRisk of OOM: close to capacity");
+        if (p.extrapolating)
+            tip += QStringLiteral("\nEXTRAPOLATING: unlike every training run (spreads widened)");
         return tip;
     }
     case Qt::TextAlignmentRole:
-        if (col == PlanColumn)
+        if (col == PlanColumn || col == FlagsColumn)
             return QVariant(Qt::AlignLeft | Qt::AlignVCenter);
         if (col == ParetoColumn)
             return QVariant(Qt::AlignCenter);
@@ -145,8 +179,10 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
     case Qt::ForegroundRole:
         if (p.oom)
             return QBrush(QColor(0xc6, 0x28, 0x28));
-        if (p.riskOfOom && col == MemoryColumn)
+        if (p.riskOfOom && (col == MemoryColumn || col == FlagsColumn))
             return QBrush(QColor(0xb2, 0x6a, 0x00));
+        if (p.extrapolating && col == FlagsColumn)
+            return QBrush(QColor(0xb0, 0x00, 0x00));
         break;
     default:
         break;
@@ -160,7 +196,8 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
         return QAbstractTableModel::headerData(section, orientation, role);
     if (role == Qt::DisplayRole) {
         static const char *const names[ColumnCount]
-            = {"Rank", "Time (ms)", "Peak mem (%)", "Imbalance (CV)", "Score", "Pareto", "Plan"};
+            = {"Rank",    "Time (ms)", "Peak mem (%)", "Imbalance (CV)", "Score", "Pareto", "\u00b1 T / M (%)",
+               "Learned", "Plan"};
         return QString::fromLatin1(names[section]);
     }
     if (role == Qt::ToolTipRole) {
@@ -171,6 +208,9 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
             "Coefficient of variation of per-GPU utilisation (0 = perfectly balanced)",
             "Weighted, normalised objective (lower is better)",
             "\u2605 = on the Pareto front of time, memory and balance",
+            "Learned predictor: relative one-sigma spread of the time and of the peak memory, percent",
+            "Learned predictor: risk of OOM (predicted peak + spread reaches capacity), EXTRAPOLATING (unlike every "
+            "training run: spreads widened)",
             "Plan summary",
         };
         return QString::fromLatin1(tips[section]);
@@ -248,6 +288,10 @@ bool PlanFilterProxy::lessThan(const QModelIndex &left, const QModelIndex &right
                 return p.score;
             case PlanTableModel::ParetoColumn:
                 return p.onFront ? 1 : 0;
+            case PlanTableModel::SpreadColumn:
+                return p.timeSpread;
+            case PlanTableModel::FlagsColumn:
+                return (p.riskOfOom ? 2 : 0) + (p.extrapolating ? 1 : 0);
             }
             return 0;
         };

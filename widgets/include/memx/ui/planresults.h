@@ -23,6 +23,11 @@ struct PlanDetail {
     QVector<GpuMemoryBar> bars; ///< every GPU of the cluster (idle ones with stage -1)
     QVector<StageInfo> stages;
     QString html; ///< per-stage time breakdown and totals
+    memx::PlanFigures figures; ///< the result's figures of the plan (learned ones with a predictor)
+    /// With a learned predictor: why the plan lies outside its training runs (empty inside).
+    QString extrapolationReason;
+    /// With a learned predictor: "Learned: T ... ± ..., M ... ± ..., risk of OOM, EXTRAPOLATING" (rich text).
+    QString learnedLine;
 };
 
 /// The core objective for view weights (same meaning, same order).
@@ -50,6 +55,8 @@ public:
     void setOutcome(std::shared_ptr<const SearchOutcome> outcome, const ObjectiveWeights &weights);
     void clear();
     bool isEmpty() const { return !mOutcome || mOutcome->result.size() == 0; }
+    /// The figures are the learned predictor's (spreads, risk of OOM, extrapolation per plan).
+    bool isLearned() const { return !isEmpty() && mOutcome->result.timeSpread.size() == mOutcome->result.size(); }
     const std::shared_ptr<const SearchOutcome> &outcome() const { return mOutcome; }
 
     /// Re-ranks for new weights from the cached metrics (no search). Returns true when the shown
@@ -77,6 +84,8 @@ public:
 private:
     void rescore();
     QString summaryOf(uint32_t index) const;
+    void describeLearned(PlanDetail &detail) const;
+    QString learnedHtml(const PlanDetail &detail) const;
 
     std::shared_ptr<const SearchOutcome> mOutcome;
     ObjectiveWeights mWeights;
