@@ -1,6 +1,10 @@
 // The profiling loop through the real binary: profile plan -> run-simulated (virtual testbed) ->
 // import the simulated logs by manifest -> coverage -> augment -> search with the profiles and run
 // the top plans on the testbed -> measured (simulated) runs in the project.
+#include "memx/io/formats.h"
+#include "memx/profiling/coverage.h"
+#include "memx/store/sqlitestore.h"
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -10,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
+
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
 
 struct Run {
@@ -18,7 +24,7 @@ struct Run {
     QJsonObject json() const { return QJsonDocument::fromJson(out).object(); }
 };
 
-static Run memx(const QStringList &args)
+static Run memxCli(const QStringList &args)
 {
     QProcess p;
     p.start(QStringLiteral(MEMX_CLI_PATH), args);
@@ -38,8 +44,8 @@ private slots:
         const QString project = tmp.filePath("p.memx"), project2 = tmp.filePath("p2.memx");
 
         // 1. Plan the minimal set and write the jobs.
-        const Run plan = memx({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--mbs", "1,2,4,8",
-                               "--out", jobs, "--date", "2025-01-01T00:00:00Z", "--json"});
+        const Run plan = memxCli({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--mbs", "1,2,4,8",
+                                  "--out", jobs, "--date", "2025-01-01T00:00:00Z", "--json"});
         QVERIFY2(plan.code == 0, plan.err.constData());
         const QJsonObject pj = plan.json();
         const int perLayer = pj["measuredKernels"].toArray().size();
@@ -56,8 +62,8 @@ private slots:
         QVERIFY(e2e >= 1);
 
         // 2. Run the jobs on the virtual testbed: profiles + runs into the project, logs to disk.
-        const Run sim = memx({"profile", "run-simulated", "--project", project, "--jobs", jobs + "/manifest.json",
-                              "--seed", "5", "--write-logs", logs, "--json"});
+        const Run sim = memxCli({"profile", "run-simulated", "--project", project, "--jobs", jobs + "/manifest.json",
+                                 "--seed", "5", "--write-logs", logs, "--json"});
         QVERIFY2(sim.code == 0, sim.err.constData());
         const QJsonObject sj = sim.json();
         QVERIFY(sj["simulated"].toBool());
@@ -66,46 +72,68 @@ private slots:
         QCOMPARE(sj["runs"].toInt() + sj["failed"].toInt(), e2e);
 
         // 3. Import the simulated logs through the manifest, as real logs would be.
-        const Run imp = memx({"profile", "import", "--format", "megatron", "--manifest", jobs + "/manifest.json",
-                              "--project", project2, "--json", logs});
+        const Run imp = memxCli({"profile", "import", "--format", "megatron", "--manifest", jobs + "/manifest.json",
+                                 "--project", project2, "--json", logs});
         QVERIFY2(imp.code == 0, imp.err.constData());
         QCOMPARE(imp.json()["profiles"].toInt(), perLayer);
         QCOMPARE(imp.json()["runs"].toInt(), sj["runs"].toInt());
         // Profiles recovered from the simulated timer logs keep the simulated label (the arithmetic
         // of the recovery is checked in tst_minimalset perLayerImportFromTimerLogs).
-        const Run l1 = memx({"profile", "list", "--project", project, "--json"});
-        const Run l2 = memx({"profile", "list", "--project", project2, "--json"});
+        const Run l1 = memxCli({"profile", "list", "--project", project, "--json"});
+        const Run l2 = memxCli({"profile", "list", "--project", project2, "--json"});
         QCOMPARE(l1.code, 0);
         QCOMPARE(l2.code, 0);
         for (const auto &p : l2.json()["profiles"].toArray())
             QCOMPARE(p.toObject()["origin"].toString(), QString("simulated")); // still labelled simulated
 
         // 4. Coverage shows measured points on the cluster's GPU type.
-        const Run cov = memx({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
+        const Run cov = memxCli({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
         QVERIFY2(cov.code == 0, cov.err.constData());
         const QJsonObject h100
             = QJsonDocument::fromJson(cov.out).array()[0].toObject()["gpus"].toObject()["h100-sxm"].toObject();
         QCOMPARE(h100["simulated"].toInt(), perLayer); // testbed profiles show as S, not M
         QCOMPARE(h100["measured"].toInt(), 0);
+        // Every cell as the core's one coverage rule (the Profiles dock's) gives it.
+        {
+            const memx::SqliteStore store(project.toStdString(), false);
+            const memx::Cluster c = memx::loadCluster(cluster.toStdString());
+            memx::CoverageQuery q;
+            q.model = "gpt3-1.3b";
+            q.seqLength = memx::resolveModel("gpt3-1.3b").shape.seqLength;
+            q.cluster = &c;
+            const std::vector<memx::DeviceCoverage> core = memx::profileCoverage(store.profiles(), q);
+            QCOMPARE(core.size(), size_t(1));
+            const QJsonArray cells = h100["cells"].toArray();
+            QCOMPARE(cells.size(), qsizetype(core[0].tps.size() * core[0].microBatches.size()));
+            for (const auto &v : cells) {
+                const QJsonObject cell = v.toObject();
+                const size_t t = size_t(std::find(core[0].tps.begin(), core[0].tps.end(), cell["tp"].toInt())
+                                        - core[0].tps.begin());
+                const size_t b = size_t(
+                    std::find(core[0].microBatches.begin(), core[0].microBatches.end(), cell["microBatch"].toInt())
+                    - core[0].microBatches.begin());
+                QCOMPARE(cell["status"].toString(), QString::fromLatin1(memx::toString(core[0].cells[t][b])));
+            }
+        }
 
         // 5. Augment adds the interpolated profiles.
-        const Run aug = memx({"profile", "augment", "--project", project, "--json"});
+        const Run aug = memxCli({"profile", "augment", "--project", project, "--json"});
         QVERIFY2(aug.code == 0, aug.err.constData());
         QVERIFY(aug.json()["added"].toArray().size() > 0);
-        const Run again = memx({"profile", "augment", "--project", project, "--json"});
+        const Run again = memxCli({"profile", "augment", "--project", project, "--json"});
         QCOMPARE(again.json()["removedPreviousInterpolated"].toInt(), aug.json()["added"].toArray().size());
-        const Run cov2 = memx({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
+        const Run cov2 = memxCli({"profile", "coverage", "--project", project, "--cluster", cluster, "--json"});
         const QJsonObject h2
             = QJsonDocument::fromJson(cov2.out).array()[0].toObject()["gpus"].toObject()["h100-sxm"].toObject();
         QVERIFY(h2["interpolated"].toInt() > 0);
         QCOMPARE(h2["simulated"].toInt(), perLayer);
 
         // 6. Search with the project's profiles, run the top 3 on the testbed.
-        const Run top = memx({"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
-                              "gpt3-1.3b", "--top", "3", "--seed", "5", "--json"});
+        const Run top = memxCli({"profile", "run-simulated", "--project", project, "--cluster", cluster, "--model",
+                                 "gpt3-1.3b", "--top", "3", "--seed", "5", "--json"});
         QVERIFY2(top.code == 0, top.err.constData());
         QCOMPARE(top.json()["runs"].toInt() + top.json()["failed"].toInt(), 3);
-        const Run list = memx({"profile", "list", "--project", project, "--json"});
+        const Run list = memxCli({"profile", "list", "--project", project, "--json"});
         int testbedRuns = 0;
         for (const auto &r : list.json()["runs"].toArray()) {
             const QJsonObject o = r.toObject();
@@ -118,7 +146,7 @@ private slots:
         QCOMPARE(testbedRuns, sj["runs"].toInt() + top.json()["runs"].toInt());
 
         // Text output says SIMULATED.
-        const Run text = memx(
+        const Run text = memxCli(
             {"profile", "run-simulated", "--project", project, "--jobs", jobs + "/manifest.json", "--no-import"});
         QCOMPARE(text.code, 0);
         QVERIFY(text.out.contains("SIMULATED"));
@@ -126,8 +154,8 @@ private slots:
 
     void planFor20GpuSample()
     {
-        const Run r = memx({"profile", "plan", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
-                            "llama2-7b", "--threads", "2"});
+        const Run r = memxCli({"profile", "plan", "--cluster", kSamples + "/paper-20gpu-nvidia-amd.json", "--model",
+                               "llama2-7b", "--threads", "2"});
         QVERIFY2(r.code == 0, r.err.constData());
         QVERIFY(r.out.contains("Exhaustive:"));
         QVERIFY(r.out.contains("GPU-hours"));
@@ -139,19 +167,20 @@ private slots:
     {
         QTemporaryDir tmp;
         const QString cluster = kSamples + "/h100-8x.json";
-        QCOMPARE(memx({"profile", "run-simulated", "--project", tmp.filePath("x.memx")}).code, 2); // no mode
-        QCOMPARE(memx({"profile", "run-simulated", "--top", "2"}).code, 2); // needs cluster/model
-        QCOMPARE(memx({"profile", "plan", "--cluster", cluster}).code, 2);
-        QCOMPARE(memx({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--tp", "1,x"}).code, 2);
+        QCOMPARE(memxCli({"profile", "run-simulated", "--project", tmp.filePath("x.memx")}).code, 2); // no mode
+        QCOMPARE(memxCli({"profile", "run-simulated", "--top", "2"}).code, 2); // needs cluster/model
+        QCOMPARE(memxCli({"profile", "plan", "--cluster", cluster}).code, 2);
+        QCOMPARE(memxCli({"profile", "plan", "--cluster", cluster, "--model", "gpt3-1.3b", "--tp", "1,x"}).code, 2);
         QFile bad(tmp.filePath("bad.json"));
         QVERIFY(bad.open(QIODevice::WriteOnly));
         bad.write(R"({"format": "memx.profilejobs/1", "jobs": [{"id": "a", "kind": "sideways"}]})");
         bad.close();
-        const Run r = memx({"profile", "run-simulated", "--project", tmp.filePath("x.memx"), "--jobs", bad.fileName()});
+        const Run r
+            = memxCli({"profile", "run-simulated", "--project", tmp.filePath("x.memx"), "--jobs", bad.fileName()});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("/jobs/0/kind"), r.err.constData());
         QVERIFY(!QFile::exists(tmp.filePath("x.memx")));
-        QCOMPARE(memx({"profile", "augment", "--project", tmp.filePath("none.memx")}).code, 1);
+        QCOMPARE(memxCli({"profile", "augment", "--project", tmp.filePath("none.memx")}).code, 1);
     }
 };
 

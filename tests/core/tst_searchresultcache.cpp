@@ -43,6 +43,7 @@ static void compareResults(const SearchResult &a, const SearchResult &b)
     QVERIFY(a.timeSpread == b.timeSpread);
     QVERIFY(a.memSpread == b.memSpread);
     QVERIFY(a.oomRisk == b.oomRisk);
+    QVERIFY(a.extrapolating == b.extrapolating);
     QCOMPARE(a.predictor, b.predictor);
     for (size_t i = 0; i < a.size(); i += std::max<size_t>(1, a.size() / 50)) {
         QCOMPARE(toJson(a.materialize(i)).dump(), toJson(b.materialize(i)).dump());
@@ -138,6 +139,8 @@ private slots:
         res.memSpread.assign(res.size(), 0.02f);
         res.oomRisk.assign(res.size(), 0);
         res.oomRisk[3] = 1;
+        res.extrapolating.assign(res.size(), 0);
+        res.extrapolating[5] = 1;
         res.predictor = "learned (test)";
         const std::vector<std::uint8_t> bytes = serializeSearchResult(res);
         const SearchResult back = deserializeSearchResult(bytes);
@@ -149,6 +152,15 @@ private slots:
         std::vector<std::uint8_t> magic = bytes;
         magic[1] = 'Y';
         QVERIFY_THROWS_EXCEPTION(std::runtime_error, deserializeSearchResult(magic));
+        // A version-1 blob (before the extrapolation flags) is refused: a miss, searched again.
+        std::vector<std::uint8_t> v1 = bytes;
+        v1[4] = 1;
+        try {
+            deserializeSearchResult(v1);
+            QFAIL("a version-1 blob was accepted");
+        } catch (const std::runtime_error &e) {
+            QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 2 header"));
+        }
     }
 
     /// Reproducers of issue 21 item 2: a blob that decodes but holds a NaN time (paretoFront never
@@ -168,6 +180,8 @@ private slots:
         QTest::newRow("slice beyond group") << 7 << "pipeline 0 stage 0: slice 9/1 with TP";
         QTest::newRow("negative spread") << 8 << "configuration 0: expected a finite non-negative time spread";
         QTest::newRow("count mismatch") << 9 << "expected 99 evaluated configurations";
+        QTest::newRow("extrapolation flag") << 10 << "configuration 1: expected an extrapolation flag of 0 or 1";
+        QTest::newRow("extrapolation flags count") << 11 << "metric arrays of different lengths";
     }
     void invalidBlobsAreRefused()
     {
@@ -187,6 +201,13 @@ private slots:
         case 7: r.pipelines[0].stages[0].slice = 9; break;
         case 8: r.timeSpread.assign(r.size(), -1.0f); break;
         case 9: r.evaluated = 99; break;
+        case 10:
+            r.extrapolating.assign(r.size(), 0);
+            r.extrapolating[1] = 2;
+            break;
+        case 11:
+            r.extrapolating.assign(r.size() - 1, 0);
+            break;
         }
         try {
             deserializeSearchResult(serializeSearchResult(r));

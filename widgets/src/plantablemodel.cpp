@@ -116,7 +116,7 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
         case ParetoColumn:
             return p.onFront ? QStringLiteral("\u2605") : QString();
         case SpreadColumn:
-            return p.learned ? QStringLiteral("\u00b1%1 / \u00b1%2")
+            return p.learned ? QStringLiteral("\u00b1%1/\u00b1%2")
                                    .arg(p.timeSpread * 100.0, 0, 'f', 1)
                                    .arg(p.memorySpread * 100.0, 0, 'f', 1)
                              : QString();
@@ -196,24 +196,24 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
         return QAbstractTableModel::headerData(section, orientation, role);
     if (role == Qt::DisplayRole) {
         static const char *const names[ColumnCount]
-            = {"Rank",    "Time (ms)", "Peak mem (%)", "Imbalance (CV)", "Score", "Pareto", "\u00b1 T / M (%)",
-               "Learned", "Plan"};
-        return QString::fromLatin1(names[section]);
+            = {"Rank",           "Time (ms)", "\u00b1 T / M (%)", "Learned", "Peak mem (%)",
+               "Imbalance (CV)", "Score",     "Pareto",           "Plan"};
+        return QString::fromUtf8(names[section]);
     }
     if (role == Qt::ToolTipRole) {
         static const char *const tips[ColumnCount] = {
             "1 = best weighted score",
             "Predicted time per training iteration, milliseconds",
+            "Learned predictor: relative one-sigma spread of the time and of the peak memory, percent",
+            "Learned predictor: risk of OOM (predicted peak + spread reaches capacity), EXTRAPOLATING (unlike every "
+            "training run: spreads widened)",
             "Highest per-GPU memory use as a percentage of that GPU's capacity",
             "Coefficient of variation of per-GPU utilisation (0 = perfectly balanced)",
             "Weighted, normalised objective (lower is better)",
             "\u2605 = on the Pareto front of time, memory and balance",
-            "Learned predictor: relative one-sigma spread of the time and of the peak memory, percent",
-            "Learned predictor: risk of OOM (predicted peak + spread reaches capacity), EXTRAPOLATING (unlike every "
-            "training run: spreads widened)",
             "Plan summary",
         };
-        return QString::fromLatin1(tips[section]);
+        return QString::fromUtf8(tips[section]);
     }
     return QAbstractTableModel::headerData(section, orientation, role);
 }

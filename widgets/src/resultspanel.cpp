@@ -348,7 +348,7 @@ void ResultsPanel::resizeColumns()
     // predictor's spread and flag columns only for a learned result.
     const int digit = mTable->fontMetrics().horizontalAdvance(QLatin1Char('0'));
     const QFontMetrics header = mTable->horizontalHeader()->fontMetrics();
-    const int digits[] = {5, 9, 6, 6, 7, 3, 9, 14};
+    const int digits[] = {5, 9, 9, 13, 6, 6, 7, 3}; // Rank, T, spread, flags, M, B, score, Pareto
     static_assert(sizeof(digits) / sizeof(digits[0]) == PlanTableModel::PlanColumn);
     for (int c = 0; c < PlanTableModel::PlanColumn; ++c) {
         const QString title = mModel->headerData(c, Qt::Horizontal).toString();

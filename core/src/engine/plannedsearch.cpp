@@ -75,8 +75,10 @@ void predict(PlannedSearch &s, Store *caches, const ProgressFn &progress)
     }
     if (cache) {
         s.cacheUsed = true;
-        savePredictionCache(*caches, *cache);
+        // The result first: its transaction then snapshots a MemoryStore without the (large) new
+        // prediction cache.
         saveSearchResult(*caches, *s.resultKey, s.result);
+        savePredictionCache(*caches, *cache);
     }
 }
 

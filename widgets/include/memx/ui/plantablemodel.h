@@ -18,12 +18,12 @@ public:
     enum Column {
         RankColumn,
         TimeColumn,
+        SpreadColumn, ///< learned figures: relative one-sigma spread of T and of memory
+        FlagsColumn, ///< learned figures: "risk of OOM", "EXTRAPOLATING"
         MemoryColumn,
         ImbalanceColumn,
         ScoreColumn,
         ParetoColumn,
-        SpreadColumn, ///< learned figures: relative one-sigma spread of T and of memory
-        FlagsColumn, ///< learned figures: "risk of OOM", "EXTRAPOLATING"
         PlanColumn,
         ColumnCount
     };
