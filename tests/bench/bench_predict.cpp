@@ -198,16 +198,16 @@ void BM_PredictBatch31240(benchmark::State &state)
 }
 
 /// The project the planned search reads: the predictor above (stored and read back, as a project
-/// holds it) and no profiles.
+/// holds it) and no profiles. Never destroyed, like the predictor.
 const SearchProject &project()
 {
-    static const SearchProject p = [] {
-        SearchProject s;
-        s.predictor = std::make_shared<const LearnedPredictor>(LearnedPredictor::deserialize(predictor().serialize()));
-        s.predictor->setThreads(2);
+    static const SearchProject *p = [] {
+        auto *s = new SearchProject;
+        s->predictor = std::make_shared<const LearnedPredictor>(LearnedPredictor::deserialize(predictor().serialize()));
+        s->predictor->setThreads(2);
         return s;
     }();
-    return p;
+    return *p;
 }
 
 /// The engine's planned search (memx search --project, the workbench): planSearch (budget, keys) +

@@ -248,7 +248,7 @@ private slots:
         }
         QVERIFY(!loadSearchResult(direct, keys.front())); // the oldest two were dropped
         QVERIFY(loadSearchResult(direct, keys.back()));
-        // The snapshot of a planned search holds exactly its prediction cache, its result and the index.
+        // The snapshot of a stored request: its result and the index (no prediction cache needed).
         SearchRequest req = searchRequest();
         req.globalBatch = 6 * 64;
         const PlannedSearch planned = planSearch(req, &context);
@@ -256,11 +256,22 @@ private slots:
         copySearchCaches(direct, planned, snapshot);
         QCOMPARE(blobKeysOf(snapshot, kSearchResultBlobKind),
                  (std::set<std::string> {searchResultBlobKey(*planned.resultKey), kSearchResultIndexKey}));
-        QCOMPARE(blobKeysOf(snapshot, kPredictionCacheBlobKind),
-                 (std::set<std::string> {predictionCacheBlobKey(planned.predictionContext)}));
+        QVERIFY(snapshot.blobKeys(kPredictionCacheBlobKind).empty());
         PlannedSearch again = planned;
         runPlannedSearch(again, &snapshot);
         QVERIFY(again.resultFromCache);
+        // Of a request not stored: the index and the prediction cache of its context.
+        req.globalBatch = 64; // searched first, dropped from the 4 kept
+        const PlannedSearch fresh = planSearch(req, &context);
+        MemoryStore snapshot2;
+        copySearchCaches(direct, fresh, snapshot2);
+        QCOMPARE(blobKeysOf(snapshot2, kSearchResultBlobKind), (std::set<std::string> {kSearchResultIndexKey}));
+        QCOMPARE(blobKeysOf(snapshot2, kPredictionCacheBlobKind),
+                 (std::set<std::string> {predictionCacheBlobKey(fresh.predictionContext)}));
+        PlannedSearch warm = fresh;
+        runPlannedSearch(warm, &snapshot2);
+        QVERIFY(!warm.resultFromCache);
+        QCOMPARE(warm.learned.cacheHits, warm.result.size()); // every plan from the prediction cache
     }
 
     /// Cancel while searching: the partial analytic result; while predicting: the analytic

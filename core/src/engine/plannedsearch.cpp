@@ -117,12 +117,17 @@ void copySearchCaches(const Store &project, const PlannedSearch &search, Store &
 {
     if (!search.resultKey)
         return;
+    if (auto index = project.blob(kSearchResultBlobKind, kSearchResultIndexKey))
+        snapshot.putBlob(kSearchResultBlobKind, kSearchResultIndexKey, *index);
+    const std::string result = searchResultBlobKey(*search.resultKey);
+    if (auto b = project.blob(kSearchResultBlobKind, result)) {
+        // A stored result is all the search will read (the prediction cache can be the largest blob).
+        snapshot.putBlob(kSearchResultBlobKind, result, *b);
+        return;
+    }
     const std::string context = predictionCacheBlobKey(search.predictionContext);
     if (auto b = project.blob(kPredictionCacheBlobKind, context))
         snapshot.putBlob(kPredictionCacheBlobKind, context, *b);
-    for (const std::string &key : {searchResultBlobKey(*search.resultKey), std::string(kSearchResultIndexKey)})
-        if (auto b = project.blob(kSearchResultBlobKind, key))
-            snapshot.putBlob(kSearchResultBlobKind, key, *b);
 }
 
 void mergeSearchCaches(const Store &snapshot, Store &project)

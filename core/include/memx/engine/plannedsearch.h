@@ -92,10 +92,11 @@ PlannedSearch plannedSearch(SearchRequest request, const SearchProject *project,
                             const PlannedSearchOptions &options = {}, const ProgressFn &progress = {},
                             const std::function<void(PlannedSearchPhase)> &onPhase = {});
 
-/// Copies the cache blobs runPlannedSearch(search, ...) reads from `project` (the prediction cache
-/// of its context, its stored result and the index of stored results) into `snapshot`, so a worker
-/// can search on the snapshot while the project stays with its owner. Nothing when `search` uses
-/// no cache.
+/// Copies the cache blobs runPlannedSearch(search, ...) reads from `project` into `snapshot`, so a
+/// worker can search on the snapshot while the project stays with its owner: the index of stored
+/// results and the stored result of its request when there is one, else the prediction cache of
+/// its context. Nothing when `search` uses no cache. (A stored result that turns out unreadable is
+/// then searched and predicted without the prediction cache: slower, not wrong.)
 void copySearchCaches(const Store &project, const PlannedSearch &search, Store &snapshot);
 /// Writes what a search stored in `snapshot` back into `project`: its prediction caches, stored
 /// results and index; results the new index no longer lists are removed. Blob by blob (every blob
