@@ -163,6 +163,30 @@ private slots:
         QVERIFY(r.out.contains("31,240 x 47 s = 17.0 days"));
     }
 
+    /// `profile plan` and `run-simulated --top` read the search space through searchoptions.cpp
+    /// (every option of `memx search`): a narrower space plans fewer configurations, a bad value
+    /// is a usage error naming the option.
+    void planUsesTheSearchOptions()
+    {
+        const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
+        const QStringList base
+            = {"profile", "plan", "--cluster", cluster, "--model", "llama2-7b", "--threads", "2", "--json"};
+        const Run all = memxCli(base);
+        const Run narrow = memxCli(base + QStringList {"--no-permute", "--recompute", "none", "--dist-opt", "on"});
+        QVERIFY2(all.code == 0, all.err.constData());
+        QVERIFY2(narrow.code == 0, narrow.err.constData());
+        const double a = all.json()["estimate"].toObject()["configurations"].toDouble();
+        const double n = narrow.json()["estimate"].toObject()["configurations"].toDouble();
+        QVERIFY2(n > 0 && n < a / 10, qPrintable(QStringLiteral("%1 of %2").arg(n).arg(a)));
+        const Run bad = memxCli(base + QStringList {"--dist-opt", "maybe"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY(bad.err.contains("--dist-opt: expected off or on"));
+        const Run top = memxCli({"profile", "run-simulated", "--cluster", kSamples + "/h100-8x.json", "--model",
+                                 "gpt3-1.3b", "--top", "1", "--recompute", "sometimes", "--no-import"});
+        QCOMPARE(top.code, 2);
+        QVERIFY(top.err.contains("--recompute: expected none, selective or full"));
+    }
+
     void errors()
     {
         QTemporaryDir tmp;

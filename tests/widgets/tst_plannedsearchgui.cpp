@@ -201,6 +201,43 @@ private slots:
         QCOMPARE(cached.json()["top"].toArray().at(0).toObject()["T"].toDouble(), rows[0].timeMs);
     }
 
+    /// The project's calibration survives open and save, and the workbench's search applies it as
+    /// `memx search --project` does (the device figures of the searched cluster).
+    void calibrationIsKeptAndApplied()
+    {
+        const QString calibrated = mTmp.filePath("calibrated.memx");
+        QVERIFY(QFile::copy(mUntrained, calibrated));
+        memx::Calibration cal;
+        memx::DeviceCalibration dev;
+        dev.device = "mi250x";
+        dev.gemmEfficiency = 0.37;
+        cal.devices.push_back(dev);
+        {
+            memx::SqliteStore store(calibrated.toStdString(), false);
+            memx::saveCalibration(store, cal);
+        }
+        MainWindow w(false);
+        w.setInteractive(false);
+        QSignalSpy shown(w.results(), &ResultsPanel::resultsShown);
+        QVERIFY2(w.openFile(calibrated), qPrintable(w.lastError()));
+        QVERIFY(w.searchProject()->calibration.has_value());
+        QVERIFY(shown.wait(kTimeoutMs));
+        memx::Cluster expected = w.document()->cluster();
+        memx::CostOptions cost;
+        memx::applyCalibration(cal, expected, cost);
+        const auto outcome = w.results()->results().outcome();
+        QVERIFY(outcome->calibrated);
+        QVERIFY(outcome->request.cluster == expected);
+        QVERIFY(!(outcome->request.cluster == w.document()->cluster()));
+        const QString saved = mTmp.filePath("calibrated-saved.memx");
+        QVERIFY2(w.saveTo(saved), qPrintable(w.lastError()));
+        memx::SqliteStore reopened(saved.toStdString(), false);
+        const auto back = memx::loadCalibration(reopened);
+        QVERIFY(back.has_value());
+        QCOMPARE(back->devices.size(), size_t(1));
+        QCOMPARE(*back->devices.front().gemmEfficiency, 0.37);
+    }
+
     void trainPredictorRunsTheCoreTraining()
     {
         MainWindow w(false);
