@@ -244,11 +244,21 @@ void ResultsPanel::runSearch()
     setSearching(true);
     // Planned on this thread (cheap: no enumeration), so the cache snapshot holds exactly the blobs
     // this search reads; the worker then never touches the project.
-    memx::PlannedSearch planned = memx::planSearch(std::move(request), mProject.get());
+    memx::PlannedSearch planned;
     std::shared_ptr<memx::MemoryStore> caches;
-    if (mCacheSource && planned.resultKey) {
-        caches = std::make_shared<memx::MemoryStore>();
-        memx::copySearchCaches(*mCacheSource, planned, *caches);
+    try {
+        planned = memx::planSearch(std::move(request), mProject.get());
+        if (mCacheSource && planned.resultKey) {
+            caches = std::make_shared<memx::MemoryStore>();
+            memx::copySearchCaches(*mCacheSource, planned, *caches);
+        }
+    } catch (const std::exception &e) {
+        setSearching(false);
+        mProgress->setFormat(tr("no search"));
+        mCounts->setText(
+            tr("<span style='color:#b00'>Cannot search: %1</span>").arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
+        emit statusMessage(tr("Cannot search: %1").arg(QString::fromUtf8(e.what())));
+        return;
     }
     if (!planned.narrowed.empty())
         emit statusMessage(tr("Search space narrowed to %1 base configurations: %2")
@@ -290,6 +300,7 @@ void ResultsPanel::onFinished()
     auto outcome = mJob->lastOutcome();
     if (outcome->caches && outcome->cacheUsed && !outcome->resultFromCache)
         emit searchCachesUpdated(outcome);
+    outcome->caches.reset(); // merged (or unused): the project holds them now
     const ObjectiveWeights weights = mResults.weights();
     mPrepare->start([outcome, weights](JobControl &) {
         auto prepared = std::make_shared<Prepared>();

@@ -22,7 +22,9 @@ struct SearchOutcome : memx::PlannedSearch {
     std::vector<uint32_t> front; ///< memx::paretoFront(result), ascending indices
     /// The project's cache blobs the search worked on (memx::copySearchCaches), updated unless the
     /// search used none; the window merges them back into the project (memx::mergeSearchCaches).
-    std::shared_ptr<memx::MemoryStore> caches;
+    /// Mutable: the GUI thread releases them (up to hundreds of MB) once merged, before the outcome
+    /// is shared with any other thread.
+    mutable std::shared_ptr<memx::MemoryStore> caches;
 };
 
 /// Runs the core's planned search (memx::runPlannedSearch: stored result, search, learned
