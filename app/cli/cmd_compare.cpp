@@ -2,9 +2,9 @@
 #include "progress.h"
 #include "searchoptions.h"
 
+#include "memx/engine/plannedsearch.h"
 #include "memx/evaluation/compare.h"
 #include "memx/io/formats.h"
-#include "memx/predict/projectpredictor.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
 
@@ -84,40 +84,44 @@ int run(const std::vector<std::string> &argv)
     Args args(argv, values, switches);
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
-    CompareRequest req;
-    req.search.cluster = loadCluster(args.require("cluster"));
+    SearchRequest search;
+    search.cluster = loadCluster(args.require("cluster"));
     std::unique_ptr<SqliteStore> store;
-    std::optional<LearnedPredictor> learned;
-    if (auto project = args.value("project")) {
-        if (!std::filesystem::exists(*project))
-            throw LoadError(*project, "", "no such project file");
-        store = std::make_unique<SqliteStore>(*project, false);
-        learned = loadPredictor(*store);
-        req.search.profiles = store->profiles();
-        applyProjectCalibration(*store, req.search.cluster, req.search.cost);
+    std::optional<SearchProject> project;
+    if (auto path = args.value("project")) {
+        if (!std::filesystem::exists(*path))
+            throw LoadError(*path, "", "no such project file");
+        store = std::make_unique<SqliteStore>(*path, false);
+        project = loadSearchProject(*store);
     }
-    req.search.model = modelOption(args, store.get());
-    req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
-    req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
-    applySpaceOptions(args, req.search.space);
-    {
-        const PlannedSearchRequest planned = plannedRequest(args, req.search);
-        req.search = planned.search;
-        req.autoTarget = planned.autoTarget;
-        req.maxIdleGroups = planned.maxIdleGroups;
-    }
+    search.model = modelOption(args, store.get());
+    search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
+    search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
+    applySpaceOptions(args, search.space);
+    PlannedSearchOptions options;
+    options.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(kDefaultMaxBases));
+    options.useCache = false; // compare runs its own searches (the planned search only plans them)
+    // The planned search's budget, profiles, calibration and predictor: MemX's method is the
+    // search `memx search --project` runs.
+    const PlannedSearch planned
+        = planSearch(plannedRequest(args, search), project ? &*project : nullptr, options);
+    const std::vector<std::string> &narrowed = planned.narrowed;
+    for (const std::string &n : narrowed)
+        std::cerr << "note: space narrowed to " << options.maxBases << " base configurations: " << n << "\n";
+    CompareRequest req;
+    req.search = planned.request.search; // the project's profiles and calibration
+    if (!planned.subsetPlan.requests.empty())
+        req.search.space = planned.subsetPlan.requests.front().space; // narrowed
+    req.autoTarget = planned.request.autoTarget;
+    req.maxIdleGroups = planned.request.maxIdleGroups;
     req.memxWeights = weightsOption(args);
     req.candidatesPerMethod = static_cast<size_t>(args.intValue("candidates", 1, 100000).value_or(100));
     req.testbedSeed = static_cast<uint64_t>(args.intValue("seed", 0, 1LL << 62).value_or(1));
     req.secondsPerProfiledRun = static_cast<double>(args.intValue("seconds-per-run", 1, 1000000).value_or(47));
-    if (learned) {
-        learned->setThreads(req.search.threads);
-        req.learned = &*learned;
+    if (planned.predictor) {
+        planned.predictor->setThreads(req.search.threads);
+        req.learned = planned.predictor.get();
     }
-    const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
-    const std::vector<std::string> narrowed = narrowToBudget(req.search, maxBases);
-    for (const std::string &n : narrowed)
-        std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
 
     CompareReport report;
     try {

@@ -5,6 +5,7 @@
 
 #include "memx/io/formats.h"
 #include "memx/profiling/augment.h"
+#include "memx/profiling/coverage.h"
 #include "memx/profiling/megatronlog.h"
 #include "memx/profiling/minimalset.h"
 #include "memx/profiling/profileio.h"
@@ -89,10 +90,12 @@ profiles. Exit status 1 when there is no such record (nothing is changed).
 const char *kCoverageUsage
     = R"txt(Usage: memx profile coverage [--project FILE] [--cluster NAME|FILE] [--model ID] [--json]
 
-For each model and GPU type: which (TP, micro-batch) cells are measured (M),
+For each model (and sequence length) and GPU type: which (TP, micro-batch) cells are measured (M),
 simulated by the virtual testbed (S), interpolated or interpolable from measured/simulated
-neighbours (I), or missing (-). With --cluster only the cluster's GPU
-types and TP degrees up to its GPUs per node are shown; with --model only that model id.
+neighbours (I), or missing (-, the analytic cost model). The grid is the search's default TP
+degrees and micro-batch sizes plus every profiled one; the rule is the workbench's Profiles dock's
+(memx/profiling/coverage.h). With --cluster only the cluster's GPU types, TP up to their GPUs per
+node; with --model only that model id.
 )txt";
 
 std::string projectPath(const Args &args)
@@ -311,6 +314,49 @@ int runList(const std::vector<std::string> &argv)
     return Ok;
 }
 
+/// The cells of one model's coverage as JSON, per GPU type.
+nlohmann::json coverageJson(const std::string &model, int seqLength, const std::vector<DeviceCoverage> &devices)
+{
+    std::set<int> tps, mbs;
+    nlohmann::json gpus = nlohmann::json::object();
+    for (const DeviceCoverage &c : devices) {
+        tps.insert(c.tps.begin(), c.tps.end());
+        mbs.insert(c.microBatches.begin(), c.microBatches.end());
+        nlohmann::json cells = nlohmann::json::array();
+        for (size_t t = 0; t < c.tps.size(); ++t)
+            for (size_t b = 0; b < c.microBatches.size(); ++b)
+                cells.push_back(
+                    {{"tp", c.tps[t]}, {"microBatch", c.microBatches[b]}, {"status", toString(c.cells[t][b])}});
+        gpus[c.device] = {{"measured", c.count(CoverageStatus::Measured)},
+                          {"simulated", c.count(CoverageStatus::Simulated)},
+                          {"interpolated", c.count(CoverageStatus::Interpolated)},
+                          {"missing", c.count(CoverageStatus::Missing)},
+                          {"tp", c.tps},
+                          {"microBatch", c.microBatches},
+                          {"cells", cells}};
+    }
+    return {{"model", model}, {"seqLength", seqLength}, {"tp", tps}, {"microBatch", mbs}, {"gpus", gpus}};
+}
+
+void printCoverage(const std::string &model, int seqLength, const std::vector<DeviceCoverage> &devices)
+{
+    std::cout << "Model " << model << ", sequence " << seqLength
+              << " (M measured, S simulated by the virtual testbed, I interpolated/interpolable, - missing)\n";
+    for (const DeviceCoverage &c : devices) {
+        std::cout << "  " << c.device << "\n    " << std::left << std::setw(8) << "TP\\mbs";
+        for (int b : c.microBatches)
+            std::cout << std::setw(5) << b;
+        std::cout << "\n";
+        for (size_t t = 0; t < c.tps.size(); ++t) {
+            std::cout << "    " << std::setw(8) << c.tps[t];
+            for (CoverageStatus s : c.cells[t])
+                std::cout << std::setw(5) << static_cast<char>(s);
+            std::cout << "\n";
+        }
+    }
+    std::cout << "\n";
+}
+
 int runCoverage(const std::vector<std::string> &argv)
 {
     Args args(argv, {"project", "cluster", "model"}, {"json"});
@@ -324,103 +370,23 @@ int runCoverage(const std::vector<std::string> &argv)
             cluster = loadCluster(*c);
     }
     const ProfileSet all = store.profiles();
-    std::set<std::string> models;
-    for (const LayerProfile &p : all.profiles())
-        if (!args.has("model") || p.key.model == *args.value("model"))
-            models.insert(p.key.model);
+    std::vector<std::pair<std::string, int>> models;
+    for (const auto &m : profiledModels(all))
+        if (!args.has("model") || m.first == *args.value("model"))
+            models.push_back(m);
     if (args.has("model") && models.empty())
         throw LoadError(store.path(), "", "no profile of model \"" + *args.value("model") + "\" in the project");
-
-    std::set<std::string> clusterGpus;
-    int maxTp = 1 << 20;
-    if (cluster) {
-        maxTp = 0;
-        for (const NodeGroup &g : cluster->groups) {
-            clusterGpus.insert(cluster->deviceOf(g).id);
-            maxTp = std::max(maxTp, g.gpusPerNode);
-        }
-    }
-
     nlohmann::json out = nlohmann::json::array();
-    for (const std::string &model : models) {
-        std::set<int> tps, mbs;
-        std::map<std::string, std::vector<LayerProfile>> byGpu;
-        for (const LayerProfile &p : all.profiles())
-            if (p.key.model == model) {
-                if (p.key.tp <= maxTp)
-                    tps.insert(p.key.tp);
-                mbs.insert(p.key.microBatch);
-                byGpu[p.key.gpu].push_back(p);
-            }
-        for (const std::string &g : clusterGpus)
-            byGpu[g]; // GPU types of the cluster without any profile show as missing
-        nlohmann::json jm {{"model", model}, {"tp", tps}, {"microBatch", mbs}, {"gpus", nlohmann::json::object()}};
-        if (!args.has("json"))
-            std::cout << "Model " << model
-                      << " (M measured, S simulated by the virtual testbed, I interpolated/interpolable, - missing)\n";
-        for (auto &[gpu, ps] : byGpu) {
-            if (cluster && !clusterGpus.count(gpu))
-                continue;
-            auto status = [&](int tp, int b) -> char {
-                const LayerProfile *best = nullptr;
-                for (const LayerProfile &p : ps)
-                    if (p.key.tp == tp && p.key.microBatch == b)
-                        best = (!best || p.origin == ProfileOrigin::Measured) ? &p : best;
-                if (best)
-                    return best->origin == ProfileOrigin::Measured ? 'M'
-                        : best->origin == ProfileOrigin::Simulated ? 'S'
-                                                                   : 'I';
-                // Measured and simulated (virtual testbed) profiles are interpolation sources.
-                std::vector<LayerProfile> sameTp, sameMbs;
-                for (const LayerProfile &p : ps) {
-                    if (p.origin == ProfileOrigin::Interpolated)
-                        continue;
-                    if (p.key.tp == tp)
-                        sameTp.push_back(p);
-                    if (p.key.microBatch == b)
-                        sameMbs.push_back(p);
-                }
-                if ((!sameTp.empty() && interpolateMicroBatch(sameTp, b))
-                    || (sameMbs.size() >= 2 && interpolateTensorParallel(sameMbs, tp)))
-                    return 'I';
-                return '-';
-            };
-            nlohmann::json cells = nlohmann::json::array();
-            int counts[4] = {0, 0, 0, 0};
-            if (!args.has("json")) {
-                std::cout << "  " << gpu << "\n    " << std::left << std::setw(8) << "TP\\mbs";
-                for (int b : mbs)
-                    std::cout << std::setw(5) << b;
-                std::cout << "\n";
-            }
-            for (int tp : tps) {
-                if (!args.has("json"))
-                    std::cout << "    " << std::setw(8) << tp;
-                for (int b : mbs) {
-                    const char s = status(tp, b);
-                    ++counts[s == 'M' ? 0 : s == 'I' ? 1 : s == 'S' ? 3 : 2];
-                    cells.push_back({{"tp", tp},
-                                     {"microBatch", b},
-                                     {"status",
-                                      s == 'M'       ? "measured"
-                                          : s == 'S' ? "simulated"
-                                          : s == 'I' ? "interpolated"
-                                                     : "missing"}});
-                    if (!args.has("json"))
-                        std::cout << std::setw(5) << s;
-                }
-                if (!args.has("json"))
-                    std::cout << "\n";
-            }
-            jm["gpus"][gpu] = {{"measured", counts[0]},
-                               {"simulated", counts[3]},
-                               {"interpolated", counts[1]},
-                               {"missing", counts[2]},
-                               {"cells", cells}};
-        }
-        out.push_back(jm);
-        if (!args.has("json"))
-            std::cout << "\n";
+    for (const auto &[model, seq] : models) {
+        CoverageQuery query;
+        query.model = model;
+        query.seqLength = seq;
+        query.cluster = cluster ? &*cluster : nullptr;
+        const std::vector<DeviceCoverage> devices = profileCoverage(all, query);
+        if (args.has("json"))
+            out.push_back(coverageJson(model, seq, devices));
+        else
+            printCoverage(model, seq, devices);
     }
     if (args.has("json"))
         std::cout << out.dump(2) << "\n";

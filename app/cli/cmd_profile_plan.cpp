@@ -4,11 +4,13 @@
 #include "progress.h"
 #include "searchoptions.h"
 
+#include "memx/engine/plannedsearch.h"
 #include "memx/io/formats.h"
 #include "memx/profiling/augment.h"
 #include "memx/profiling/minimalset.h"
 #include "memx/search/objective.h"
 #include "memx/store/sqlitestore.h"
+#include "memx/testbed/testbedjobs.h"
 #include "memx/testbed/virtualtestbed.h"
 #include "memx/util/fileio.h"
 
@@ -18,6 +20,9 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace memx::cli {
@@ -44,6 +49,9 @@ Options:
   --tp LIST            TP degrees of the space (default 1,2,4,8)
   --mbs LIST           micro-batch sizes of the space (default 1,2,4)
   --stages LIST        stages per GPU group (default 1,2,3)
+                       (and every other search-space option of memx search: --max-mbs,
+                       --recompute, --dist-opt, --radius, --max-stages, --no-permute,
+                       --no-memory-split, --sequence-parallel, --no-mixed-stages)
   --target T           megatron, flagscale or any: search the target's plans (the groups it
                        cannot run and the slowest ones idle, as memx search) and pick end-to-end
                        runs it launches; default: the whole space (measurements serve every
@@ -73,12 +81,14 @@ produces is labelled simulated.
 
   --jobs MANIFEST   run every job of a `memx profile plan` manifest (its cluster and model)
   --plan FILE       run this plan (repeatable; needs --cluster and --model)
-  --top K           search the space (with the project's profiles) and run the K fastest plans (0: none,
-                    with --spread)
+  --top K           search the space as `memx search --project` does (the project's profiles,
+                    calibration and learned predictor, the --max-bases budget) and run the K fastest
+                    plans (0: none, with --spread)
   --spread N        with --top: also run N plans spread across the whole space (evenly spaced in
                     the time ranking of every valid configuration, slowest included), so a
                     dataset is not only near-identical fast plans
-  --tp LIST, --mbs LIST, --stages LIST   with --top: narrow the searched space
+  --stages --tp --mbs --max-mbs --recompute --dist-opt --radius --max-stages --no-permute
+  --no-memory-split --sequence-parallel   with --top: the searched space (as memx search)
   --seed N          testbed seed (default 1): same seed, same results
   --group LABEL     group label of the runs (default testbed/<cluster name>)
   --write-logs DIR  also write each job's simulated Megatron-LM log(s) into DIR (the file names the
@@ -108,33 +118,34 @@ std::string fmt(double v, int prec)
 
 int runPlanCmd(const std::vector<std::string> &argv)
 {
-    Args args(argv,
-              {"cluster", "model", "out", "gbs", "tp", "mbs", "stages", "e2e", "iterations", "threads", "date",
-               "target", "attention", "max-bases"},
-              {"json", "force", "tp-interpolation"});
+    std::set<std::string> values {"cluster",    "model",   "out",  "gbs",       "e2e",
+                                  "iterations", "threads", "date", "attention", "max-bases"};
+    values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
+    std::set<std::string> switches {"json", "force", "tp-interpolation"};
+    switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
+    Args args(argv, values, switches);
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const Cluster cluster = loadCluster(args.require("cluster"));
     const Model model = modelOption(args);
     MinimalSetOptions o;
     o.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
-    o.space.tensorParallel = intList(args, "tp", o.space.tensorParallel, 1, 64);
-    o.space.microBatches = intList(args, "mbs", o.space.microBatches, 1, 1024);
-    o.space.stagesPerGroup = intList(args, "stages", o.space.stagesPerGroup, 1, 64);
+    applySpaceOptions(args, o.space);
     o.target = targetOption(args);
     o.endToEndRuns = static_cast<int>(args.intValue("e2e", 0, 1000).value_or(o.endToEndRuns));
     o.timedIterations = static_cast<int>(args.intValue("iterations", 1, 100000).value_or(o.timedIterations));
     o.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     o.tpInterpolation = args.has("tp-interpolation");
-    // The same size budget as `memx search`: a space over it is narrowed (before this, the
-    // 512-GPU sample enumerated every group order, grew ~400 MB/s and died of bad_alloc).
+    // The planned search's size budget, as `memx search`: a space over it is narrowed (before
+    // this, the 512-GPU sample enumerated every group order, grew ~400 MB/s and died of bad_alloc).
     {
         SearchRequest budget;
         budget.cluster = cluster;
         budget.model = model;
         budget.globalBatch = o.globalBatch;
         budget.space = o.space;
-        const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
+        const uint64_t maxBases
+            = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(kDefaultMaxBases));
         for (const std::string &n : narrowToBudget(budget, maxBases))
             std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
         o.space = budget.space;
@@ -144,12 +155,12 @@ int runPlanCmd(const std::vector<std::string> &argv)
         CliProgress progress("base configurations"); // Ctrl-C: the search polls it every 10 ms
         try {
             plan = planMinimalSet(cluster, model, o, progress.callback());
+        } catch (const memx::Cancelled &) {
+            progress.finish();
+            std::cerr << "cancelled (Ctrl-C): no profiling plan written\n";
+            return Cancelled;
         } catch (const std::invalid_argument &e) {
             progress.finish();
-            if (progress.interrupted()) {
-                std::cerr << "cancelled (Ctrl-C): no profiling plan written\n";
-                return Cancelled;
-            }
             std::cerr << "error: " << e.what() << "\n";
             return Failure;
         }
@@ -218,239 +229,195 @@ int runPlanCmd(const std::vector<std::string> &argv)
     return Ok;
 }
 
-/// A simulated Megatron-LM log of one per-layer variant or end-to-end run (what the real job's
-/// run.sh would capture), first line marking it simulated.
-std::string simulatedLog(const VirtualTestbed &tb, const std::string &jobId, const std::vector<double> &iterMs,
-                         double fwdMs, double bwdMs, double optMs, double peakBytes, int ranks)
-{
-    std::ostringstream o;
-    o << "# memx virtual testbed (SIMULATED) " << tb.sourceLabel() << " job=" << jobId << "\n";
-    o << std::fixed << std::setprecision(2);
-    for (size_t i = 0; i < iterMs.size(); ++i) {
-        o << " [2025-01-01 00:00:00] iteration " << std::setw(8) << (i + 1) << "/" << std::setw(8) << iterMs.size()
-          << " | consumed samples: " << (i + 1) << " | elapsed time per iteration (ms): " << iterMs[i]
-          << " | learning rate: 1.000000E-04 | lm loss: 1.000000E+01 |\n";
-        o << "(min, max) time across ranks (ms):\n";
-        o << "    forward-backward ...............................: (" << fwdMs + bwdMs << ", " << fwdMs + bwdMs
-          << ")\n";
-        o << "    forward-compute ................................: (" << fwdMs << ", " << fwdMs << ")\n";
-        o << "    backward-compute ...............................: (" << bwdMs << ", " << bwdMs << ")\n";
-        o << "    optimizer ......................................: (" << optMs << ", " << optMs << ")\n";
-        if (i == 0)
-            for (int r = 0; r < ranks; ++r)
-                o << "[Rank " << r << "] (after 1 iterations) memory (MB) | allocated: " << peakBytes / 1048576.0 * 0.8
-                  << " | max allocated: " << peakBytes / 1048576.0 << " | reserved: " << peakBytes / 1048576.0
-                  << " | max reserved: " << peakBytes / 1048576.0 << "\n";
-    }
-    return o.str();
-}
-
-int runSimulated(const std::vector<std::string> &argv)
-{
-    Args args(argv,
-              {"project", "jobs", "plan", "top", "spread", "cluster", "model", "seed", "group", "write-logs", "threads",
-               "tp", "mbs", "stages", "attention"},
-              {"json", "no-import"});
-    const int modes = args.has("jobs") + args.has("plan") + args.has("top");
-    if (modes != 1)
-        throw UsageError {"give exactly one of --jobs, --plan or --top"};
-    std::vector<std::string> planFiles;
-    if (args.has("plan")) {
-        planFiles.push_back(args.require("plan"));
-        for (const std::string &p : args.positional())
-            planFiles.push_back(p);
-    } else if (!args.positional().empty())
-        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
-    const std::uint64_t seed = static_cast<std::uint64_t>(args.intValue("seed", 0, 1LL << 62).value_or(1));
-    TestbedOptions to;
-    to.group = args.value("group").value_or("");
-    const VirtualTestbed tb(seed, to);
-    const std::string project = args.value("project").value_or(kDefaultProject);
-
+/// What `memx profile run-simulated` runs: a manifest's jobs, or plans (from files or the top of a search).
+struct SimulatedWork {
     Cluster cluster;
     Model model;
     std::vector<ProfileJob> jobs;
     std::vector<Plan> plans;
+};
+
+/// --top K [--spread N]: the K best plans by time of the search `memx search --project` runs
+/// (weights 1,0,0), then N spread evenly over the ranks after them (the slowest included).
+std::vector<Plan> topAndSpreadPlans(const Args &args, const Cluster &cluster, const Model &model,
+                                    const std::string &project)
+{
+    SearchRequest req;
+    req.cluster = cluster;
+    req.model = model;
+    req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
+    applySpaceOptions(args, req.space);
+    std::unique_ptr<SqliteStore> store;
+    std::optional<SearchProject> context;
+    if (std::filesystem::exists(project)) {
+        store = std::make_unique<SqliteStore>(project, false);
+        context = loadSearchProject(*store);
+    }
+    PlannedSearch planned = planSearch(plannedRequest(args, req), context ? &*context : nullptr);
+    for (const std::string &n : planned.narrowed)
+        std::cerr << "note: space narrowed to " << kDefaultMaxBases << " base configurations: " << n << "\n";
+    {
+        CliProgress progress("base configurations");
+        runPlannedSearch(planned, store.get(), progress.callback());
+    }
+    if (planned.cancelled())
+        throw memx::Cancelled();
+    const SearchResult &res = planned.result;
+    const size_t k = static_cast<size_t>(args.intValue("top", 0, 10000).value_or(5));
+    const size_t spread = static_cast<size_t>(args.intValue("spread", 0, 10000).value_or(0));
+    const std::vector<uint32_t> order = rank(res, ObjectiveWeights::timeOnly(), res.size());
+    std::vector<uint32_t> chosen(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(k, order.size())));
+    const size_t rest = order.size() > k ? order.size() - k : 0;
+    size_t last = SIZE_MAX;
+    for (size_t j = 0; j < spread && rest > 0; ++j) {
+        const size_t r = k + (spread == 1 ? rest - 1 : j * (rest - 1) / (spread - 1));
+        if (r != last)
+            chosen.push_back(order[r]);
+        last = r;
+    }
+    std::vector<Plan> plans;
+    for (size_t c = 0; c < chosen.size(); ++c) {
+        Plan p = res.materialize(chosen[c]);
+        p.name = (c < k ? "top" : "spread") + std::to_string(c < k ? c + 1 : c - k + 1);
+        plans.push_back(std::move(p));
+    }
+    return plans;
+}
+
+SimulatedWork simulatedWork(const Args &args, const std::string &project)
+{
+    SimulatedWork w;
     if (auto manifestPath = args.value("jobs")) {
         ProfileManifest m = parseManifest(readTextFile(*manifestPath), *manifestPath);
-        cluster = m.cluster;
-        model = m.model;
-        jobs = std::move(m.jobs);
+        w.cluster = m.cluster;
+        w.model = m.model;
+        w.jobs = std::move(m.jobs);
+        return w;
+    }
+    if (!args.has("cluster") || !args.has("model"))
+        throw UsageError {"--plan and --top need --cluster and --model"};
+    w.cluster = loadCluster(args.require("cluster"));
+    w.model = modelOption(args);
+    if (args.has("plan")) {
+        w.plans.push_back(loadPlan(args.require("plan")));
+        for (const std::string &p : args.positional())
+            w.plans.push_back(loadPlan(p));
     } else {
-        if (!args.has("cluster") || !args.has("model"))
-            throw UsageError {"--plan and --top need --cluster and --model"};
-        cluster = loadCluster(args.require("cluster"));
-        model = modelOption(args);
-        if (args.has("plan")) {
-            for (const std::string &f : planFiles)
-                plans.push_back(loadPlan(f));
-        } else {
-            SearchRequest req;
-            req.cluster = cluster;
-            req.model = model;
-            req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
-            if (std::filesystem::exists(project)) {
-                SqliteStore store(project, false);
-                req.profiles = store.profiles();
-            }
-            req.space.tensorParallel = intList(args, "tp", req.space.tensorParallel, 1, 64);
-            req.space.microBatches = intList(args, "mbs", req.space.microBatches, 1, 1024);
-            req.space.stagesPerGroup = intList(args, "stages", req.space.stagesPerGroup, 1, 64);
-            const SearchResult res = runSearch(req);
-            const size_t k = static_cast<size_t>(args.intValue("top", 0, 10000).value_or(5));
-            const size_t spread = static_cast<size_t>(args.intValue("spread", 0, 10000).value_or(0));
-            const std::vector<uint32_t> order = rank(res, ObjectiveWeights::timeOnly(), res.size());
-            std::vector<uint32_t> chosen(order.begin(),
-                                         order.begin() + static_cast<std::ptrdiff_t>(std::min(k, order.size())));
-            // Evenly spaced ranks k .. n-1 (the slowest included); a rank is taken once.
-            const size_t rest = order.size() > k ? order.size() - k : 0;
-            size_t last = SIZE_MAX;
-            for (size_t j = 0; j < spread && rest > 0; ++j) {
-                const size_t r = k + (spread == 1 ? rest - 1 : j * (rest - 1) / (spread - 1));
-                if (r != last)
-                    chosen.push_back(order[r]);
-                last = r;
-            }
-            for (size_t c = 0; c < chosen.size(); ++c) {
-                Plan p = res.materialize(chosen[c]);
-                p.name = (c < k ? "top" : "spread") + std::to_string(c < k ? c + 1 : c - k + 1);
-                plans.push_back(std::move(p));
-            }
-        }
+        w.plans = topAndSpreadPlans(args, w.cluster, w.model, project);
     }
+    return w;
+}
 
-    ImportBatch batch;
-    batch.clusters.push_back(cluster);
-    batch.models.push_back(model);
-    nlohmann::json results = nlohmann::json::array();
-    std::vector<std::pair<std::string, std::string>> logs; // file name -> content
-    const size_t total = jobs.size() + plans.size();
-    size_t done = 0, failed = 0;
-    CliProgress progress("testbed jobs and runs");
-    auto tick = [&]() { return progress(++done, total); };
-    auto runOne = [&](const Plan &plan, const std::string &jobId, const std::string &logFile) {
-        const TestbedRun r = tb.runPlan(plan, cluster, model);
-        nlohmann::json j {{"job", jobId},
-                          {"kind", "end-to-end"},
-                          {"simulated", true},
-                          {"source", tb.sourceLabel()},
-                          {"plan", plan.summary(cluster)},
-                          {"ok", r.ok},
-                          {"peakMemoryBytes", *r.run.peakMemoryBytes}};
-        if (r.ok) {
-            batch.runs.push_back(r.run);
-            j["runId"] = r.run.id;
-            j["iterationTimeMs"] = r.run.iterationTimeMs;
-            j["straggler"] = r.straggler;
-            if (!logFile.empty())
-                logs.push_back(
-                    {logFile,
-                     simulatedLog(tb, jobId, r.iterationTimesMs, 0, 0, 0, *r.run.peakMemoryBytes, plan.totalGpus())});
-        } else {
-            ++failed;
-            j["error"] = r.error;
-        }
-        results.push_back(j);
-    };
-    bool cancelled = false;
-    try {
-        for (const ProfileJob &job : jobs) {
-            if (job.kind == ProfileJobKind::PerLayer) {
-                const LayerProfile p = tb.runProfilingJob(job, cluster, model);
-                batch.profiles.push_back(p);
-                results.push_back({{"job", job.id},
-                                   {"kind", "per-layer"},
-                                   {"simulated", true},
-                                   {"source", p.source},
-                                   {"device", job.device},
-                                   {"tp", job.tp},
-                                   {"microBatch", job.microBatch},
-                                   {"layerForwardMs", p.layers[1].forwardMs},
-                                   {"layerBackwardMs", p.layers[1].backwardMs}});
-                // Per variant: forward/backward compute of one iteration as Megatron's timers report them.
-                for (size_t v = 0; v < job.layerVariants.size() && v < job.logFiles.size(); ++v) {
-                    const int n = job.layerVariants[v];
-                    double f = p.layers.front().forwardMs + p.layers.back().forwardMs;
-                    double b = p.layers.front().backwardMs + p.layers.back().backwardMs;
-                    double opt = p.layers.front().optimizerMs + p.layers.back().optimizerMs;
-                    for (int l = 1; l <= n; ++l) {
-                        f += p.layers[static_cast<size_t>(l)].forwardMs;
-                        b += p.layers[static_cast<size_t>(l)].backwardMs;
-                        opt += p.layers[static_cast<size_t>(l)].optimizerMs;
-                    }
-                    f *= job.microBatchesPerIteration;
-                    b *= job.microBatchesPerIteration;
-                    const std::vector<double> it(static_cast<size_t>(job.warmupIterations + job.timedIterations),
-                                                 f + b + opt);
-                    logs.push_back({job.logFiles[v], simulatedLog(tb, job.id, it, f, b, opt, 0, job.tp)});
-                }
-            } else {
-                runOne(*job.plan, job.id, job.logFiles.empty() ? "" : job.logFiles.front());
-            }
-            if (!tick()) {
-                cancelled = true;
-                break;
-            }
-        }
-        for (size_t i = 0; i < plans.size() && !cancelled; ++i) {
-            runOne(plans[i], plans[i].name.empty() ? "plan" + std::to_string(i + 1) : plans[i].name, "");
-            if (!tick())
-                cancelled = true;
-        }
-    } catch (const std::invalid_argument &e) {
-        progress.finish();
-        std::cerr << "error: " << e.what() << "\n";
-        return Failure;
+nlohmann::json resultJson(const TestbedJobResult &r)
+{
+    if (r.perLayer)
+        return {{"job", r.job},
+                {"kind", "per-layer"},
+                {"simulated", true},
+                {"source", r.source},
+                {"device", r.device},
+                {"tp", r.tp},
+                {"microBatch", r.microBatch},
+                {"layerForwardMs", r.layerForwardMs},
+                {"layerBackwardMs", r.layerBackwardMs}};
+    nlohmann::json j {{"job", r.job},
+                      {"kind", "end-to-end"},
+                      {"simulated", true},
+                      {"source", r.source},
+                      {"plan", r.plan},
+                      {"ok", r.ok},
+                      {"peakMemoryBytes", r.peakMemoryBytes}};
+    if (r.ok) {
+        j["runId"] = r.runId;
+        j["iterationTimeMs"] = r.iterationTimeMs;
+        j["straggler"] = r.straggler;
+    } else {
+        j["error"] = r.error;
     }
-    progress.finish();
-    if (cancelled) {
-        std::cerr << "cancelled: nothing written\n";
-        return Cancelled;
-    }
-    if (auto dir = args.value("write-logs")) {
-        std::filesystem::create_directories(*dir);
-        for (const auto &[name, content] : logs)
-            writeFileAtomically((std::filesystem::path(*dir) / name).string(), content);
-    }
-    if (!args.has("no-import")) {
-        SqliteStore store(project, true);
-        if (!writeImport(store, batch, [&](size_t, size_t) { return !progress.interrupted(); })) {
-            std::cerr << "cancelled: nothing written\n";
-            return Cancelled;
-        }
-    }
+    return j;
+}
+
+void printSimulated(const TestbedBatch &out, const VirtualTestbed &tb, const SimulatedWork &w, const Args &args,
+                    const std::string &project)
+{
     if (args.has("json")) {
+        nlohmann::json results = nlohmann::json::array();
+        for (const TestbedJobResult &r : out.results)
+            results.push_back(resultJson(r));
         std::cout << nlohmann::json {{"simulated", true},
                                      {"source", tb.sourceLabel()},
                                      {"project", args.has("no-import") ? nlohmann::json() : nlohmann::json(project)},
-                                     {"profiles", batch.profiles.size()},
-                                     {"runs", batch.runs.size()},
-                                     {"failed", failed},
-                                     {"logs", logs.size()},
+                                     {"profiles", out.batch.profiles.size()},
+                                     {"runs", out.batch.runs.size()},
+                                     {"failed", out.failed()},
+                                     {"logs", out.logs.size()},
                                      {"results", results}}
                          .dump(2)
                   << "\n";
-        return Ok;
+        return;
     }
-    std::cout << "SIMULATED on the virtual testbed (" << tb.sourceLabel() << "), " << cluster.name << ", " << model.id
-              << "\n";
-    for (const auto &r : results) {
-        std::cout << "  " << std::left << std::setw(34) << r["job"].get<std::string>();
-        if (r["kind"] == "per-layer")
-            std::cout << "per-layer  fwd " << fmt(r["layerForwardMs"].get<double>(), 3) << " ms  bwd "
-                      << fmt(r["layerBackwardMs"].get<double>(), 3) << " ms per layer\n";
-        else if (r["ok"].get<bool>())
-            std::cout << "run  " << fmt(r["iterationTimeMs"].get<double>(), 1) << " ms/iter  peak "
-                      << fmt(r["peakMemoryBytes"].get<double>() / 1073741824.0, 1) << " GiB"
-                      << (r["straggler"].get<bool>() ? " (straggler)" : "") << "\n";
+    std::cout << "SIMULATED on the virtual testbed (" << tb.sourceLabel() << "), " << w.cluster.name << ", "
+              << w.model.id << "\n";
+    for (const TestbedJobResult &r : out.results) {
+        std::cout << "  " << std::left << std::setw(34) << r.job;
+        if (r.perLayer)
+            std::cout << "per-layer  fwd " << fmt(r.layerForwardMs, 3) << " ms  bwd " << fmt(r.layerBackwardMs, 3)
+                      << " ms per layer\n";
+        else if (r.ok)
+            std::cout << "run  " << fmt(r.iterationTimeMs, 1) << " ms/iter  peak "
+                      << fmt(r.peakMemoryBytes / 1073741824.0, 1) << " GiB" << (r.straggler ? " (straggler)" : "")
+                      << "\n";
         else
-            std::cout << "FAILED: " << r["error"].get<std::string>() << "\n";
+            std::cout << "FAILED: " << r.error << "\n";
     }
-    std::cout << (args.has("no-import") ? "Not imported" : "Imported into " + project) << ": " << batch.profiles.size()
-              << " simulated profile(s), " << batch.runs.size() << " simulated run(s)";
-    if (failed)
-        std::cout << ", " << failed << " failed (out of memory)";
+    std::cout << (args.has("no-import") ? "Not imported" : "Imported into " + project) << ": "
+              << out.batch.profiles.size() << " simulated profile(s), " << out.batch.runs.size() << " simulated run(s)";
+    if (out.failed())
+        std::cout << ", " << out.failed() << " failed (out of memory)";
     std::cout << "\n";
+}
+
+int runSimulated(const std::vector<std::string> &argv)
+{
+    std::set<std::string> values {"project", "jobs", "plan",  "top",        "spread",  "cluster",
+                                  "model",   "seed", "group", "write-logs", "threads", "attention"};
+    values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
+    std::set<std::string> switches {"json", "no-import"};
+    switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
+    Args args(argv, values, switches);
+    if (args.has("jobs") + args.has("plan") + args.has("top") != 1)
+        throw UsageError {"give exactly one of --jobs, --plan or --top"};
+    if (!args.has("plan") && !args.positional().empty())
+        throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    TestbedOptions to;
+    to.group = args.value("group").value_or("");
+    const VirtualTestbed tb(static_cast<std::uint64_t>(args.intValue("seed", 0, 1LL << 62).value_or(1)), to);
+    const std::string project = args.value("project").value_or(kDefaultProject);
+    const SimulatedWork w = simulatedWork(args, project);
+
+    TestbedBatch out;
+    {
+        CliProgress progress("testbed jobs and runs"); // Ctrl-C: memx::Cancelled, nothing written
+        try {
+            TestbedJobOptions options;
+            options.logs = args.has("write-logs");
+            out = runTestbedJobs(tb, w.cluster, w.model, w.jobs, w.plans, options, progress.callback());
+        } catch (const std::invalid_argument &e) {
+            progress.finish();
+            std::cerr << "error: " << e.what() << "\n";
+            return Failure;
+        }
+        if (auto dir = args.value("write-logs")) {
+            std::filesystem::create_directories(*dir);
+            for (const auto &[name, content] : out.logs)
+                writeFileAtomically((std::filesystem::path(*dir) / name).string(), content);
+        }
+        if (!args.has("no-import")) {
+            SqliteStore store(project, true);
+            writeImport(store, out.batch, [&](size_t, size_t) { return !progress.interrupted(); });
+        }
+    }
+    printSimulated(out, tb, w, args, project);
     return Ok;
 }
 

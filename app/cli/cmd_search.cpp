@@ -3,6 +3,7 @@
 #include "searchoptions.h"
 
 #include "memx/cost/costjson.h"
+#include "memx/engine/plannedsearch.h"
 #include "memx/io/formats.h"
 #include "memx/predict/learnedsearch.h"
 #include "memx/predict/projectpredictor.h"
@@ -86,48 +87,6 @@ std::string fmtBytesGiB(double b)
     return o.str();
 }
 
-/// The learned search of one subset: the project's stored result of an identical request, else
-/// runSearch + the learned predictor with the project's prediction cache (then stored).
-struct LearnedRunner {
-    LearnedPredictor *learned = nullptr;
-    SqliteStore *store = nullptr;
-    PredictionCache *cache = nullptr; ///< null: --no-cache
-    std::vector<Diagnostic> *warnings = nullptr;
-    LearnedSearchStats stats;
-    size_t subsetsFromCache = 0, subsets = 0;
-
-    SearchResult operator()(const SearchRequest &sub, const ProgressFn &progress)
-    {
-        SearchRequest r = sub;
-        r.collectFeatures = true;
-        ++subsets;
-        std::optional<SearchRequestKey> key;
-        if (cache) {
-            key = searchRequestKey(r, learned->digest());
-            if (std::optional<SearchResult> hit = loadSearchResult(*store, *key, warnings)) {
-                stats.configurations += hit->size();
-                stats.cacheHits += hit->size();
-                ++subsetsFromCache;
-                return std::move(*hit);
-            }
-        }
-        SearchResult res = runSearch(r, progress);
-        if (res.cancelled)
-            return res;
-        learned->setThreads(res.threads);
-        const LearnedSearchStats s = applyLearnedPredictor(res, *learned, cache);
-        stats.configurations += s.configurations;
-        stats.cacheHits += s.cacheHits;
-        stats.predicted += s.predicted;
-        stats.signatureMs += s.signatureMs;
-        stats.predictMs += s.predictMs;
-        stats.totalMs += s.totalMs;
-        if (key)
-            saveSearchResult(*store, *key, res);
-        return res;
-    }
-};
-
 nlohmann::json plannedJson(const PlannedSearchResult &p)
 {
     nlohmann::json j;
@@ -161,27 +120,28 @@ std::vector<LaunchTarget> launchersOfPlan(const PlannedSearchResult &p, const Pl
 
 /// The ranking of a finished search, as printed.
 struct Shown {
-    Objective obj;
+    ObjectiveWeights obj;
     std::vector<uint32_t> top, front;
     std::vector<double> scores;
     double rankMs = 0, paretoMs = 0;
 };
 
 /// Write the JSON report (memx search --json).
-int printJson(const SearchRequest &req, const PlannedSearchResult &planned, const LearnedRunner &runner, bool learned,
-              bool cacheOn, const Shown &shown)
+int printJson(const PlannedSearch &planned, const Shown &shown)
 {
+    const SearchRequest &req = planned.request.search;
     const SearchResult &res = planned.result;
-    const LearnedSearchStats &learnedStats = runner.stats;
+    const LearnedSearchStats &learnedStats = planned.learned;
+    const bool learned = planned.usesPredictor();
     const std::vector<uint32_t> &top = shown.top, &front = shown.front;
     const std::vector<double> &scores = shown.scores;
-    const Objective &obj = shown.obj;
+    const ObjectiveWeights &obj = shown.obj;
     const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
     nlohmann::json j = plannedJson(planned);
     j["cluster"] = req.cluster.name;
     j["model"] = req.model.id;
     j["globalBatch"] = res.globalBatch;
-    j["weights"] = {obj.wt, obj.wm, obj.wb};
+    j["weights"] = {obj.time, obj.memory, obj.balance};
     j["cancelled"] = res.cancelled;
     j["narrowed"] = planned.narrowed;
     j["counts"] = {{"enumerated", res.enumerated},
@@ -205,9 +165,9 @@ int printJson(const SearchRequest &req, const PlannedSearchResult &planned, cons
         j["learned"] = {{"cacheHits", learnedStats.cacheHits},
                         {"predicted", learnedStats.predicted},
                         {"hitRate", learnedStats.hitRate()},
-                        {"cacheUsed", cacheOn},
-                        {"resultFromCache", runner.subsets > 0 && runner.subsetsFromCache == runner.subsets},
-                        {"subsetsFromCache", runner.subsetsFromCache},
+                        {"cacheUsed", planned.cacheUsed},
+                        {"resultFromCache", planned.resultFromCache},
+                        {"subsetsFromCache", planned.subsetsFromCache},
                         {"signatureMs", learnedStats.signatureMs},
                         {"predictMs", learnedStats.predictMs},
                         {"totalMs", learnedStats.totalMs}};
@@ -235,10 +195,12 @@ int printJson(const SearchRequest &req, const PlannedSearchResult &planned, cons
                         {"idle", planned.idleText(i)},
                         {"plan", toJson(plan)},
                         {"estimate", toJson(est)}});
-        if (learned) {
-            tops.back()["timeSpread"] = res.timeSpread[i];
-            tops.back()["memorySpread"] = res.memSpread[i];
-            tops.back()["oomRisk"] = res.oomRisk[i] != 0;
+        const PlanFigures f = planFigures(res, i);
+        if (f.learned) {
+            tops.back()["timeSpread"] = f.timeSpread;
+            tops.back()["memorySpread"] = f.memSpread;
+            tops.back()["oomRisk"] = f.oomRisk;
+            tops.back()["extrapolating"] = f.extrapolating;
         }
     }
     j["top"] = tops;
@@ -256,14 +218,15 @@ int printJson(const SearchRequest &req, const PlannedSearchResult &planned, cons
 }
 
 /// Write the summary and the table of the best plans.
-int printTable(const SearchRequest &req, const PlannedSearchResult &planned, const LearnedRunner &runner, bool learned,
-               bool cacheOn, const Shown &shown)
+int printTable(const PlannedSearch &planned, const Shown &shown)
 {
+    const SearchRequest &req = planned.request.search;
     const SearchResult &res = planned.result;
-    const LearnedSearchStats &learnedStats = runner.stats;
+    const LearnedSearchStats &learnedStats = planned.learned;
+    const bool learned = planned.usesPredictor();
     const std::vector<uint32_t> &top = shown.top, &front = shown.front;
     const std::vector<double> &scores = shown.scores;
-    const Objective &obj = shown.obj;
+    const ObjectiveWeights &obj = shown.obj;
     const std::string predictorLine = "predictor: " + res.predictor;
     std::cout << "Search: " << req.model.id << " (gbs " << res.globalBatch << ") on \"" << req.cluster.name << "\""
               << (res.cancelled ? "  [CANCELLED: partial results]" : "") << "\n";
@@ -292,18 +255,19 @@ int printTable(const SearchRequest &req, const PlannedSearchResult &planned, con
               << " threads\n";
     {
         std::cout << "  " << predictorLine;
-        if (learned && runner.subsets > 0 && runner.subsetsFromCache == runner.subsets)
+        if (planned.resultFromCache)
             std::cout << "; the whole result of identical earlier searches (project's search cache, " << res.size()
                       << " configurations)" << std::setprecision(2);
-        else if (learned)
+        else if (learned && !res.cancelled)
             std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
                       << learnedStats.cacheHits << " from the prediction cache (hit rate "
-                      << 100.0 * learnedStats.hitRate() << "%" << (cacheOn ? "" : ", cache off") << "; "
-                      << runner.subsetsFromCache << " of " << runner.subsets << " subsets stored whole), "
+                      << 100.0 * learnedStats.hitRate() << "%" << (planned.usesCache() ? "" : ", cache off")
+                      << "; " << planned.subsetsFromCache << " of " << planned.subsetSearches
+                      << " subsets stored whole), "
                       << learnedStats.totalMs << " ms" << std::setprecision(2);
         std::cout << "\n";
     }
-    std::cout << "  weights T,M,B = " << obj.wt << "," << obj.wm << "," << obj.wb
+    std::cout << "  weights T,M,B = " << obj.time << "," << obj.memory << "," << obj.balance
               << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
     if (top.empty()) {
         std::cout << "  no plan fits this cluster; "
@@ -317,19 +281,31 @@ int printTable(const SearchRequest &req, const PlannedSearchResult &planned, con
         const uint32_t i = top[k];
         const Plan plan = res.materialize(i);
         const std::string idle = planned.idleText(i);
-        std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << res.timeMs[i]
-                  << std::setw(8) << std::setprecision(3) << res.peakMemory[i] << std::setw(8) << res.imbalance[i]
-                  << std::setw(9) << std::setprecision(4) << std::exp(scores[i]) << std::setw(8)
-                  << fmtBytesGiB(res.peakBytes[i]) << "  " << plan.summary(req.cluster)
+        const PlanFigures f = planFigures(res, i);
+        std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << f.timeMs << std::setw(8)
+                  << std::setprecision(3) << f.peakMemory << std::setw(8) << f.imbalance << std::setw(9)
+                  << std::setprecision(4) << std::exp(scores[i]) << std::setw(8) << fmtBytesGiB(f.peakBytes) << "  "
+                  << plan.summary(req.cluster)
                   << (plan.distributedOptimizer ? " dist-opt" : "") << (idle.empty() ? "" : "  [" + idle + "]")
                   << (planned.target == LaunchTarget::Any ? "  [" + launchersText(launchersOfPlan(planned, plan)) + "]"
                                                           : "")
-                  << (learned && res.oomRisk[i] ? "  [risk of OOM]" : "") << "\n";
+                  << (f.oomRisk ? "  [risk of OOM]" : "") << (f.extrapolating ? "  [EXTRAPOLATING]" : "") << "\n";
     }
     return res.cancelled ? Cancelled : Ok;
 }
 
-int run(const std::vector<std::string> &argv)
+/// What `memx search` was asked for, besides the planned search itself.
+struct SearchArgs {
+    PlannedSearchRequest request;
+    PlannedSearchOptions options;
+    ObjectiveWeights objective;
+    size_t topK = 10;
+    bool json = false;
+    std::unique_ptr<SqliteStore> store; ///< the --project file (its caches)
+    std::optional<SearchProject> project;
+};
+
+SearchArgs parseSearchArgs(const std::vector<std::string> &argv)
 {
     std::set<std::string> values {"cluster", "model",     "gbs",     "weights", "top",
                                   "threads", "max-bases", "project", "baseline"};
@@ -340,84 +316,65 @@ int run(const std::vector<std::string> &argv)
     Args args(argv, values, switches);
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
+    SearchArgs a;
     SearchRequest req;
     req.cluster = loadCluster(args.require("cluster"));
-    std::unique_ptr<SqliteStore> store;
-    std::optional<LearnedPredictor> learned;
     if (auto project = args.value("project")) {
         if (!std::filesystem::exists(*project))
             throw LoadError(*project, "", "no such project file");
-        store = std::make_unique<SqliteStore>(*project, false);
-        learned = loadPredictor(*store);
-        req.profiles = store->profiles();
-        applyProjectCalibration(*store, req.cluster, req.cost);
+        a.store = std::make_unique<SqliteStore>(*project, false);
+        a.project = loadSearchProject(*a.store);
     }
-    req.model = modelOption(args, store.get());
+    req.model = modelOption(args, a.store.get());
     req.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
-    const size_t topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
-    const ObjectiveWeights obj = weightsOption(args);
     applySpaceOptions(args, req.space);
+    a.request = plannedRequest(args, req);
+    if (const auto b = args.value("baseline"))
+        a.request.baseline = loadCluster(*b);
+    a.topK = static_cast<size_t>(args.intValue("top", 1, 100000).value_or(10));
+    a.objective = weightsOption(args);
+    a.options.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(kDefaultMaxBases));
+    a.options.useCache = !args.has("no-cache");
+    a.json = args.has("json");
+    return a;
+}
 
-    const uint64_t maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(500000));
-
-    // Per subset of node groups, the same request with the same predictor and profiles reuses the
-    // stored result whole (the key is verified in full, memx/predict/searchresultcache.h); other
-    // subsets reuse the per-plan predictions of the project's cache.
-    std::vector<Diagnostic> cacheWarnings; // a bad stored blob is a miss, reported on stderr
-    const bool cacheOn = learned && !args.has("no-cache");
-    std::optional<PredictionCache> cache;
-    if (cacheOn)
-        cache = loadPredictionCache(
-            *store, predictionContext(req.cluster, req.model, &req.profiles, req.cost, learned->digest()),
-            &cacheWarnings);
-    LearnedRunner runner;
-    if (learned) {
-        runner.learned = &*learned;
-        runner.store = store.get();
-        runner.cache = cache ? &*cache : nullptr;
-        runner.warnings = &cacheWarnings;
-    }
-    PlannedSearchResult planned;
+int run(const std::vector<std::string> &argv)
+{
+    SearchArgs a = parseSearchArgs(argv);
+    PlannedSearch planned;
     try {
+        // Per subset of node groups, the same request with the same predictor and profiles reuses
+        // the stored result whole (the key is verified in full, memx/predict/searchresultcache.h);
+        // other subsets reuse the per-plan predictions of the project's cache.
+        planned = planSearch(std::move(a.request), a.project ? &*a.project : nullptr, a.options);
+        if (!a.json)
+            for (const std::string &n : planned.narrowed)
+                std::cerr << "note: space narrowed to " << a.options.maxBases << " base configurations: " << n << "\n";
         CliProgress progress("base configurations");
-        PlannedSearchRequest preq = plannedRequest(args, req);
-        preq.maxBases = maxBases;
-        if (const auto b = args.value("baseline")) {
-            preq.baseline = loadCluster(*b);
-            CostOptions scratch;
-            if (store) // the cluster's devices are calibrated: the baseline's too, so they compare equal
-                applyProjectCalibration(*store, *preq.baseline, scratch);
-        }
-        planned
-            = runPlannedSearch(preq, progress.callback(), learned ? SubsetSearch(std::ref(runner)) : SubsetSearch());
+        runPlannedSearch(planned, a.store.get(), progress.callback(), [&](PlannedSearchPhase phase) {
+            progress.setUnit(phase == PlannedSearchPhase::Search ? "base configurations" : "configurations predicted");
+        });
     } catch (const std::invalid_argument &e) {
         std::cerr << "error: " << e.what() << "\n";
         return Failure;
     }
-    SearchResult &res = planned.result;
-    const std::vector<std::string> &narrowed = planned.narrowed;
-    if (!args.has("json"))
-        for (const std::string &n : narrowed)
-            std::cerr << "note: space narrowed to " << maxBases << " base configurations: " << n << "\n";
-    if (cache && !res.cancelled)
-        savePredictionCache(*store, *cache);
-    for (const Diagnostic &w : cacheWarnings)
+    for (const Diagnostic &w : planned.warnings) // a bad stored blob is a miss, reported on stderr
         std::cerr << "warning: " << w.toString() << "\n";
 
+    const SearchResult &res = planned.result;
     Shown shown;
-    shown.obj = obj;
+    shown.obj = a.objective;
     const auto r0 = std::chrono::steady_clock::now();
-    shown.top = rank(res, obj, topK);
+    shown.top = rank(res, a.objective, a.topK);
     const auto r1 = std::chrono::steady_clock::now();
     shown.front = paretoFront(res);
     const auto r2 = std::chrono::steady_clock::now();
     shown.rankMs = std::chrono::duration<double, std::milli>(r1 - r0).count();
     shown.paretoMs = std::chrono::duration<double, std::milli>(r2 - r1).count();
-    shown.scores = logScores(metricsOf(res), obj);
-    if (args.has("json"))
-        return printJson(req, planned, runner, learned.has_value(), cacheOn, shown);
-    return printTable(req, planned, runner, learned.has_value(), cacheOn, shown);
+    shown.scores = logScores(metricsOf(res), a.objective);
+    return a.json ? printJson(planned, shown) : printTable(planned, shown);
 }
 
 CommandRegistration reg({"search", "search heterogeneous parallel plans: rank by T/M/B, Pareto front", kUsage, &run});

@@ -1,7 +1,8 @@
 // memx train: fit the learned (XGBoost) predictor on the project's measured runs.
 #include "command.h"
+#include "progress.h"
 
-#include "memx/predict/crossvalidation.h"
+#include "memx/engine/training.h"
 #include "memx/predict/projectpredictor.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
@@ -36,32 +37,27 @@ int run(const std::vector<std::string> &argv)
     const std::string path = args.value("project").value_or("memx-project.memx");
     if (!std::filesystem::exists(path))
         throw LoadError(path, "", "no such project file (import measured runs with 'memx profile import')");
-    PredictorOptions opts;
+    TrainOptions options;
+    PredictorOptions &opts = options.predictor;
     opts.ensemble = static_cast<int>(args.intValue("ensemble", 1, 100).value_or(opts.ensemble));
     opts.rounds = static_cast<int>(args.intValue("rounds", 1, 100000).value_or(opts.rounds));
-    const int folds = static_cast<int>(args.intValue("folds", 0, 1000).value_or(5));
+    options.folds = static_cast<int>(args.intValue("folds", 0, 1000).value_or(5));
 
     SqliteStore store(path, false);
-    std::vector<std::string> notes;
-    const std::vector<TrainingSample> samples = samplesFromStore(store, CostOptions {}, &notes);
-    for (const std::string &n : notes)
-        std::cerr << "note: " << n << "\n";
-    LearnedPredictor model;
+    TrainOutcome outcome;
     try {
-        model = LearnedPredictor::train(samples, opts);
+        CliProgress progress("thousandths (samples, training, cross-validation)");
+        outcome = trainProjectPredictor(store, options, progress.callback()); // Ctrl-C: memx::Cancelled
     } catch (const std::invalid_argument &e) {
         throw LoadError(path, "/runs", e.what());
     }
-    nlohmann::json metrics = {{"trainedOn", model.trainingRunIds().size()},
-                              {"featureSchema", model.schemaVersion()},
-                              {"oobRmseLogRatio", {{"time", model.oobTimeRmse()}, {"memory", model.oobMemRmse()}}}};
-    std::optional<EvaluationReport> cv;
-    if (folds >= 2) {
-        cv = crossValidate(samples, CvScheme::KFold, folds, opts);
-        metrics["kfold"] = toJson(*cv);
-        metrics["kfold"].erase("runs");
-    }
-    savePredictor(store, model, metrics);
+    for (const std::string &n : outcome.notes)
+        std::cerr << "note: " << n << "\n";
+    savePredictor(store, outcome.predictor, outcome.metrics);
+    const LearnedPredictor &model = outcome.predictor;
+    const nlohmann::json &metrics = outcome.metrics;
+    const std::optional<EvaluationReport> &cv = outcome.crossValidation;
+    const std::vector<std::string> &notes = outcome.notes;
 
     if (args.has("json")) {
         nlohmann::json j = metrics;

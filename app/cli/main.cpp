@@ -4,6 +4,7 @@
 #include "terminal.h"
 
 #include "memx/util/diagnostic.h"
+#include "memx/util/progress.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -76,6 +77,10 @@ int main(int argc, char **argv)
         for (const auto &d : e.diagnostics())
             std::cerr << "error: " << d.toString() << "\n";
         return Failure;
+    } catch (const memx::Cancelled &) {
+        // Ctrl-C (CliProgress) stopped work that has nothing partial to show: nothing was written.
+        std::cerr << "cancelled: nothing written\n";
+        return Cancelled;
     } catch (const std::bad_alloc &) {
         // Not an abort (rc 134) with "terminate called after throwing std::bad_alloc".
         std::cerr << "memx " << match->name

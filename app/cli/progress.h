@@ -28,6 +28,8 @@ public:
         return [this](size_t done, size_t total) { return (*this)(done, total); };
     }
     bool interrupted() const;
+    /// What the counts count from now on (a new phase of the work).
+    void setUnit(std::string unit) { mUnit = std::move(unit); }
     /// Ends the bar's line (if one was drawn); called by the destructor too.
     void finish();
 

@@ -3,6 +3,7 @@
 // search with the cluster before the edit as the what-if baseline).
 // Run: build/tests/bench/bench_predict --benchmark_counters_tabular=true
 // Figures go to docs/performance.md ("Learned predictor and prediction cache").
+#include "memx/engine/plannedsearch.h"
 #include "memx/io/formats.h"
 #include "memx/predict/learnedsearch.h"
 #include "memx/predict/projectpredictor.h"
@@ -237,7 +238,7 @@ void BM_PlannedAddNodeWarm(benchmark::State &state)
         state.ResumeTiming();
         const double c0 = processCpuSeconds();
         PlannedSearchResult p = plannedLearned(after, &before.cluster, whole ? &results : nullptr, &cache, st, any);
-        benchmark::DoNotOptimize(rank(p.result, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(rank(p.result, ObjectiveWeights {1, 0.5, 0.2}, 10));
         benchmark::DoNotOptimize(paretoFront(p.result));
         cpu += processCpuSeconds() - c0;
         n = p.result.size();
@@ -264,7 +265,7 @@ void BM_PlannedAddNodeCold(benchmark::State &state)
         state.ResumeTiming();
         const double c0 = processCpuSeconds();
         PlannedSearchResult p = plannedLearned(after, &before.cluster, nullptr, &cache, st, any);
-        benchmark::DoNotOptimize(rank(p.result, Objective {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(rank(p.result, ObjectiveWeights {1, 0.5, 0.2}, 10));
         benchmark::DoNotOptimize(paretoFront(p.result));
         cpu += processCpuSeconds() - c0;
         n = p.result.size();
@@ -298,8 +299,76 @@ void BM_PredictBatch31240(benchmark::State &state)
     state.counters["rows"] = static_cast<double>(rows);
 }
 
+/// The project the planned search reads: the predictor above (stored and read back, as a project
+/// holds it) and no profiles. Never destroyed, like the predictor.
+const SearchProject &project()
+{
+    static const SearchProject *p = [] {
+        auto *s = new SearchProject;
+        s->predictor = std::make_shared<const LearnedPredictor>(LearnedPredictor::deserialize(predictor().serialize()));
+        s->predictor->setThreads(2);
+        return s;
+    }();
+    return *p;
+}
+
+/// The engine's planned search (memx search --project, the workbench): planSearch (budget, keys) +
+/// runPlannedSearch (search, learned predictor, extrapolation flags) + rank + Pareto. Arg 0: no
+/// caches (compare BM_LearnedSearchNoCache: the engine's own cost); arg 1: a project store holding
+/// the stored result of the same request (compare BM_LearnedSearchWarmResult/1).
+void BM_PlannedSearch(benchmark::State &state)
+{
+    SearchRequest req = request();
+    req.collectFeatures = false; // planSearch asks for them with a predictor
+    PlannedSearchOptions options;
+    options.useCache = state.range(0) == 1;
+    MemoryStore store;
+    PlannedSearchRequest planned;
+    planned.search = req;
+    if (options.useCache)
+        plannedSearch(planned, &project(), &store, options);
+    double cpu = 0;
+    size_t n = 0;
+    bool fromCache = false;
+    for (auto _ : state) {
+        const double c0 = processCpuSeconds();
+        const PlannedSearch s = plannedSearch(planned, &project(), options.useCache ? &store : nullptr, options);
+        benchmark::DoNotOptimize(rank(s.result, ObjectiveWeights {1, 0.5, 0.2}, 10));
+        benchmark::DoNotOptimize(paretoFront(s.result));
+        cpu += processCpuSeconds() - c0;
+        n = s.result.size();
+        fromCache = s.resultFromCache;
+    }
+    if (options.useCache && !fromCache)
+        state.SkipWithError("the stored result was not reused");
+    state.counters["configs"] = static_cast<double>(n);
+    state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
+}
+
+/// The extrapolation check over every configuration's features: arg 0 the flag alone
+/// (LearnedPredictor::isExtrapolating, what the search and predictLogRatios run per row), arg 1
+/// the reason text (extrapolation(), which they ran per row before).
+void BM_ExtrapolationCheck(benchmark::State &state)
+{
+    const SearchResult res = runSearch(request());
+    const bool text = state.range(0) == 1;
+    size_t outside = 0;
+    for (auto _ : state) {
+        outside = 0;
+        for (size_t i = 0; i < res.size(); ++i) {
+            const float *f = res.features.data() + i * kFeatureCount;
+            outside += text ? !predictor().extrapolation(f).empty() : predictor().isExtrapolating(f);
+        }
+        benchmark::DoNotOptimize(outside);
+    }
+    state.counters["rows"] = static_cast<double>(res.size());
+    state.counters["outside"] = static_cast<double>(outside);
+}
+
 } // namespace
 
+BENCHMARK(BM_PlannedSearch)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ExtrapolationCheck)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AnalyticSearch)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchNoCache)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LearnedSearchColdCache)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,6 +1,10 @@
 // The profiling loop through the real binary: profile plan -> run-simulated (virtual testbed) ->
 // import the simulated logs by manifest -> coverage -> augment -> search with the profiles and run
 // the top plans on the testbed -> measured (simulated) runs in the project.
+#include "memx/io/formats.h"
+#include "memx/profiling/coverage.h"
+#include "memx/store/sqlitestore.h"
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -9,6 +13,8 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <algorithm>
 
 #include "testutils.h"
 
@@ -78,6 +84,28 @@ private slots:
             = QJsonDocument::fromJson(cov.out).array()[0].toObject()["gpus"].toObject()["h100-sxm"].toObject();
         QCOMPARE(h100["simulated"].toInt(), perLayer); // testbed profiles show as S, not M
         QCOMPARE(h100["measured"].toInt(), 0);
+        // Every cell as the core's one coverage rule (the Profiles dock's) gives it.
+        {
+            const memx::SqliteStore store(project.toStdString(), false);
+            const memx::Cluster c = memx::loadCluster(cluster.toStdString());
+            memx::CoverageQuery q;
+            q.model = "gpt3-1.3b";
+            q.seqLength = memx::resolveModel("gpt3-1.3b").shape.seqLength;
+            q.cluster = &c;
+            const std::vector<memx::DeviceCoverage> core = memx::profileCoverage(store.profiles(), q);
+            QCOMPARE(core.size(), size_t(1));
+            const QJsonArray cells = h100["cells"].toArray();
+            QCOMPARE(cells.size(), qsizetype(core[0].tps.size() * core[0].microBatches.size()));
+            for (const auto &v : cells) {
+                const QJsonObject cell = v.toObject();
+                const size_t t = size_t(std::find(core[0].tps.begin(), core[0].tps.end(), cell["tp"].toInt())
+                                        - core[0].tps.begin());
+                const size_t b = size_t(
+                    std::find(core[0].microBatches.begin(), core[0].microBatches.end(), cell["microBatch"].toInt())
+                    - core[0].microBatches.begin());
+                QCOMPARE(cell["status"].toString(), QString::fromLatin1(memx::toString(core[0].cells[t][b])));
+            }
+        }
 
         // 5. Augment adds the interpolated profiles.
         const Run aug = runMemx({"profile", "augment", "--project", project, "--json"});
@@ -124,6 +152,30 @@ private slots:
         QVERIFY(r.out.contains("GPU-hours"));
         QVERIFY(r.out.contains("Ratio:"));
         QVERIFY(r.out.contains("31,240 x 47 s = 17.0 days"));
+    }
+
+    /// `profile plan` and `run-simulated --top` read the search space through searchoptions.cpp
+    /// (every option of `memx search`): a narrower space plans fewer configurations, a bad value
+    /// is a usage error naming the option.
+    void planUsesTheSearchOptions()
+    {
+        const QString cluster = kSamples + "/paper-20gpu-nvidia-amd.json";
+        const QStringList base
+            = {"profile", "plan", "--cluster", cluster, "--model", "llama2-7b", "--threads", "2", "--json"};
+        const Run all = runMemx(base);
+        const Run narrow = runMemx(base + QStringList {"--no-permute", "--recompute", "none", "--dist-opt", "on"});
+        QVERIFY2(all.code == 0, all.err.constData());
+        QVERIFY2(narrow.code == 0, narrow.err.constData());
+        const double a = all.json()["estimate"].toObject()["configurations"].toDouble();
+        const double n = narrow.json()["estimate"].toObject()["configurations"].toDouble();
+        QVERIFY2(n > 0 && n < a / 10, qPrintable(QStringLiteral("%1 of %2").arg(n).arg(a)));
+        const Run bad = runMemx(base + QStringList {"--dist-opt", "maybe"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY(bad.err.contains("--dist-opt: expected off or on"));
+        const Run top = runMemx({"profile", "run-simulated", "--cluster", kSamples + "/h100-8x.json", "--model",
+                                 "gpt3-1.3b", "--top", "1", "--recompute", "sometimes", "--no-import"});
+        QCOMPARE(top.code, 2);
+        QVERIFY(top.err.contains("--recompute: expected none, selective or full"));
     }
 
     void errors()

@@ -65,6 +65,7 @@ private slots:
         const double n = j1["counts"].toObject()["evaluated"].toDouble();
         QCOMPARE(j1["learned"].toObject()["predicted"].toDouble(), n);
         QVERIFY(j1["top"].toArray()[0].toObject().contains("oomRisk"));
+        QVERIFY(j1["top"].toArray()[0].toObject().contains("extrapolating"));
         const Run s2 = runMemx(args);
         QVERIFY2(s2.code == 0, s2.err.constData());
         const QJsonObject j2 = QJsonDocument::fromJson(s2.out).object();

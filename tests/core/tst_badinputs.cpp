@@ -314,11 +314,10 @@ private slots:
         {
             SqliteStore s(project, false);
             size_t calls = 0;
-            const bool done = writeImport(s, b, [&](size_t d, size_t total) {
-                ++calls;
-                return d < total / 2 + 1; // cancel after half of the items were written
-            });
-            QVERIFY(!done);
+            QVERIFY_THROWS_EXCEPTION(Cancelled, writeImport(s, b, [&](size_t d, size_t total) {
+                                         ++calls;
+                                         return d < total / 2 + 1; // cancel after half of the items were written
+                                     }));
             QVERIFY(calls >= 2);
         }
         QCOMPARE(digest(project), mGoodDigest);

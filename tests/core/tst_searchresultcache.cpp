@@ -43,6 +43,7 @@ static void compareResults(const SearchResult &a, const SearchResult &b)
     QVERIFY(a.timeSpread == b.timeSpread);
     QVERIFY(a.memSpread == b.memSpread);
     QVERIFY(a.oomRisk == b.oomRisk);
+    QVERIFY(a.extrapolating == b.extrapolating);
     QCOMPARE(a.predictor, b.predictor);
     for (size_t i = 0; i < a.size(); i += std::max<size_t>(1, a.size() / 50)) {
         QCOMPARE(toJson(a.materialize(i)).dump(), toJson(b.materialize(i)).dump());
@@ -138,6 +139,8 @@ private slots:
         res.memSpread.assign(res.size(), 0.02f);
         res.oomRisk.assign(res.size(), 0);
         res.oomRisk[3] = 1;
+        res.extrapolating.assign(res.size(), 0);
+        res.extrapolating[5] = 1;
         res.predictor = "learned (test)";
         const std::vector<std::uint8_t> bytes = serializeSearchResult(res);
         const SearchResult back = deserializeSearchResult(bytes);
@@ -149,6 +152,18 @@ private slots:
         std::vector<std::uint8_t> magic = bytes;
         magic[1] = 'Y';
         QVERIFY_THROWS_EXCEPTION(std::runtime_error, deserializeSearchResult(magic));
+        // Older blobs (version 1: no launcher count, no mixed stages, no extrapolation flags;
+        // version 2: one or the other) are refused: a miss, searched again.
+        for (std::uint8_t version : {1, 2}) {
+            std::vector<std::uint8_t> old = bytes;
+            old[4] = version;
+            try {
+                deserializeSearchResult(old);
+                QFAIL("an older blob was accepted");
+            } catch (const std::runtime_error &e) {
+                QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 3 header"));
+            }
+        }
     }
 
     /// Reproducers of issue 21 item 2: a blob that decodes but holds a NaN time (paretoFront never
@@ -169,6 +184,8 @@ private slots:
         QTest::newRow("slice beyond group") << 7 << "pipeline 0 stage 0: slice 9/1 with TP";
         QTest::newRow("negative spread") << 8 << "configuration 0: expected a finite non-negative time spread";
         QTest::newRow("count mismatch") << 9 << "expected 99 evaluated configurations";
+        QTest::newRow("extrapolation flag") << 10 << "configuration 1: expected an extrapolation flag of 0 or 1";
+        QTest::newRow("extrapolation flags count") << 11 << "metric arrays of different lengths";
     }
     void invalidBlobsAreRefused()
     {
@@ -178,35 +195,22 @@ private slots:
         QVERIFY(good.size() > 10);
         SearchResult r = good;
         switch (damage) {
-        case 0:
-            r.timeMs[3] = std::numeric_limits<double>::quiet_NaN();
+        case 0: r.timeMs[3] = std::numeric_limits<double>::quiet_NaN(); break;
+        case 1: r.peakMemory[0] = std::numeric_limits<double>::infinity(); break;
+        case 2: r.baseOf[1] = 4000000000u; break;
+        case 3: r.pipelines[0].stages[0].group = 7; break;
+        case 4: r.splitOffset[2] = 0xffffffffu; break;
+        case 5: r.layerCounts[r.splitOffset[0]] += 1; break;
+        case 6: r.microBatchSizes[0] = 0; break;
+        case 7: r.pipelines[0].stages[0].slice = 9; break;
+        case 8: r.timeSpread.assign(r.size(), -1.0f); break;
+        case 9: r.evaluated = 99; break;
+        case 10:
+            r.extrapolating.assign(r.size(), 0);
+            r.extrapolating[1] = 2;
             break;
-        case 1:
-            r.peakMemory[0] = std::numeric_limits<double>::infinity();
-            break;
-        case 2:
-            r.baseOf[1] = 4000000000u;
-            break;
-        case 3:
-            r.pipelines[0].stages[0].group = 7;
-            break;
-        case 4:
-            r.splitOffset[2] = 0xffffffffu;
-            break;
-        case 5:
-            r.layerCounts[r.splitOffset[0]] += 1;
-            break;
-        case 6:
-            r.microBatchSizes[0] = 0;
-            break;
-        case 7:
-            r.pipelines[0].stages[0].slice = 9;
-            break;
-        case 8:
-            r.timeSpread.assign(r.size(), -1.0f);
-            break;
-        case 9:
-            r.evaluated = 99;
+        case 11:
+            r.extrapolating.assign(r.size() - 1, 0);
             break;
         }
         try {

@@ -1,4 +1,4 @@
-// libFuzzer target: the search-result cache blob ("MXSR" v1, memx/predict/searchresultcache.h),
+// libFuzzer target: the search-result cache blob ("MXSR" v2, memx/predict/searchresultcache.h),
 // as `memx search --project` reads it from a project. The input is stored as the blob of a
 // request key in a MemoryStore and read back with loadSearchResult (so the key prefix is parsed
 // too: the first 8 bytes of the input are the key's length, as ByteWriter::str writes it), and

@@ -1,6 +1,7 @@
 // The whole workbench, offscreen: start-up search on the shipped sample, re-ranking with the core
 // objective, selection sync, edits + undo/redo, .memx save/reopen, export, profiles import.
 #include "memx/io/formats.h"
+#include "memx/profiling/coverage.h"
 #include "memx/search/objective.h"
 #include "memx/search/plannedsearch.h"
 #include "memx/search/search.h"
@@ -40,8 +41,22 @@
 
 using namespace memx::ui;
 using memx::ObjectiveWeights;
+using memx::CoverageStatus;
+using memx::DeviceCoverage;
 
 namespace {
+/// The core's coverage (memx::profileCoverage) of `model` on `cluster`, as the Profiles dock asks for it.
+std::vector<memx::DeviceCoverage> coverageOf(const memx::ProfileSet &profiles, const memx::Cluster &cluster,
+                                             const memx::Model &model,
+                                             const std::vector<memx::KernelPoint> *needed = nullptr)
+{
+    memx::CoverageQuery q;
+    q.model = model.id;
+    q.seqLength = model.shape.seqLength;
+    q.cluster = &cluster;
+    q.needed = needed;
+    return memx::profileCoverage(profiles, q);
+}
 constexpr int kSearchTimeoutMs = 240000; // a loaded 2-core machine; normally a few seconds
 
 QString sample(const char *name)
@@ -380,7 +395,7 @@ private slots:
             p.layers.push_back({1.0 + i, 2.0 + i, 0.1, std::nullopt, std::nullopt});
         p.source = "tst_mainwindow";
         batch.profiles.push_back(p);
-        QVERIFY(doc->importData(batch));
+        doc->importData(batch);
         QVERIFY(doc->isModified());
         // The project keeps the objective weights (set as a user does: one undoable edit).
         const ObjectiveWeights before = mWindow->weightSliders()->weights();
@@ -472,8 +487,8 @@ private slots:
         QVERIFY(w.document()->isModified());
         // The sample's GPUs have no profile of llama2-7b: everything is an analytic estimate.
         for (const DeviceCoverage &c :
-             profileCoverage(w.document()->projectData().profiles(), w.document()->cluster(), w.document()->model()))
-            QCOMPARE(c.count('M'), 0);
+             coverageOf(w.document()->projectData().profiles(), w.document()->cluster(), w.document()->model()))
+            QCOMPARE(c.count(CoverageStatus::Measured), 0);
         // A Sailor model on an A100-40 cluster is covered by measurements.
         memx::Cluster a100;
         a100.name = "a100x8";
@@ -485,9 +500,10 @@ private slots:
         a100.devices.push_back(*memx::builtinCatalogue().find("a100-40gb-sxm"));
         const auto model = w.document()->projectData().model("sailor-opt-350");
         QVERIFY(model);
-        const auto coverage = profileCoverage(w.document()->projectData().profiles(), a100, *model);
+        const auto coverage = coverageOf(w.document()->projectData().profiles(), a100, *model);
         QCOMPARE(coverage.size(), size_t(1));
-        QVERIFY2(coverage.front().count('M') > 0, "expected measured cells for sailor-opt-350 on A100-40");
+        QVERIFY2(coverage.front().count(CoverageStatus::Measured) > 0,
+                 "expected measured cells for sailor-opt-350 on A100-40");
     }
 };
 

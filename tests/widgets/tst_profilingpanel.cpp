@@ -1,6 +1,7 @@
 // Profiles panel: the minimal-set profiling plan, writing its jobs, running it on the virtual
 // testbed (import into the project, coverage), cancel leaving the project untouched.
 #include "memx/io/formats.h"
+#include "memx/profiling/coverage.h"
 #include "memx/profiling/minimalset.h"
 #include "memx/testbed/virtualtestbed.h"
 #include "memx/ui/clusterdocument.h"
@@ -20,8 +21,22 @@
 #include <set>
 
 using namespace memx::ui;
+using memx::CoverageStatus;
+using memx::DeviceCoverage;
 
 namespace {
+/// The core's coverage (memx::profileCoverage) of `model` on `cluster`, as the Profiles dock asks for it.
+std::vector<memx::DeviceCoverage> coverageOf(const memx::ProfileSet &profiles, const memx::Cluster &cluster,
+                                             const memx::Model &model,
+                                             const std::vector<memx::KernelPoint> *needed = nullptr)
+{
+    memx::CoverageQuery q;
+    q.model = model.id;
+    q.seqLength = model.shape.seqLength;
+    q.cluster = &cluster;
+    q.needed = needed;
+    return memx::profileCoverage(profiles, q);
+}
 constexpr int kTimeoutMs = 240000; // a loaded 2-core machine; normally a second or two
 
 const char *kSample = MEMX_SOURCE_DIR "/sample_clusters/paper-20gpu-nvidia-amd.json";
@@ -138,8 +153,8 @@ private slots:
         ProfilesPanel panel(&doc);
         panel.setInteractive(false);
         QVERIFY(!doc.isModified());
-        for (const DeviceCoverage &c : profileCoverage(doc.projectData().profiles(), doc.cluster(), doc.model()))
-            QCOMPARE(c.count('-'), int(c.tps.size() * c.microBatches.size()));
+        for (const DeviceCoverage &c : coverageOf(doc.projectData().profiles(), doc.cluster(), doc.model()))
+            QCOMPARE(c.count(CoverageStatus::Missing), int(c.tps.size() * c.microBatches.size()));
 
         QSignalSpy done(&panel, &ProfilesPanel::importFinished);
         QSignalSpy dataChanged(&doc, &ClusterDocument::projectDataChanged);
@@ -178,12 +193,12 @@ private slots:
         const std::set<memx::KernelPoint> measured(mReference.measured.begin(), mReference.measured.end());
         const std::set<memx::KernelPoint> needed(mReference.needed.begin(), mReference.needed.end());
         int simulatedCells = 0, usedCells = 0;
-        for (const DeviceCoverage &c : profileCoverage(profiles, doc.cluster(), doc.model(), &mReference.needed)) {
-            QVERIFY2(c.count('S') > 0, c.device.c_str());
+        for (const DeviceCoverage &c : coverageOf(profiles, doc.cluster(), doc.model(), &mReference.needed)) {
+            QVERIFY2(c.count(CoverageStatus::Simulated) > 0, c.device.c_str());
             for (size_t t = 0; t < c.tps.size(); ++t)
                 for (size_t b = 0; b < c.microBatches.size(); ++b) {
                     const memx::KernelPoint k {c.device, c.tps[t], c.microBatches[b]};
-                    const char cell = c.cells[t][b];
+                    const char cell = static_cast<char>(c.cells[t][b]);
                     if (measured.count(k))
                         QCOMPARE(cell, 'S');
                     else if (needed.count(k))

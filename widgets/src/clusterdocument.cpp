@@ -1,6 +1,8 @@
 #include "memx/ui/clusterdocument.h"
 
+#include "memx/engine/plannedsearch.h"
 #include "memx/io/formats.h"
+#include "memx/predict/projectpredictor.h"
 #include "memx/ui/documentstorage.h"
 #include "memx/ui/undocommands.h"
 #include "memx/util/diagnostic.h"
@@ -78,16 +80,30 @@ void ClusterDocument::reset(const memx::Cluster &cluster, const memx::Model &mod
         emit modifiedChanged(false);
 }
 
-bool ClusterDocument::importData(const memx::ImportBatch &batch, const std::function<bool(size_t, size_t)> &progress)
+void ClusterDocument::importData(const memx::ImportBatch &batch, const memx::ProgressFn &progress)
 {
-    if (!memx::writeImport(mProjectData, batch, progress))
-        return false;
+    memx::writeImport(mProjectData, batch, progress);
+    markDataModified();
+}
+
+void ClusterDocument::storePredictor(const memx::LearnedPredictor &predictor, const nlohmann::json &metrics)
+{
+    memx::savePredictor(mProjectData, predictor, metrics);
+    markDataModified();
+}
+
+void ClusterDocument::storeSearchCaches(const memx::Store &snapshot)
+{
+    memx::mergeSearchCaches(snapshot, mProjectData);
+}
+
+void ClusterDocument::markDataModified()
+{
     const bool was = isModified();
     mDataModified = true;
     emit projectDataChanged();
     if (!was)
         emit modifiedChanged(true);
-    return true;
 }
 
 void ClusterDocument::load(const QString &path, const DocumentStorage &storage)

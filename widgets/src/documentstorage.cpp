@@ -3,6 +3,7 @@
 #include "memx/io/formats.h"
 #include "memx/predict/learnedpredictor.h"
 #include "memx/predict/predictioncache.h"
+#include "memx/predict/projectpredictor.h"
 #include "memx/predict/searchresultcache.h"
 #include "memx/store/sqlitestore.h"
 #include "memx/util/diagnostic.h"
@@ -62,9 +63,9 @@ namespace {
 constexpr const char *kDocumentBlobKind = "workbench";
 constexpr const char *kDocumentBlobKey = "document";
 /// The core's blobs a project carries (kept through open and save): the learned predictor, the
-/// per-plan prediction cache and the whole-search result cache.
-constexpr const char *kProjectBlobKinds[]
-    = {memx::kPredictorBlobKind, memx::kPredictionCacheBlobKind, memx::kSearchResultBlobKind};
+/// per-plan prediction cache, the whole-search result cache and the cost-model calibration.
+constexpr const char *kProjectBlobKinds[] = {memx::kPredictorBlobKind, memx::kPredictionCacheBlobKind,
+                                             memx::kSearchResultBlobKind, memx::kCalibrationBlobKind};
 
 std::vector<std::uint8_t> bytesOf(const std::string &s)
 {

@@ -28,11 +28,13 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
+#include <QToolButton>
 #include <QUndoStack>
 #include <QUndoView>
 #include <QVBoxLayout>
@@ -66,6 +68,7 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
 {
     setWindowIcon(QIcon(QStringLiteral(":/memx/icons/memx.svg")));
     mDocument = new ClusterDocument(this);
+    mTrain = new BackgroundJob<std::shared_ptr<memx::TrainOutcome>>(this);
 
     // Centre: summary header + canvas above the results.
     mCanvas = new ClusterCanvas(mDocument);
@@ -122,6 +125,7 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     propertiesDock->raise();
 
     createMenus();
+    createTrainingUi();
     for (QDockWidget *d : {paletteDock, profilesDock, weightsDock, propertiesDock, modelDock, historyDock})
         mViewMenu->addAction(d->toggleViewAction());
 
@@ -132,11 +136,20 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     });
     connect(mCanvas, &ClusterCanvas::message, this, [this](const QString &m) { statusBar()->showMessage(m, 6000); });
     connect(mPalette, &GpuPalette::gpuActivated, this, &MainWindow::addGpuAtFreeSpot);
+    // The project's search context first: the search it schedules must see the new data.
+    connect(mDocument, &ClusterDocument::projectDataChanged, this, &MainWindow::onProjectDataChanged);
     for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged,
                         &ClusterDocument::modelChanged, &ClusterDocument::projectDataChanged}) {
         connect(mDocument, signal, this, &MainWindow::updateSummary);
         connect(mDocument, signal, this, &MainWindow::onDocumentChanged);
     }
+    // A finished search's updated caches (prediction cache, stored result) go back into the project.
+    connect(mResults, &ResultsPanel::searchCachesUpdated, this,
+            [this](const std::shared_ptr<const SearchOutcome> &outcome) {
+                // A stale search's caches are harmless: their keys hold its profiles and predictor.
+                if (outcome->caches)
+                    mDocument->storeSearchCaches(*outcome->caches);
+            });
     for (auto signal :
          {&ClusterDocument::nodeGroupAdded, &ClusterDocument::nodeGroupRemoved, &ClusterDocument::nodeGroupChanged}) {
         connect(mDocument, signal, this, &MainWindow::updateSummary);
@@ -218,18 +231,78 @@ MainWindow::~MainWindow()
     qDeleteAll(findChildren<QDockWidget *>(QString(), Qt::FindDirectChildrenOnly));
 }
 
+void MainWindow::createTrainingUi()
+{
+    mTrainProgress = new QProgressBar;
+    mTrainProgress->setRange(0, 1000);
+    mTrainProgress->setFixedWidth(200);
+    mTrainProgress->setTextVisible(true);
+    mTrainCancel = new QToolButton;
+    mTrainCancel->setText(tr("Cancel"));
+    mTrainCancel->setToolTip(tr("Stop training; the project keeps its current predictor"));
+    statusBar()->addPermanentWidget(mTrainProgress);
+    statusBar()->addPermanentWidget(mTrainCancel);
+    setTrainingUi(false);
+    connect(mTrainCancel, &QToolButton::clicked, this, &MainWindow::cancelTraining);
+    connect(mTrain, &BackgroundJobBase::progress, this, [this](quint64, qulonglong done, qulonglong total) {
+        mTrainProgress->setValue(total ? int(1000.0 * double(done) / double(total)) : 0);
+    });
+    mTrain->setFinishedHandler([this](quint64, std::shared_ptr<memx::TrainOutcome> outcome) {
+        setTrainingUi(false);
+        mDocument->storePredictor(outcome->predictor, outcome->metrics); // re-searches with it
+        QString message
+            = tr("Trained %1 on %n measured run(s)", nullptr, int(outcome->predictor.trainingRunIds().size()))
+                  .arg(QString::fromStdString(outcome->predictor.describe()));
+        if (outcome->crossValidation)
+            message += tr("; %1-fold time MAPE %2 % (analytic %3 %), memory MAPE %4 % (analytic %5 %)")
+                           .arg(outcome->crossValidation->folds)
+                           .arg(outcome->crossValidation->learned.all.timeMapePct, 0, 'f', 1)
+                           .arg(outcome->crossValidation->analytic.all.timeMapePct, 0, 'f', 1)
+                           .arg(outcome->crossValidation->learned.all.memMapePct, 0, 'f', 1)
+                           .arg(outcome->crossValidation->analytic.all.memMapePct, 0, 'f', 1);
+        statusBar()->showMessage(message, 12000);
+        emit trainingFinished(true, message);
+    });
+    connect(mTrain, &BackgroundJobBase::cancelled, this, [this] {
+        setTrainingUi(false);
+        statusBar()->showMessage(tr("Training cancelled; the project keeps its predictor."), 6000);
+        emit trainingFinished(false, tr("cancelled"));
+    });
+    connect(mTrain, &BackgroundJobBase::failed, this, [this](quint64, const QString &message) {
+        setTrainingUi(false);
+        showError(tr("Cannot train the predictor"), message);
+        emit trainingFinished(false, message);
+    });
+}
+
+void MainWindow::onProjectDataChanged()
+{
+    mProjectChanged = true;
+    try {
+        mSearchProject = std::make_shared<const memx::SearchProject>(memx::loadSearchProject(mDocument->projectData()));
+    } catch (const std::exception &e) {
+        // A predictor or calibration this version cannot read: search with the profiles alone.
+        auto project = std::make_shared<memx::SearchProject>();
+        project->profiles = mDocument->projectData().profiles();
+        mSearchProject = project;
+        statusBar()->showMessage(tr("Searching without the project's predictor: %1").arg(QString::fromUtf8(e.what())),
+                                 10000);
+    }
+    mResults->setProject(mSearchProject, &mDocument->projectData());
+    updateTrainAction();
+}
+
 void MainWindow::onDocumentChanged()
 {
     // Positions on the canvas do not change plans: only search when something that matters did.
     memx::Cluster cluster = mDocument->cluster();
     for (memx::NodeGroup &g : cluster.groups)
         g.x = g.y = 0;
-    const size_t profiles = mDocument->projectData().profiles().size();
-    if (cluster == mSearchedCluster && mDocument->model() == mSearchedModel && profiles == mSearchedProfiles)
+    if (cluster == mSearchedCluster && mDocument->model() == mSearchedModel && !mProjectChanged)
         return;
     mSearchedCluster = cluster;
     mSearchedModel = mDocument->model();
-    mSearchedProfiles = profiles;
+    mProjectChanged = false;
     if (cluster.groups.empty()) {
         mResults->cancelSearch();
         return;
@@ -237,9 +310,46 @@ void MainWindow::onDocumentChanged()
     memx::SearchRequest request;
     request.cluster = mDocument->cluster();
     request.model = mDocument->model();
-    request.profiles = mDocument->projectData().profiles();
     mResults->setRequest(request);
     mResults->scheduleSearch();
+}
+
+void MainWindow::updateTrainAction()
+{
+    const size_t runs = mDocument->projectData().runs().size();
+    mTrainAction->setEnabled(runs >= 2 && !mTrain->isRunning());
+    mTrainAction->setToolTip(runs >= 2 ? tr("Train the learned predictor on the project's %1 measured runs").arg(runs)
+                                       : tr("Needs at least 2 measured runs in the project (import or run them on "
+                                            "the virtual testbed in the Profiles dock)"));
+}
+
+void MainWindow::setTrainingUi(bool running)
+{
+    mTrainProgress->setVisible(running);
+    mTrainCancel->setVisible(running);
+    mTrainProgress->setValue(0);
+    mTrainProgress->setFormat(tr("Training %p%"));
+    mCancelTrainAction->setEnabled(running);
+    updateTrainAction();
+}
+
+void MainWindow::trainPredictor()
+{
+    if (mTrain->isRunning())
+        return;
+    // What `memx train` reads of the project, copied: the worker never touches the document.
+    auto snapshot = std::make_shared<const memx::MemoryStore>(memx::trainingSnapshot(mDocument->projectData()));
+    mTrain->start([snapshot](JobControl &control) {
+        return std::make_shared<memx::TrainOutcome>(
+            memx::trainProjectPredictor(*snapshot, memx::TrainOptions {}, control.progress()));
+    });
+    setTrainingUi(true);
+    statusBar()->showMessage(tr("Training the learned predictor in the background..."), 4000);
+}
+
+void MainWindow::cancelTraining()
+{
+    mTrain->cancel();
 }
 
 void MainWindow::exportSelectedPlan()
@@ -294,6 +404,10 @@ void MainWindow::createMenus()
     QMenu *plan = menuBar()->addMenu(tr("&Plan"));
     plan->addAction(tr("&Run Search"), QKeySequence(Qt::Key_F5), mResults, &ResultsPanel::runSearch);
     plan->addAction(tr("&Cancel Search"), mResults, &ResultsPanel::cancelSearch);
+    plan->addSeparator();
+    mTrainAction = plan->addAction(tr("&Train Predictor"), this, &MainWindow::trainPredictor);
+    mCancelTrainAction = plan->addAction(tr("Cancel T&raining"), this, &MainWindow::cancelTraining);
+    plan->setToolTipsVisible(true);
     plan->addSeparator();
     plan->addAction(tr("&Export Selected Plan..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
                     &MainWindow::exportSelectedPlan);

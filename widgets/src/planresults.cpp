@@ -1,5 +1,6 @@
 #include "memx/ui/planresults.h"
 
+#include "memx/cost/features.h"
 #include "memx/util/diagnostic.h"
 
 #include <QLocale>
@@ -129,17 +130,26 @@ QVector<PlanPoint> PlanResults::points() const
     out.reserve(qsizetype(mShown.size()));
     for (size_t i = 0; i < mShown.size(); ++i) {
         const uint32_t k = mShown[i];
+        const memx::PlanFigures f = memx::planFigures(r, k); // what `memx search` prints of it
         PlanPoint p;
         p.id = idOf(k);
-        p.timeMs = r.timeMs[k];
-        p.peakMemoryFraction = r.peakMemory[k];
-        p.imbalance = r.imbalance[k];
+        p.timeMs = f.timeMs;
+        p.peakMemoryFraction = f.peakMemory;
+        p.imbalance = f.imbalance;
         p.score = std::exp(mLogScores[i]);
         p.onFront = mOnFront[i];
-        p.oom = r.peakMemory[k] > 1.0; // the search prunes OOM plans; kept for safety
-        p.riskOfOom = !p.oom
-            && memx::memoryVerdict(r.peakMemory[k], memx::CostOptions {}.memoryUncertainty)
-                != memx::MemoryVerdict::Fits;
+        p.oom = f.peakMemory > 1.0; // the search prunes OOM plans; kept for safety
+        p.learned = f.learned;
+        if (f.learned) {
+            p.timeSpread = f.timeSpread;
+            p.memorySpread = f.memSpread;
+            p.riskOfOom = !p.oom && f.oomRisk;
+            p.extrapolating = f.extrapolating;
+        } else {
+            p.riskOfOom = !p.oom
+                && memx::memoryVerdict(f.peakMemory, memx::CostOptions {}.memoryUncertainty)
+                    != memx::MemoryVerdict::Fits;
+        }
         p.summary = summaryOf(k);
         p.launcher = launcherOf(k);
         p.idle = QString::fromStdString(mOutcome->idleText(k));
@@ -164,6 +174,50 @@ QString lower(const std::string &s)
 }
 } // namespace
 
+void PlanResults::describeLearned(PlanDetail &d) const
+{
+    const memx::PlanFigures &f = d.figures;
+    if (mOutcome->predictor && f.extrapolating) {
+        // The reason, as `memx predict --project` gives it: the full estimate's features.
+        const memx::FeatureVector x = memx::encodeFeatures(
+            memx::featureInputs(d.plan, mOutcome->result.cluster, mOutcome->result.model, d.estimate));
+        d.extrapolationReason = QString::fromStdString(mOutcome->predictor->extrapolation(x.data()));
+        if (d.extrapolationReason.isEmpty())
+            d.extrapolationReason = QObject::tr("at the edge of the training runs' envelope");
+    }
+    // One-sigma spreads in the figures' own units (the table shows them relative).
+    QString line
+        = QObject::tr("Learned: T %1 ms &plusmn; %2 ms &nbsp;·&nbsp; peak memory %3 % &plusmn; %4 % of capacity")
+              .arg(f.timeMs, 0, 'f', 1)
+              .arg(f.timeMs * f.timeSpread, 0, 'f', 1)
+              .arg(f.peakMemory * 100.0, 0, 'f', 1)
+              .arg(f.peakMemory * f.memSpread * 100.0, 0, 'f', 1);
+    if (f.oomRisk)
+        line += QObject::tr(" &nbsp;<b style='color:#b26a00'>risk of OOM</b>");
+    if (f.extrapolating)
+        line += QObject::tr(" &nbsp;<b style='color:#b00'>EXTRAPOLATING</b>");
+    d.learnedLine = line;
+}
+
+QString PlanResults::learnedHtml(const PlanDetail &d) const
+{
+    const memx::PlanFigures &f = d.figures;
+    QString html = QObject::tr("<p><b>%1</b>: iteration <b>%2 ms</b> &plusmn; %3 ms, peak memory %4 % &plusmn; %5 % of "
+                               "its GPU (%6 GiB)%7</p>")
+                       .arg(QString::fromStdString(mOutcome->result.predictor).toHtmlEscaped())
+                       .arg(f.timeMs, 0, 'f', 1)
+                       .arg(f.timeMs * f.timeSpread, 0, 'f', 1)
+                       .arg(f.peakMemory * 100.0, 0, 'f', 1)
+                       .arg(f.peakMemory * f.memSpread * 100.0, 0, 'f', 1)
+                       .arg(f.peakBytes / 1073741824.0, 0, 'f', 1)
+                       .arg(f.oomRisk ? QObject::tr(" &nbsp;<b>risk of OOM</b>") : QString());
+    if (f.extrapolating)
+        html += QObject::tr("<p><b>EXTRAPOLATING</b>: %1 (spreads widened; trust the analytic figures more).</p>")
+                    .arg(d.extrapolationReason.toHtmlEscaped());
+    html += QObject::tr("<p style='color:#666'>The breakdown below is the analytic cost model's.</p>");
+    return html;
+}
+
 PlanDetail PlanResults::detail(quint32 id) const
 {
     PlanDetail d;
@@ -173,8 +227,8 @@ PlanDetail PlanResults::detail(quint32 id) const
     const memx::Cluster &cluster = r.cluster;
     d.id = id;
     d.plan = r.materialize(indexOf(id));
-    const memx::ProfileSet *profiles = mOutcome->request.profiles.empty() ? nullptr : &mOutcome->request.profiles;
-    d.estimate = memx::estimatePlan(d.plan, cluster, r.model, profiles, mOutcome->request.cost);
+    const memx::ProfileSet *profiles = mOutcome->request.search.profiles.empty() ? nullptr : &mOutcome->request.search.profiles;
+    d.estimate = memx::estimatePlan(d.plan, cluster, r.model, profiles, mOutcome->request.search.cost);
 
     // Memory bars: every GPU of the cluster, in node order; idle GPUs (not in the plan) empty.
     for (const memx::Node &node : cluster.nodes()) {
@@ -237,14 +291,19 @@ PlanDetail PlanResults::detail(quint32 id) const
         d.stages.push_back(info);
     }
 
-    // Text: totals and the per-stage breakdown.
+    // Text: the learned figures (with a predictor), totals and the per-stage breakdown.
     const memx::PlanEstimate &e = d.estimate;
     d.launcher = launcherOf(indexOf(id));
     d.idle = QString::fromStdString(mOutcome->idleText(indexOf(id)));
+    d.figures = memx::planFigures(r, indexOf(id));
+    if (d.figures.learned)
+        describeLearned(d);
     QString html = QStringLiteral("<p><b>%1</b></p>").arg(summaryOf(indexOf(id)).toHtmlEscaped());
     html += QStringLiteral("<p>Launcher: <b>%1</b>%2</p>")
                 .arg(d.launcher.toHtmlEscaped(),
                      d.idle.isEmpty() ? QString() : QStringLiteral(" &nbsp;·&nbsp; ") + d.idle.toHtmlEscaped());
+    if (d.figures.learned)
+        html += learnedHtml(d);
     html += QStringLiteral("<p>Iteration <b>%1 ms</b> = pipeline %2 ms + DP gradient sync %3 ms + optimizer %4 ms"
                            " &nbsp;·&nbsp; %5 micro-batches &nbsp;·&nbsp; peak %6 GiB (%7 % of its GPU)"
                            " &nbsp;·&nbsp; imbalance CV %8</p>")

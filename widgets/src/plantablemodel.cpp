@@ -2,11 +2,27 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QStringList>
 
 #include <algorithm>
 #include <numeric>
 
 namespace memx::ui {
+
+namespace {
+/// The learned predictor's flags of a plan: "risk of OOM", "EXTRAPOLATING".
+QString flagsText(const PlanPoint &p)
+{
+    if (!p.learned)
+        return {};
+    QStringList flags;
+    if (p.riskOfOom)
+        flags << QStringLiteral("risk of OOM");
+    if (p.extrapolating)
+        flags << QStringLiteral("EXTRAPOLATING");
+    return flags.join(QStringLiteral(", "));
+}
+} // namespace
 
 PlanTableModel::PlanTableModel(QObject *parent)
     : QAbstractTableModel(parent)
@@ -99,6 +115,13 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             return QString::number(p.score, 'f', 4);
         case ParetoColumn:
             return p.onFront ? QStringLiteral("\u2605") : QString();
+        case SpreadColumn:
+            return p.learned ? QStringLiteral("\u00b1%1/\u00b1%2")
+                                   .arg(p.timeSpread * 100.0, 0, 'f', 1)
+                                   .arg(p.memorySpread * 100.0, 0, 'f', 1)
+                             : QString();
+        case FlagsColumn:
+            return flagsText(p);
         case LauncherColumn:
             return p.launcher;
         case PlanColumn: {
@@ -123,6 +146,10 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             return p.score;
         case ParetoColumn:
             return p.onFront ? 1 : 0;
+        case SpreadColumn:
+            return p.timeSpread;
+        case FlagsColumn:
+            return flagsText(p);
         case LauncherColumn:
             return p.launcher;
         case PlanColumn:
@@ -140,14 +167,21 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
             tip += QStringLiteral("\nLauncher: ") + p.launcher;
         if (!p.idle.isEmpty())
             tip += QStringLiteral("\n") + p.idle;
+        if (p.learned)
+            tip += QStringLiteral("\nLearned predictor: one-sigma spread T \u00b1%1 %, memory \u00b1%2 %")
+                       .arg(p.timeSpread * 100.0, 0, 'f', 1)
+                       .arg(p.memorySpread * 100.0, 0, 'f', 1);
         if (p.oom)
             tip += QStringLiteral("\nOut of memory on at least one GPU");
         else if (p.riskOfOom)
-            tip += QStringLiteral("\nRisk of OOM: close to capacity");
+            tip += p.learned ? QStringLiteral("\nRisk of OOM: the predicted peak plus its spread reaches capacity")
+                             : QStringLiteral("\nRisk of OOM: close to capacity");
+        if (p.extrapolating)
+            tip += QStringLiteral("\nEXTRAPOLATING: unlike every training run (spreads widened)");
         return tip;
     }
     case Qt::TextAlignmentRole:
-        if (col == PlanColumn || col == LauncherColumn)
+        if (col == PlanColumn || col == LauncherColumn || col == FlagsColumn)
             return QVariant(Qt::AlignLeft | Qt::AlignVCenter);
         if (col == ParetoColumn)
             return QVariant(Qt::AlignCenter);
@@ -155,8 +189,10 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
     case Qt::ForegroundRole:
         if (p.oom)
             return QBrush(QColor(0xc6, 0x28, 0x28));
-        if (p.riskOfOom && col == MemoryColumn)
+        if (p.riskOfOom && (col == MemoryColumn || col == FlagsColumn))
             return QBrush(QColor(0xb2, 0x6a, 0x00));
+        if (p.extrapolating && col == FlagsColumn)
+            return QBrush(QColor(0xb0, 0x00, 0x00));
         break;
     default:
         break;
@@ -170,13 +206,17 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
         return QAbstractTableModel::headerData(section, orientation, role);
     if (role == Qt::DisplayRole) {
         static const char *const names[ColumnCount]
-            = {"Rank", "Time (ms)", "Peak mem (%)", "Imbalance (CV)", "Score", "Pareto", "Launcher", "Plan"};
-        return QString::fromLatin1(names[section]);
+            = {"Rank",           "Time (ms)", "\u00b1 T / M (%)", "Learned",  "Peak mem (%)",
+               "Imbalance (CV)", "Score",     "Pareto",           "Launcher", "Plan"};
+        return QString::fromUtf8(names[section]);
     }
     if (role == Qt::ToolTipRole) {
         static const char *const tips[ColumnCount] = {
             "1 = best weighted score",
             "Predicted time per training iteration, milliseconds",
+            "Learned predictor: relative one-sigma spread of the time and of the peak memory, percent",
+            "Learned predictor: risk of OOM (predicted peak + spread reaches capacity), EXTRAPOLATING (unlike every "
+            "training run: spreads widened)",
             "Highest per-GPU memory use as a percentage of that GPU's capacity",
             "Coefficient of variation of per-GPU utilisation (0 = perfectly balanced)",
             "Weighted, normalised objective (lower is better)",
@@ -185,7 +225,7 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
             "accept it, or \"no launcher\"",
             "Plan summary, and the GPUs it leaves idle",
         };
-        return QString::fromLatin1(tips[section]);
+        return QString::fromUtf8(tips[section]);
     }
     return QAbstractTableModel::headerData(section, orientation, role);
 }
@@ -261,6 +301,10 @@ bool PlanFilterProxy::lessThan(const QModelIndex &left, const QModelIndex &right
                 return p.score;
             case PlanTableModel::ParetoColumn:
                 return p.onFront ? 1 : 0;
+            case PlanTableModel::SpreadColumn:
+                return p.timeSpread;
+            case PlanTableModel::FlagsColumn:
+                return (p.riskOfOom ? 2 : 0) + (p.extrapolating ? 1 : 0);
             }
             return 0;
         };

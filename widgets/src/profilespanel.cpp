@@ -8,6 +8,7 @@
 #include "memx/profiling/sailorimporter.h"
 #include "memx/search/search.h"
 #include "memx/store/store.h"
+#include "memx/testbed/testbedjobs.h"
 #include "memx/testbed/virtualtestbed.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/profilingjobmodel.h"
@@ -15,7 +16,6 @@
 
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -29,7 +29,6 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <atomic>
@@ -131,107 +130,7 @@ QVariant MeasurementTableModel::headerData(int section, Qt::Orientation orientat
     return tr(names[section]);
 }
 
-// ---- coverage ----
-
-int DeviceCoverage::count(char status) const
-{
-    int n = 0;
-    for (const auto &row : cells)
-        n += int(std::count(row.begin(), row.end(), status));
-    return n;
-}
-
-std::vector<DeviceCoverage> profileCoverage(const memx::ProfileSet &profiles, const memx::Cluster &cluster,
-                                            const memx::Model &model, const std::vector<memx::KernelPoint> *needed)
-{
-    std::vector<DeviceCoverage> out;
-    const memx::SearchSpaceOptions defaults;
-    auto addUnique = [](std::vector<int> &v, int x) {
-        if (std::find(v.begin(), v.end(), x) == v.end())
-            v.push_back(x);
-    };
-    for (const memx::NodeGroup &g : cluster.groups) {
-        const std::string device = cluster.deviceOf(g).id;
-        auto it = std::find_if(out.begin(), out.end(), [&](const DeviceCoverage &c) { return c.device == device; });
-        if (it == out.end()) {
-            out.push_back({device, {}, needed ? std::vector<int> {} : defaults.microBatches, {}});
-            it = out.end() - 1;
-        }
-        if (needed) {
-            for (const memx::KernelPoint &k : *needed)
-                if (k.device == device) {
-                    addUnique(it->tps, k.tp);
-                    addUnique(it->microBatches, k.microBatch);
-                }
-        } else {
-            for (int tp : defaults.tensorParallel)
-                if (tp <= g.gpusPerNode)
-                    addUnique(it->tps, tp);
-        }
-    }
-    std::set<memx::KernelPoint> used;
-    if (needed)
-        used.insert(needed->begin(), needed->end());
-    for (DeviceCoverage &c : out) {
-        std::sort(c.tps.begin(), c.tps.end());
-        std::sort(c.microBatches.begin(), c.microBatches.end());
-        std::vector<memx::LayerProfile> mine;
-        for (const memx::LayerProfile &p : profiles.profiles())
-            if (p.key.gpu == c.device && p.key.model == model.id && p.key.seqLength == model.shape.seqLength)
-                mine.push_back(p);
-        for (int tp : c.tps) {
-            std::vector<char> row;
-            for (int b : c.microBatches) {
-                char status = '-';
-                std::vector<memx::LayerProfile> sameTp;
-                // Measured beats simulated beats interpolated; measured and simulated (virtual
-                // testbed) profiles are interpolation sources, as for `memx profile coverage`.
-                auto rankOf = [](char s) { return s == 'M' ? 3 : s == 'S' ? 2 : s == 'I' ? 1 : 0; };
-                for (const memx::LayerProfile &p : mine) {
-                    const bool source
-                        = p.origin == memx::ProfileOrigin::Measured || p.origin == memx::ProfileOrigin::Simulated;
-                    if (p.key.tp == tp && p.key.microBatch == b) {
-                        const char s = p.origin == memx::ProfileOrigin::Measured
-                            ? 'M'
-                            : (p.origin == memx::ProfileOrigin::Simulated ? 'S' : 'I');
-                        if (rankOf(s) > rankOf(status))
-                            status = s;
-                    }
-                    if (p.key.tp == tp && source)
-                        sameTp.push_back(p);
-                }
-                // A kernel the space does not use stays blank, even where it could be interpolated.
-                if (status == '-' && needed && !used.count({c.device, tp, b}))
-                    status = ' ';
-                if (status == '-' && !sameTp.empty() && memx::interpolateMicroBatch(sameTp, b))
-                    status = 'I';
-                row.push_back(status);
-            }
-            c.cells.push_back(row);
-        }
-    }
-    return out;
-}
-
 // ---- ProfilesPanel ----
-
-struct ProfilesPanel::Task {
-    TaskKind kind = TaskKind::Import;
-    std::atomic<bool> cancel {false};
-    std::atomic<quint64> done {0}, total {0};
-    std::atomic<int> phase {0}; ///< index into phases (the progress bar's text)
-    QStringList phases;
-    QFutureWatcher<void> watcher;
-    QString error; // written by the worker, read after it finished
-    QString what;
-
-    void setPhase(int p)
-    {
-        done = 0;
-        total = 0;
-        phase = p;
-    }
-};
 
 namespace {
 
@@ -269,6 +168,7 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     : QWidget(parent)
     , mDocument(document)
 {
+    mTask = new BackgroundJob<Finish>(this);
     mModel = new MeasurementTableModel(this);
     mView = compactTableView(mModel);
     mCoverage = new QTextBrowser;
@@ -390,6 +290,7 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
             QMessageBox::warning(this, tr("Profiles"), message);
     };
     connect(this, &ProfilesPanel::importFinished, this, warnUnlessCancelled);
+    connectTask();
     connect(this, &ProfilesPanel::profilingPlanFinished, this, warnUnlessCancelled);
     for (auto signal :
          {&ClusterDocument::projectDataChanged, &ClusterDocument::clusterReset, &ClusterDocument::modelChanged})
@@ -408,23 +309,45 @@ ProfilesPanel::ProfilesPanel(ClusterDocument *document, QWidget *parent)
     refresh();
 }
 
-ProfilesPanel::~ProfilesPanel()
+void ProfilesPanel::connectTask()
 {
-    if (mTask) {
-        mTask->cancel = true;
-        mTask->watcher.waitForFinished();
-    }
+    connect(mTask, &BackgroundJobBase::phaseChanged, this, [this](quint64, int phase) { mTaskPhase = phase; });
+    connect(mTask, &BackgroundJobBase::progress, this, [this](quint64, qulonglong done, qulonglong total) {
+        mProgress->setFormat(mTaskPhase < mTaskPhases.size() ? mTaskPhases[mTaskPhase] : mTaskWhat);
+        if (total > 0) {
+            mProgress->setRange(0, int(std::min<qulonglong>(total, INT_MAX)));
+            mProgress->setValue(int(std::min<qulonglong>(done, INT_MAX)));
+        } else {
+            mProgress->setRange(0, 0);
+        }
+    });
+    // Whatever a cancelled task produced is dropped: nothing is written.
+    connect(mTask, &BackgroundJobBase::cancelled, this, [this] { onTaskDone(false, tr("cancelled")); });
+    connect(mTask, &BackgroundJobBase::failed, this,
+            [this](quint64, const QString &message) { onTaskDone(false, message); });
+    mTask->setFinishedHandler([this](quint64, Finish finish) {
+        try {
+            const QString message = finish();
+            onTaskDone(true, message);
+        } catch (const memx::LoadError &e) {
+            onTaskDone(false, diagnosticsText(e));
+        } catch (const std::exception &e) {
+            onTaskDone(false, QString::fromUtf8(e.what()));
+        }
+    });
 }
+
+ProfilesPanel::~ProfilesPanel() = default; // mTask (a child) cancels and waits for its worker
 
 void ProfilesPanel::setCurrentPlan(std::optional<memx::Plan> plan)
 {
     mPlan = std::move(plan);
-    mLog->setEnabled(mPlan.has_value() && !mTask);
+    mLog->setEnabled(mPlan.has_value() && !mTask->isRunning());
 }
 
 bool ProfilesPanel::isImporting() const
 {
-    return mTask != nullptr;
+    return mTask->isRunning();
 }
 
 QString ProfilesPanel::coverageHtml() const
@@ -451,8 +374,7 @@ void ProfilesPanel::setBusy(bool busy)
 
 void ProfilesPanel::cancel()
 {
-    if (mTask)
-        mTask->cancel = true;
+    mTask->cancel();
 }
 
 memx::MinimalSetOptions ProfilesPanel::planOptions() const
@@ -468,7 +390,7 @@ void ProfilesPanel::checkPlanCurrent()
         return;
     mJobModel->clear();
     mPlanSummary->setText(tr("The cluster or model changed: press Plan for a new profiling plan."));
-    setBusy(mTask != nullptr);
+    setBusy(mTask->isRunning());
     refresh();
 }
 
@@ -483,7 +405,7 @@ void ProfilesPanel::showPlan(const memx::ProfilingPlan &plan, const memx::Cluste
                                    QString::fromStdString(cluster.name).toHtmlEscaped(),
                                    mJobModel->summaryText().toHtmlEscaped()));
     checkPlanCurrent(); // the document may have changed while the plan was computed
-    setBusy(mTask != nullptr);
+    setBusy(mTask->isRunning());
     refresh();
 }
 
@@ -499,22 +421,31 @@ void ProfilesPanel::refresh()
 
     const memx::Model &model = mDocument->model();
     QString html
-        = tr("<b>Coverage for %1</b> (sequence %2) - which (TP, micro-batch) cells the search uses%3 are "
+        = tr("<b>Coverage for %1</b> (sequence %2) - which (TP, micro-batch) cells%3 are "
              "<span style='color:#2e7d32'>M measured</span>, <span style='color:#6a1b9a'>S simulated "
              "(virtual testbed)</span>, <span style='color:#1565c0'>I interpolated</span> or "
              "<span style='color:#888'>- estimated by the analytic model</span>:")
               .arg(QString::fromStdString(model.id).toHtmlEscaped())
               .arg(model.shape.seqLength)
-              .arg(mJobModel->hasPlan() ? tr(" (as the profiling plan found them)")
-                                        : tr(" (default TP and micro-batch sizes; Plan shows the exact ones)"));
+              .arg(mJobModel->hasPlan() ? tr(" the search uses (as the profiling plan found them)")
+                                        : tr(" (the search's default TP and micro-batch sizes and every profiled "
+                                             "one; Plan shows exactly the ones the search uses)"));
     // With a profiling plan shown, the grid is exactly the kernels the search space uses.
     const memx::ProfileSet profiles = data.profiles();
     const std::vector<memx::KernelPoint> *needed = mJobModel->hasPlan() ? &mJobModel->plan().needed : nullptr;
-    for (const DeviceCoverage &c : profileCoverage(profiles, mDocument->cluster(), model, needed)) {
-        QString counts = tr("%1 measured").arg(c.count('M'));
-        if (c.count('S') > 0)
-            counts += tr(", %1 simulated").arg(c.count('S'));
-        counts += tr(", %1 interpolated, %2 estimated").arg(c.count('I')).arg(c.count('-'));
+    memx::CoverageQuery query;
+    query.model = model.id;
+    query.seqLength = model.shape.seqLength;
+    query.cluster = &mDocument->cluster();
+    query.needed = needed;
+    using memx::CoverageStatus;
+    for (const memx::DeviceCoverage &c : memx::profileCoverage(profiles, query)) {
+        QString counts = tr("%1 measured").arg(c.count(CoverageStatus::Measured));
+        if (c.count(CoverageStatus::Simulated) > 0)
+            counts += tr(", %1 simulated").arg(c.count(CoverageStatus::Simulated));
+        counts += tr(", %1 interpolated, %2 estimated")
+                      .arg(c.count(CoverageStatus::Interpolated))
+                      .arg(c.count(CoverageStatus::Missing));
         html += QStringLiteral("<p><b>%1</b>: %2<br>"
                                "<table cellspacing='0' cellpadding='2'><tr><td>TP \\ mbs</td>")
                     .arg(QString::fromStdString(c.device).toHtmlEscaped(), counts);
@@ -523,7 +454,8 @@ void ProfilesPanel::refresh()
         html += QStringLiteral("</tr>");
         for (size_t t = 0; t < c.tps.size(); ++t) {
             html += QStringLiteral("<tr><td align='center'>%1</td>").arg(c.tps[t]);
-            for (char s : c.cells[t]) {
+            for (CoverageStatus status : c.cells[t]) {
+                const char s = static_cast<char>(status);
                 const char *colour = s == 'M' ? "#2e7d32" : s == 'S' ? "#6a1b9a" : s == 'I' ? "#1565c0" : "#888";
                 html += QStringLiteral("<td align='center' style='color:%1'><b>%2</b></td>")
                             .arg(QLatin1String(colour), QChar(QLatin1Char(s)));
@@ -540,99 +472,51 @@ void ProfilesPanel::refresh()
     mCoverage->setHtml(html);
 }
 
-void ProfilesPanel::runTask(TaskKind kind, const QString &what, const QStringList &phases, Work work,
-                            std::function<QString(Task &)> finish)
+void ProfilesPanel::runTask(TaskKind kind, const QString &what, const QStringList &phases, Work work)
 {
-    if (mTask) {
-        const QString busy = tr("Another task is running (%1).").arg(mTask->what);
+    if (mTask->isRunning()) {
+        const QString busy = tr("Another task is running (%1).").arg(mTaskWhat);
         if (kind == TaskKind::Plan)
             emit profilingPlanFinished(false, busy);
         else
             emit importFinished(false, busy);
         return;
     }
-    auto task = std::make_shared<Task>();
-    task->kind = kind;
-    task->what = what;
-    task->phases = phases;
-    mTask = task;
+    mTaskKind = kind;
+    mTaskWhat = what;
+    mTaskPhases = phases;
+    mTaskPhase = 0;
     setBusy(true);
     mProgress->setRange(0, 0);
     mProgress->setFormat(what);
-    auto *timer = new QTimer(this);
-    timer->setInterval(100);
-    connect(timer, &QTimer::timeout, this, [this, task] {
-        const int phase = task->phase;
-        mProgress->setFormat(phase < task->phases.size() ? task->phases[phase] : task->what);
-        if (task->total > 0) {
-            mProgress->setRange(0, int(std::min<quint64>(task->total, INT_MAX)));
-            mProgress->setValue(int(std::min<quint64>(task->done, INT_MAX)));
-        } else {
-            mProgress->setRange(0, 0);
-        }
-    });
-    timer->start();
-    connect(&task->watcher, &QFutureWatcher<void>::finished, this, [this, task, timer, finish] {
-        timer->deleteLater();
-        mTask.reset();
-        setBusy(false);
-        bool ok = false;
-        QString message;
-        if (task->cancel) {
-            message = tr("cancelled"); // whatever the worker produced is dropped: nothing is written
-        } else if (!task->error.isEmpty()) {
-            message = task->error;
-        } else {
-            try {
-                message = finish(*task);
-                ok = true;
-            } catch (const memx::LoadError &e) {
-                message = diagnosticsText(e);
-            } catch (const std::exception &e) {
-                message = QString::fromUtf8(e.what());
-            }
-        }
-        if (task->kind == TaskKind::Plan)
-            emit profilingPlanFinished(ok, message);
-        else
-            emit importFinished(ok, message);
-    });
-    Task *state = task.get();
-    task->watcher.setFuture(QtConcurrent::run([state, work] {
-        const std::function<bool(size_t, size_t)> progress = [state](size_t done, size_t total) {
-            state->done = done;
-            state->total = total;
-            return !state->cancel.load();
-        };
-        try {
-            work(*state, progress);
-        } catch (const memx::LoadError &e) {
-            state->error = diagnosticsText(e);
-        } catch (const memx::ImportCancelled &) {
-            state->error = QObject::tr("cancelled");
-        } catch (const std::exception &e) {
-            state->error = QString::fromUtf8(e.what());
-        }
-    }));
+    mTask->start(std::move(work));
+}
+
+void ProfilesPanel::onTaskDone(bool ok, const QString &message)
+{
+    setBusy(false);
+    if (mTaskKind == TaskKind::Plan)
+        emit profilingPlanFinished(ok, message);
+    else
+        emit importFinished(ok, message);
 }
 
 template<typename Parse> void ProfilesPanel::runImport(const QString &what, Parse parse)
 {
-    auto batch = std::make_shared<memx::ImportBatch>();
-    runTask(
-        TaskKind::Import, what, {}, [batch, parse](Task &, const auto &progress) { *batch = parse(progress); },
-        [this, batch, what](Task &) {
+    runTask(TaskKind::Import, what, {}, [this, parse, what](JobControl &control) -> Finish {
+        auto batch = std::make_shared<const memx::ImportBatch>(parse(control.progress()));
+        return [this, batch, what] {
             mDocument->importData(*batch);
             return tr("%1: %2 items imported").arg(what).arg(batch->itemCount());
-        });
+        };
+    });
 }
 
 void ProfilesPanel::importPublicDataset(const QString &dir)
 {
     const std::string path = dir.toStdString();
-    runImport(
-        tr("Importing %1").arg(QFileInfo(dir).fileName()),
-        [path](const std::function<bool(size_t, size_t)> &progress) { return memx::importSailor(path, progress); });
+    runImport(tr("Importing %1").arg(QFileInfo(dir).fileName()),
+              [path](const memx::ProgressFn &progress) { return memx::importSailor(path, progress); });
 }
 
 void ProfilesPanel::importProfileFiles(const QStringList &files)
@@ -641,13 +525,12 @@ void ProfilesPanel::importProfileFiles(const QStringList &files)
     for (const QString &f : files)
         paths.push_back(f.toStdString());
     runImport(tr("Importing %n profile file(s)", nullptr, int(files.size())),
-              [paths](const std::function<bool(size_t, size_t)> &progress) {
+              [paths](const memx::ProgressFn &progress) {
                   memx::ImportBatch batch;
                   for (size_t i = 0; i < paths.size(); ++i) {
                       for (memx::LayerProfile &p : memx::loadProfileFile(paths[i]))
                           batch.profiles.push_back(std::move(p));
-                      if (progress && !progress(i + 1, paths.size()))
-                          throw memx::ImportCancelled {};
+                      memx::reportOrThrow(progress, i + 1, paths.size());
                   }
                   return batch;
               });
@@ -680,16 +563,15 @@ void ProfilesPanel::planProfiling()
     const memx::Cluster cluster = mDocument->cluster();
     const memx::Model model = mDocument->model();
     const memx::MinimalSetOptions options = planOptions();
-    auto plan = std::make_shared<memx::ProfilingPlan>();
-    runTask(
-        TaskKind::Plan, tr("Planning the profiling jobs"), {tr("Planning: enumerating the search space %p%")},
-        [cluster, model, options, plan](Task &, const std::function<bool(size_t, size_t)> &progress) {
-            *plan = memx::planMinimalSet(cluster, model, options, progress);
-        },
-        [this, cluster, model, plan](Task &) {
-            showPlan(*plan, cluster, model);
-            return tr("Profiling plan: %1").arg(mJobModel->summaryText());
-        });
+    runTask(TaskKind::Plan, tr("Planning the profiling jobs"), {tr("Planning: enumerating the search space %p%")},
+            [this, cluster, model, options](JobControl &control) -> Finish {
+                auto plan = std::make_shared<const memx::ProfilingPlan>(
+                    memx::planMinimalSet(cluster, model, options, control.progress()));
+                return [this, cluster, model, plan] {
+                    showPlan(*plan, cluster, model);
+                    return tr("Profiling plan: %1").arg(mJobModel->summaryText());
+                };
+            });
 }
 
 bool ProfilesPanel::writeJobFiles(const QString &dir, bool overwrite, QString *error)
@@ -723,56 +605,33 @@ void ProfilesPanel::runOnTestbed(quint64 seed)
     const memx::Cluster cluster = known ? mJobModel->cluster() : mDocument->cluster();
     const memx::Model model = known ? mPlanModel : mDocument->model();
     const memx::MinimalSetOptions options = planOptions();
-    struct Outcome {
-        std::optional<memx::ProfilingPlan> planned; // planned in this task (none was shown)
-        memx::ImportBatch batch;
-        QStringList failures;
-        std::string source;
-    };
-    auto out = std::make_shared<Outcome>();
-    runTask(
-        TaskKind::Testbed, tr("Virtual testbed"),
-        {tr("Planning: enumerating the search space %p%"), tr("Running jobs on the virtual testbed %v/%m")},
-        [cluster, model, options, known, seed, out](Task &task, const std::function<bool(size_t, size_t)> &progress) {
-            memx::ProfilingPlan plan;
-            if (known) {
-                plan = *known;
-            } else {
-                plan = memx::planMinimalSet(cluster, model, options, progress);
-                out->planned = plan;
-            }
-            task.setPhase(1);
-            const memx::VirtualTestbed testbed(seed);
-            out->source = testbed.sourceLabel();
-            out->batch.clusters.push_back(cluster);
-            out->batch.models.push_back(model);
-            for (size_t i = 0; i < plan.jobs.size(); ++i) {
-                const memx::ProfileJob &job = plan.jobs[i];
-                if (job.kind == memx::ProfileJobKind::PerLayer) {
-                    out->batch.profiles.push_back(testbed.runProfilingJob(job, cluster, model));
-                } else if (job.plan) {
-                    const memx::TestbedRun r = testbed.runPlan(*job.plan, cluster, model);
-                    if (r.ok)
-                        out->batch.runs.push_back(r.run);
-                    else
-                        out->failures << QString::fromStdString(job.id + ": " + r.error);
-                }
-                if (!progress(i + 1, plan.jobs.size()))
-                    throw memx::ImportCancelled {};
-            }
-        },
-        [this, cluster, model, out](Task &) {
-            if (out->planned)
-                showPlan(*out->planned, cluster, model);
-            mDocument->importData(out->batch);
-            QString message = tr("SIMULATED on the virtual testbed (%1): %2 profiles and %3 runs imported")
-                                  .arg(QString::fromStdString(out->source))
-                                  .arg(out->batch.profiles.size())
-                                  .arg(out->batch.runs.size());
-            if (!out->failures.isEmpty())
-                message += tr("; %n run(s) failed (out of memory, not stored)", nullptr, int(out->failures.size()));
-            return message;
-        });
+    runTask(TaskKind::Testbed, tr("Virtual testbed"),
+            {tr("Planning: enumerating the search space %p%"), tr("Running jobs on the virtual testbed %v/%m")},
+            [this, cluster, model, options, known, seed](JobControl &control) -> Finish {
+                std::optional<memx::ProfilingPlan> planned; // planned in this task (none was shown)
+                if (!known)
+                    planned = memx::planMinimalSet(cluster, model, options, control.progress());
+                const memx::ProfilingPlan &plan = known ? *known : *planned;
+                control.setPhase(1);
+                // The core's job loop, as `memx profile run-simulated --jobs` runs it.
+                const memx::VirtualTestbed testbed(seed);
+                auto out = std::make_shared<const memx::TestbedBatch>(
+                    memx::runTestbedJobs(testbed, cluster, model, plan.jobs, {}, {}, control.progress()));
+                auto plannedHere = std::make_shared<const std::optional<memx::ProfilingPlan>>(std::move(planned));
+                const QString source = QString::fromStdString(testbed.sourceLabel());
+                return [this, cluster, model, out, plannedHere, source] {
+                    if (*plannedHere)
+                        showPlan(**plannedHere, cluster, model);
+                    mDocument->importData(out->batch);
+                    QString message = tr("SIMULATED on the virtual testbed (%1): %2 profiles and %3 runs imported")
+                                          .arg(source)
+                                          .arg(out->batch.profiles.size())
+                                          .arg(out->batch.runs.size());
+                    if (out->failed() > 0)
+                        message += tr("; %n run(s) failed (out of memory, not stored)", nullptr, int(out->failed()));
+                    return message;
+                };
+            });
 }
 
 } // namespace memx::ui

@@ -24,7 +24,6 @@
 #include <QTextBrowser>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 namespace memx::ui {
 
@@ -33,6 +32,9 @@ ResultsPanel::ResultsPanel(QWidget *parent)
 {
     mSelection = new PlanSelection(this);
     mJob = new SearchJob(this);
+    mPrepare = new BackgroundJob<std::shared_ptr<Prepared>>(this);
+    mPrepare->setFinishedHandler(
+        [this](quint64 id, std::shared_ptr<Prepared> prepared) { applyResults(id, *prepared); });
     mDebounce = new QTimer(this);
     mDebounce->setSingleShot(true);
     mDebounce->setInterval(DebounceMs);
@@ -191,27 +193,7 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     connect(mExport, &QPushButton::clicked, this, &ResultsPanel::exportRequested);
     connect(mGlobalBatch, &QSpinBox::valueChanged, this, &ResultsPanel::scheduleSearch);
     connect(mTarget, &QComboBox::currentIndexChanged, this, &ResultsPanel::scheduleSearch);
-    connect(mJob, &SearchJob::progress, this, [this](quint64, qulonglong done, qulonglong total) {
-        if (total == 0) {
-            mProgress->setValue(0);
-            mProgress->setFormat(tr("starting..."));
-            return;
-        }
-        mProgress->setValue(int(1000.0 * double(done) / double(total)));
-        mProgress->setFormat(tr("%p% of %1 bases").arg(QLocale(QLocale::English).toString(total)));
-    });
-    connect(mJob, &SearchJob::finished, this, &ResultsPanel::onFinished);
-    connect(mJob, &SearchJob::cancelled, this, [this] {
-        setSearching(false);
-        mProgress->setFormat(tr("cancelled"));
-        emit statusMessage(tr("Search cancelled; the previous results are still shown."));
-    });
-    connect(mJob, &SearchJob::failed, this, [this](quint64, const QString &message) {
-        setSearching(false);
-        mProgress->setFormat(tr("no search"));
-        mCounts->setText(tr("<span style='color:#b00'>Cannot search: %1</span>").arg(message.toHtmlEscaped()));
-        emit statusMessage(tr("Cannot search: %1").arg(message));
-    });
+    connectSearchJob();
     connect(mFilter, &QLineEdit::textChanged, mProxy, &PlanFilterProxy::setTextFilter);
     connect(mParetoOnly, &QCheckBox::toggled, mProxy, &PlanFilterProxy::setParetoOnly);
     connect(mHideOom, &QCheckBox::toggled, mProxy, &PlanFilterProxy::setHideOom);
@@ -225,15 +207,45 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     connect(mSelection, &PlanSelection::changed, this, &ResultsPanel::showSelection);
 }
 
-ResultsPanel::~ResultsPanel()
+void ResultsPanel::connectSearchJob()
 {
-    if (mPrepare)
-        mPrepare->waitForFinished();
+    connect(mJob, &SearchJob::started, this, [this] { mPredicting = false; });
+    connect(mJob, &SearchJob::predicting, this, [this] { mPredicting = true; });
+    connect(mJob, &SearchJob::progress, this, [this](quint64, qulonglong done, qulonglong total) {
+        if (total == 0) {
+            mProgress->setValue(0);
+            mProgress->setFormat(mPredicting ? tr("predicting...") : tr("starting..."));
+            return;
+        }
+        mProgress->setValue(int(1000.0 * double(done) / double(total)));
+        const QString n = QLocale(QLocale::English).toString(total);
+        mProgress->setFormat(mPredicting ? tr("predicting %p% of %1").arg(n) : tr("%p% of %1 bases").arg(n));
+    });
+    connect(mJob, &SearchJob::finished, this, &ResultsPanel::onFinished);
+    connect(mJob, &SearchJob::cancelled, this, [this] {
+        setSearching(false);
+        mProgress->setFormat(tr("cancelled"));
+        emit statusMessage(tr("Search cancelled; the previous results are still shown."));
+    });
+    connect(mJob, &SearchJob::failed, this, [this](quint64, const QString &message) {
+        setSearching(false);
+        mProgress->setFormat(tr("no search"));
+        mCounts->setText(tr("<span style='color:#b00'>Cannot search: %1</span>").arg(message.toHtmlEscaped()));
+        emit statusMessage(tr("Cannot search: %1").arg(message));
+    });
 }
+
+ResultsPanel::~ResultsPanel() = default; // the jobs (children) cancel and wait for their workers
 
 void ResultsPanel::setRequest(const memx::SearchRequest &request)
 {
     mRequest = request;
+}
+
+void ResultsPanel::setProject(std::shared_ptr<const memx::SearchProject> project, const memx::Store *caches)
+{
+    mProject = std::move(project);
+    mCacheSource = caches;
 }
 
 void ResultsPanel::scheduleSearch()
@@ -255,11 +267,36 @@ void ResultsPanel::runSearch()
             : target == 2                         ? memx::LaunchTarget::FlagScale
                                                   : memx::LaunchTarget::Any;
     // What-if: the cluster of the last finished search stays a candidate (used when the new
-    // cluster holds it, e.g. after adding a node); its subsets come back from the job's cache.
-    if (const auto last = mJob->lastOutcome(); last && !(last->result.cluster == request.search.cluster))
-        request.baseline = last->result.cluster;
+    // cluster holds it, e.g. after adding a node); its subsets come back from the job's memo.
+    // (The document's cluster, not the searched one: planSearch applies the project's calibration
+    // to both.)
+    if (mLastCluster && !(*mLastCluster == request.search.cluster))
+        request.baseline = *mLastCluster;
+    mRunningCluster = request.search.cluster;
     setSearching(true);
-    mJob->start(std::move(request));
+    // Planned on this thread (cheap: no enumeration), so the cache snapshot holds exactly the blobs
+    // this search reads; the worker then never touches the project.
+    memx::PlannedSearch planned;
+    std::shared_ptr<memx::MemoryStore> caches;
+    try {
+        planned = memx::planSearch(std::move(request), mProject.get());
+        if (mCacheSource && planned.usesCache()) {
+            caches = std::make_shared<memx::MemoryStore>();
+            memx::copySearchCaches(*mCacheSource, planned, *caches);
+        }
+    } catch (const std::exception &e) {
+        setSearching(false);
+        mProgress->setFormat(tr("no search"));
+        mCounts->setText(
+            tr("<span style='color:#b00'>Cannot search: %1</span>").arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
+        emit statusMessage(tr("Cannot search: %1").arg(QString::fromUtf8(e.what())));
+        return;
+    }
+    if (!planned.narrowed.empty())
+        emit statusMessage(tr("Search space narrowed to %1 base configurations: %2")
+                               .arg(QLocale(QLocale::English).toString(qulonglong(planned.options.maxBases)),
+                                    QString::fromStdString(planned.narrowed.back())));
+    mJob->start(std::move(planned), std::move(caches));
 }
 
 void ResultsPanel::cancelSearch()
@@ -270,7 +307,7 @@ void ResultsPanel::cancelSearch()
 
 bool ResultsPanel::isSearching() const
 {
-    return mJob->isRunning() || mDebounce->isActive() || (mPrepare && mPrepare->isRunning());
+    return mJob->isRunning() || mDebounce->isActive() || mPrepare->isRunning();
 }
 
 void ResultsPanel::setSearching(bool on)
@@ -292,24 +329,22 @@ void ResultsPanel::onFinished()
     // Mapping the result to the views' values (a rank over every plan, the shown set, ~7,000 plan
     // summaries) also runs in a worker; this thread only applies it (tests/bench/bench_gui.cpp).
     mProgress->setFormat(tr("preparing the views..."));
-    const quint64 generation = ++mPrepareGeneration;
-    auto prepared = std::make_shared<Prepared>();
-    prepared->weights = mResults.weights();
     auto outcome = mJob->lastOutcome();
-    auto *watcher = new QFutureWatcher<void>(this);
-    mPrepare = watcher;
-    connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, prepared, generation] {
-        watcher->deleteLater();
-        if (generation == mPrepareGeneration) // else a newer result is being prepared
-            applyResults(*prepared);
-    });
-    watcher->setFuture(QtConcurrent::run([prepared, outcome] {
-        prepared->results.setOutcome(outcome, prepared->weights);
+    mLastCluster = mRunningCluster; // only the newest job's result arrives
+    if (outcome->caches && outcome->cacheUsed && !outcome->resultFromCache)
+        emit searchCachesUpdated(outcome);
+    outcome->caches.reset(); // merged (or unused): the project holds them now
+    const ObjectiveWeights weights = mResults.weights();
+    mPrepare->start([outcome, weights](JobControl &) {
+        auto prepared = std::make_shared<Prepared>();
+        prepared->weights = weights;
+        prepared->results.setOutcome(outcome, weights);
         prepared->points = prepared->results.points();
-    }));
+        return prepared;
+    });
 }
 
-void ResultsPanel::applyResults(Prepared &prepared)
+void ResultsPanel::applyResults(quint64 preparedId, Prepared &prepared)
 {
     if (!mJob->isRunning()) { // else a newer search runs: keep its progress
         setSearching(false);
@@ -328,14 +363,7 @@ void ResultsPanel::applyResults(Prepared &prepared)
     mNotes->setText(mResults.notesText().join(QLatin1Char('\n')));
     mSelection->select(0);
     mModel->setPlans(points);
-    // Compact numeric columns so the plan summary (last, stretched) stays visible.
-    const int digit = mTable->fontMetrics().horizontalAdvance(QLatin1Char('0'));
-    const QFontMetrics header = mTable->horizontalHeader()->fontMetrics();
-    const int digits[] = {5, 9, 6, 6, 7, 3, 10};
-    for (int c = 0; c < PlanTableModel::PlanColumn; ++c) {
-        const QString title = mModel->headerData(c, Qt::Horizontal).toString();
-        mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
-    }
+    resizeColumns();
     if (mResults.isEmpty()) {
         const auto &outcome = mResults.outcome();
         const QString why = outcome && outcome->advice ? QString::fromStdString(outcome->advice->text)
@@ -348,19 +376,36 @@ void ResultsPanel::applyResults(Prepared &prepared)
     // later event-loop pass, so the UI thread is never busy with two of them at once. The 1 ms
     // timers (not 0 ms, which Qt posts as one more queued event processed in the same batch) let
     // input, paint and other timers run in between (tests/bench/bench_gui.cpp measures the gaps).
-    const quint64 generation = mPrepareGeneration;
-    QTimer::singleShot(1, this, [this, generation, points = std::move(points)]() mutable {
-        if (generation != mPrepareGeneration)
+    // The prepare job's id is the generation: a newer result being prepared has a larger one.
+    QTimer::singleShot(1, this, [this, preparedId, points = std::move(points)]() mutable {
+        if (preparedId != mPrepare->currentJobId())
             return; // a newer result is being prepared
         mSelection->select(mResults.topPlanId());
-        QTimer::singleShot(1, this, [this, generation, points = std::move(points)] {
-            if (generation != mPrepareGeneration)
+        QTimer::singleShot(1, this, [this, preparedId, points = std::move(points)] {
+            if (preparedId != mPrepare->currentJobId())
                 return;
             mPareto->setPoints(points);
             mPareto->setSelectedPlan(mSelection->current());
             emit resultsShown();
         });
     });
+}
+
+void ResultsPanel::resizeColumns()
+{
+    // Compact numeric columns so the plan summary (last, stretched) stays visible; the learned
+    // predictor's spread and flag columns only for a learned result.
+    const int digit = mTable->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    const QFontMetrics header = mTable->horizontalHeader()->fontMetrics();
+    const int digits[] = {5, 9, 9, 13, 6, 6, 7, 3, 10}; // Rank, T, spread, flags, M, B, score, Pareto, launcher
+    static_assert(sizeof(digits) / sizeof(digits[0]) == PlanTableModel::PlanColumn);
+    for (int c = 0; c < PlanTableModel::PlanColumn; ++c) {
+        const QString title = mModel->headerData(c, Qt::Horizontal).toString();
+        mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
+    }
+    const bool learned = mResults.isLearned();
+    mTable->setColumnHidden(PlanTableModel::SpreadColumn, !learned);
+    mTable->setColumnHidden(PlanTableModel::FlagsColumn, !learned);
 }
 
 void ResultsPanel::setWeights(const ObjectiveWeights &weights)
@@ -424,11 +469,15 @@ void ResultsPanel::showSelection(quint32 id)
     mExport->setEnabled(mDetail.id != 0);
     if (mDetail.id != 0) {
         const int rank = row >= 0 ? mModel->rankOfRow(row) : 0;
-        mDetailTitle->setText(
-            tr("<b>Rank %1</b> (plan #%2) &nbsp;%3")
-                .arg(rank)
-                .arg(id)
-                .arg(QString::fromStdString(mDetail.plan.summary(mResults.outcome()->result.cluster)).toHtmlEscaped()));
+        QString title
+            = tr("<b>Rank %1</b> (plan #%2) &nbsp;%3")
+                  .arg(rank)
+                  .arg(id)
+                  .arg(
+                      QString::fromStdString(mDetail.plan.summary(mResults.outcome()->result.cluster)).toHtmlEscaped());
+        if (!mDetail.learnedLine.isEmpty())
+            title += QStringLiteral("<br>") + mDetail.learnedLine;
+        mDetailTitle->setText(title);
     } else {
         mDetailTitle->setText(tr("<b>Plan detail</b>"));
     }

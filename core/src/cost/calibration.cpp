@@ -27,7 +27,7 @@ struct Item {
 /// Progress over a known number of estimatePlan evaluations.
 class Counter {
 public:
-    Counter(const std::function<bool(size_t, size_t)> &fn, size_t total)
+    Counter(const ProgressFn &fn, size_t total)
         : mFn(fn)
         , mTotal(total)
     {
@@ -36,11 +36,11 @@ public:
     {
         mDone = std::min(mTotal, mDone + n);
         if (mFn && !mFn(mDone, mTotal))
-            throw std::runtime_error("cancelled");
+            throw Cancelled();
     }
 
 private:
-    const std::function<bool(size_t, size_t)> &mFn;
+    const ProgressFn &mFn;
     size_t mTotal, mDone = 0;
 };
 
@@ -268,8 +268,7 @@ size_t fitEvaluations(size_t items, size_t devices)
 
 Calibration calibrate(const std::vector<MeasuredRun> &runs,
                       const std::function<std::optional<Model>(const std::string &)> &modelOf,
-                      const ProfileSet *profiles, const CostOptions &base, int folds,
-                      const std::function<bool(size_t, size_t)> &progress)
+                      const ProfileSet *profiles, const CostOptions &base, int folds, const ProgressFn &progress)
 {
     std::vector<Item> items;
     std::set<std::string> allDevices;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace memx {
 namespace {
@@ -164,6 +165,7 @@ SearchResult plannedSearch(const CompareRequest &request, const SearchRequest &s
             SearchResult res = runSearch(x, f);
             if (!res.cancelled)
                 applyLearnedPredictor(res, *learned, nullptr);
+            res.features = {};
             return res;
         };
     PlannedSearchResult out = runPlannedSearch(p, progress, run);
@@ -175,149 +177,187 @@ SearchResult plannedSearch(const CompareRequest &request, const SearchRequest &s
     return std::move(out.result);
 }
 
-} // namespace
-
-CompareReport runCompare(const CompareRequest &request, const ProgressFn &progress)
-{
-    CompareReport report;
-    report.memxWeights = request.memxWeights;
-    const ObjectiveWeights memxW = request.memxWeights;
-    const ObjectiveWeights timeW = ObjectiveWeights::timeOnly();
-    const size_t topN = std::max<size_t>(1, request.candidatesPerMethod);
-    const Cluster &cluster = request.search.cluster;
-    const Model &model = request.search.model;
-    // Progress in thousandths of the whole job: the four searches (analytic, learned, proportional,
-    // uniform re-estimation) 200 each, the testbed runs of the candidates the last 200.
-    constexpr size_t kTotal = 1000, kPhase = 200;
-    size_t phase = 0; // phases finished
-    bool cancelled = false;
-    auto report01 = [&](double fractionOfPhase) {
-        if (cancelled)
+/// Progress of runCompare in thousandths of the whole job: the four searches (analytic, learned,
+/// proportional, uniform re-estimation) 200 each, the testbed runs of the candidates the last 200.
+class CompareProgress {
+public:
+    explicit CompareProgress(const ProgressFn &progress)
+        : mProgress(progress)
+    {
+    }
+    /// Reports `fractionOfPhase` of the current phase; false once cancelled.
+    bool report(double fractionOfPhase)
+    {
+        if (mCancelled)
             return false;
         const double f = std::clamp(fractionOfPhase, 0.0, 1.0);
-        if (progress && !progress(phase * kPhase + static_cast<size_t>(f * kPhase), kTotal))
-            cancelled = true;
-        return !cancelled;
-    };
-    // (0, 0) is the search's set-up: nothing of the phase done yet.
-    auto searchProgress = [&](size_t d, size_t t) { return report01(t ? static_cast<double>(d) / t : 0.0); };
-    auto step = [&]() {
-        ++phase;
-        report01(0.0);
-        report.cancelled = cancelled;
-        return !cancelled;
-    };
+        if (mProgress && !mProgress(mPhase * kPhase + static_cast<size_t>(f * kPhase), kTotal))
+            mCancelled = true;
+        return !mCancelled;
+    }
+    /// A search's progress as this phase's ((0, 0) is its set-up: nothing of the phase done yet).
+    ProgressFn search()
+    {
+        return [this](size_t d, size_t t) { return report(t ? static_cast<double>(d) / t : 0.0); };
+    }
+    /// The current phase is done; false once cancelled.
+    bool next()
+    {
+        ++mPhase;
+        return report(0.0);
+    }
+    bool cancelled() const { return mCancelled; }
 
-    // ---- baseline 3 (and MemX without a learned predictor): full space, analytic ----
+private:
+    static constexpr size_t kTotal = 1000, kPhase = 200;
+    const ProgressFn &mProgress;
+    size_t mPhase = 0;
+    bool mCancelled = false;
+};
+
+struct UniformPlan {
+    Plan plan;
+    double t, m, b;
+};
+
+/// What the methods' searches found.
+struct MethodSearches {
+    SearchResult analytic; ///< baseline 3 (and MemX without a learned predictor)
+    SearchResult learned; ///< MemX with the learned predictor (empty without one)
+    bool usesLearned = false;
+    SearchResult prop; ///< compute-proportional split only (baselines 1 and 2)
+    std::vector<uint32_t> homogeneous; ///< indices of prop with one recompute method for all devices
+    std::vector<UniformPlan> uniform; ///< baseline 2's re-split plans that fit
+    ObjectiveScale mx; ///< MemX's analytic maxima: every method's score is normalised by them
+    double analyticMs = 0, memxMs = 0, propMs = 0, uniformMs = 0;
+
+    const SearchResult &memx() const { return usesLearned ? learned : analytic; }
+};
+
+/// Phases 1 and 2: the full space, analytic (baseline 3) and, with a predictor, learned (MemX).
+bool searchFullSpace(const CompareRequest &request, CompareProgress &progress, MethodSearches &s, CompareReport &report)
+{
     auto t0 = Clock::now();
     SearchRequest analyticReq = request.search;
     analyticReq.collectFeatures = false;
-    const SearchResult analytic = plannedSearch(request, analyticReq, nullptr, searchProgress, report);
-    const double analyticMs = msSince(t0);
-    const ObjectiveScale mx = objectiveScaleOf(metricsOf(analytic));
-    if (!step())
-        return report;
-
-    // ---- MemX ----
-    SearchResult learnedResult;
-    double memxMs = analyticMs;
-    const SearchResult *memxRes = &analytic;
+    s.analytic = plannedSearch(request, analyticReq, nullptr, progress.search(), report);
+    s.analyticMs = msSince(t0);
+    s.memxMs = s.analyticMs;
+    s.mx = objectiveScaleOf(metricsOf(s.analytic));
+    if (!progress.next())
+        return false;
     if (request.learned) {
         t0 = Clock::now();
-        learnedResult = plannedSearch(request, request.search, request.learned, searchProgress, report);
-        memxMs = msSince(t0);
-        memxRes = &learnedResult;
+        s.learned = plannedSearch(request, request.search, request.learned, progress.search(), report);
+        s.usesLearned = true;
+        s.memxMs = msSince(t0);
     } else {
         report.notes.push_back("no learned predictor: MemX uses the analytic model, so it coincides with baseline 3");
     }
-    if (!step())
-        return report;
+    return progress.next();
+}
 
-    // ---- baselines 1 and 2: compute-proportional split only, homogeneous recompute ----
-    t0 = Clock::now();
+/// Phase 3: baselines 1 and 2 search the compute-proportional split only, homogeneous recompute.
+bool searchProportional(const CompareRequest &request, CompareProgress &progress, MethodSearches &s, CompareReport &report)
+{
+    const auto t0 = Clock::now();
     SearchRequest propReq = request.search;
     propReq.collectFeatures = false;
     propReq.space.neighbourRadius = 0;
     propReq.space.memoryAwareSplit = false;
-    const SearchResult prop = plannedSearch(request, propReq, nullptr, searchProgress, report);
-    std::vector<uint32_t> homogeneous;
-    for (uint32_t i = 0; i < prop.size(); ++i)
-        if (homogeneousRecompute(prop, i))
-            homogeneous.push_back(i);
-    const double propMs = msSince(t0);
-    if (!step())
-        return report;
+    s.prop = plannedSearch(request, propReq, nullptr, progress.search(), report);
+    for (uint32_t i = 0; i < s.prop.size(); ++i)
+        if (homogeneousRecompute(s.prop, i))
+            s.homogeneous.push_back(i);
+    s.propMs = msSince(t0);
+    return progress.next();
+}
 
-    t0 = Clock::now();
-    struct UniformPlan {
-        Plan plan;
-        double t, m, b;
-    };
-    std::vector<UniformPlan> uniform;
-    {
-        const std::vector<uint32_t> byTime
-            = rankSubset(prop, homogeneous, timeW, std::min(homogeneous.size(), request.uniformSplitLimit));
-        if (byTime.size() < homogeneous.size())
-            report.notes.push_back("baseline 2 re-estimated the " + std::to_string(byTime.size()) + " fastest of "
-                                   + std::to_string(homogeneous.size())
-                                   + " homogeneous-recompute configurations with a uniform split");
-        for (size_t k = 0; k < byTime.size() && !cancelled; ++k) {
-            if (k % 256 == 0)
-                report01(static_cast<double>(k) / byTime.size());
-            const uint32_t i = byTime[k];
-            Plan p = prop.materialize(i);
-            const std::vector<int> counts = uniformSplit(model.shape.layers, static_cast<int>(p.stages.size()));
-            if (counts.empty())
-                continue;
-            int first = 0;
-            for (size_t s = 0; s < p.stages.size(); ++s) {
-                p.stages[s].firstLayer = first;
-                p.stages[s].layerCount = counts[s];
-                first += counts[s];
-                if (p.stages[s].recompute.layers > counts[s])
-                    p.stages[s].recompute.layers = counts[s];
-            }
-            Diagnostics diags;
-            validatePlan(p, cluster, model, diags);
-            if (!diags.empty())
-                continue;
-            const PlanEstimate e = estimatePlan(p, cluster, model, &request.search.profiles, request.search.cost);
-            if (e.oom)
-                continue;
-            uniform.push_back({std::move(p), e.iterationTimeMs, e.peakUtilisation, e.imbalance});
-        }
+/// The plan of `prop` configuration `i` with the uniform layer split, when valid and fitting.
+std::optional<UniformPlan> uniformPlanOf(const CompareRequest &request, const SearchResult &prop, uint32_t i)
+{
+    const Cluster &cluster = request.search.cluster;
+    const Model &model = request.search.model;
+    Plan p = prop.materialize(i);
+    const std::vector<int> counts = uniformSplit(model.shape.layers, static_cast<int>(p.stages.size()));
+    if (counts.empty())
+        return std::nullopt;
+    int first = 0;
+    for (size_t s = 0; s < p.stages.size(); ++s) {
+        p.stages[s].firstLayer = first;
+        p.stages[s].layerCount = counts[s];
+        first += counts[s];
+        if (p.stages[s].recompute.layers > counts[s])
+            p.stages[s].recompute.layers = counts[s];
     }
-    const double uniformMs = propMs + msSince(t0);
-    std::vector<uint32_t> uniformTop;
-    {
-        std::vector<double> t, m, b;
-        for (const UniformPlan &u : uniform) {
-            t.push_back(u.t);
-            m.push_back(u.m);
-            b.push_back(u.b);
-        }
-        uniformTop = rank(MetricView {t.data(), m.data(), b.data(), uniform.size()}, timeW, topN);
+    Diagnostics diags;
+    validatePlan(p, cluster, model, diags);
+    if (!diags.empty())
+        return std::nullopt;
+    const PlanEstimate e = estimatePlan(p, cluster, model, &request.search.profiles, request.search.cost);
+    if (e.oom)
+        return std::nullopt;
+    return UniformPlan {std::move(p), e.iterationTimeMs, e.peakUtilisation, e.imbalance};
+}
+
+/// Phase 4: baseline 2 re-splits the fastest homogeneous configurations uniformly.
+bool reestimateUniform(const CompareRequest &request, CompareProgress &progress, MethodSearches &s,
+                       CompareReport &report)
+{
+    const auto t0 = Clock::now();
+    const std::vector<uint32_t> byTime = rankSubset(s.prop, s.homogeneous, ObjectiveWeights::timeOnly(),
+                                                    std::min(s.homogeneous.size(), request.uniformSplitLimit));
+    if (byTime.size() < s.homogeneous.size())
+        report.notes.push_back("baseline 2 re-estimated the " + std::to_string(byTime.size()) + " fastest of "
+                               + std::to_string(s.homogeneous.size())
+                               + " homogeneous-recompute configurations with a uniform split");
+    for (size_t k = 0; k < byTime.size() && !progress.cancelled(); ++k) {
+        if (k % 256 == 0)
+            progress.report(static_cast<double>(k) / byTime.size());
+        if (std::optional<UniformPlan> u = uniformPlanOf(request, s.prop, byTime[k]))
+            s.uniform.push_back(std::move(*u));
     }
-    if (!step())
-        return report;
+    s.uniformMs = s.propMs + msSince(t0);
+    return progress.next();
+}
 
-    // ---- method picks and their top-N ----
-    const std::vector<uint32_t> memxTop = rank(*memxRes, memxW, topN);
-    const std::vector<uint32_t> memxTimeTop = rank(*memxRes, timeW, topN);
-    const std::vector<uint32_t> analyticTop = rank(analytic, memxW, topN);
-    const std::vector<uint32_t> timeOnlyTop = rankSubset(prop, homogeneous, timeW, topN);
+/// Each method's top-N (indices into its own result) and the candidate its pick became.
+struct Picks {
+    std::vector<uint32_t> memxTop, memxTimeTop, analyticTop, timeOnlyTop, uniformTop;
+    int memx = -1, timeOnly = -1, uniform = -1, analytic = -1; ///< candidate index of each pick
+};
 
-    // ---- ground truth: union of candidates, measured on the testbed ----
-    GroundTruth &truth = report.truth;
+Picks pickTopN(const CompareRequest &request, const MethodSearches &s)
+{
+    const size_t topN = std::max<size_t>(1, request.candidatesPerMethod);
+    const ObjectiveWeights timeW = ObjectiveWeights::timeOnly();
+    Picks p;
+    p.memxTop = rank(s.memx(), request.memxWeights, topN);
+    p.memxTimeTop = rank(s.memx(), timeW, topN);
+    p.analyticTop = rank(s.analytic, request.memxWeights, topN);
+    p.timeOnlyTop = rankSubset(s.prop, s.homogeneous, timeW, topN);
+    std::vector<double> t, m, b;
+    for (const UniformPlan &u : s.uniform) {
+        t.push_back(u.t);
+        m.push_back(u.m);
+        b.push_back(u.b);
+    }
+    p.uniformTop = rank(MetricView {t.data(), m.data(), b.data(), s.uniform.size()}, timeW, topN);
+    return p;
+}
+
+/// The union of the methods' top-N as ground-truth candidates (one per distinct plan).
+void collectCandidates(const MethodSearches &s, Picks &p, GroundTruth &truth)
+{
     std::map<std::string, uint32_t> byKey;
-    auto addCandidate = [&](Plan plan, const std::string &method) -> uint32_t {
+    auto add = [&](Plan plan, const std::string &method) -> int {
         const std::string key = planKey(plan);
         auto it = byKey.find(key);
         if (it != byKey.end()) {
             auto &by = truth.candidates[it->second].proposedBy;
             if (std::find(by.begin(), by.end(), method) == by.end())
                 by.push_back(method);
-            return it->second;
+            return static_cast<int>(it->second);
         }
         TruthCandidate c;
         c.plan = std::move(plan);
@@ -325,150 +365,160 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
         truth.candidates.push_back(std::move(c));
         const uint32_t idx = static_cast<uint32_t>(truth.candidates.size() - 1);
         byKey.emplace(key, idx);
-        return idx;
+        return static_cast<int>(idx);
     };
-    std::vector<int> pickOf(5, -1);
-    for (size_t k = 0; k < memxTop.size(); ++k) {
-        const uint32_t c = addCandidate(memxRes->materialize(memxTop[k]), "memx");
-        if (k == 0)
-            pickOf[0] = static_cast<int>(c);
-    }
-    for (size_t k = 0; k < timeOnlyTop.size(); ++k) {
-        const uint32_t c = addCandidate(prop.materialize(timeOnlyTop[k]), "time-only");
-        if (k == 0)
-            pickOf[1] = static_cast<int>(c);
-    }
-    for (size_t k = 0; k < uniformTop.size(); ++k) {
-        const uint32_t c = addCandidate(uniform[uniformTop[k]].plan, "uniform-split");
-        if (k == 0)
-            pickOf[2] = static_cast<int>(c);
-    }
-    for (size_t k = 0; k < analyticTop.size(); ++k) {
-        const uint32_t c = addCandidate(analytic.materialize(analyticTop[k]), "analytic");
-        if (k == 0)
-            pickOf[3] = static_cast<int>(c);
-    }
-    for (uint32_t i : memxTimeTop)
-        addCandidate(memxRes->materialize(i), "memx-space-by-time");
+    auto addAll = [&](const std::vector<uint32_t> &top, const auto &planOf, const char *method, int &pick) {
+        for (size_t k = 0; k < top.size(); ++k) {
+            const int c = add(planOf(top[k]), method);
+            if (k == 0)
+                pick = c;
+        }
+    };
+    addAll(
+        p.memxTop, [&](uint32_t i) { return s.memx().materialize(i); }, "memx", p.memx);
+    addAll(
+        p.timeOnlyTop, [&](uint32_t i) { return s.prop.materialize(i); }, "time-only", p.timeOnly);
+    addAll(
+        p.uniformTop, [&](uint32_t i) { return s.uniform[i].plan; }, "uniform-split", p.uniform);
+    addAll(
+        p.analyticTop, [&](uint32_t i) { return s.analytic.materialize(i); }, "analytic", p.analytic);
+    for (uint32_t i : p.memxTimeTop)
+        add(s.memx().materialize(i), "memx-space-by-time");
+}
 
+/// Phase 5: every candidate runs on the testbed; then they are ranked by measurement.
+bool measureCandidates(const CompareRequest &request, CompareProgress &progress, GroundTruth &truth)
+{
     const VirtualTestbed testbed(request.testbedSeed, request.testbed);
-    t0 = Clock::now();
+    const auto t0 = Clock::now();
     for (size_t i = 0; i < truth.candidates.size(); ++i) {
         TruthCandidate &c = truth.candidates[i];
         c.plan.name = "candidate-" + std::to_string(i);
-        const TestbedRun run = testbed.runPlan(c.plan, cluster, model);
+        const TestbedRun run = testbed.runPlan(c.plan, request.search.cluster, request.search.model);
         c.ok = run.ok;
         c.error = run.error;
         c.timeMs = run.ok ? run.run.iterationTimeMs : 0.0;
-        measuredMemoryMetrics(run, c.plan, cluster, c.peak, c.imbalance);
-        if (!report01(static_cast<double>(i + 1) / truth.candidates.size())) {
-            report.cancelled = true;
+        measuredMemoryMetrics(run, c.plan, request.search.cluster, c.peak, c.imbalance);
+        if (!progress.report(static_cast<double>(i + 1) / truth.candidates.size())) {
             truth.testbedMs = msSince(t0);
-            return report;
+            return false;
         }
     }
     truth.testbedMs = msSince(t0);
-    rankGroundTruth(truth, memxW);
+    rankGroundTruth(truth, request.memxWeights);
+    return true;
+}
 
-    auto positionIn = [](const std::vector<uint32_t> &order, int cand) {
-        for (size_t k = 0; k < order.size(); ++k)
-            if (static_cast<int>(order[k]) == cand)
-                return static_cast<int>(k + 1);
-        return 0;
-    };
+int positionIn(const std::vector<uint32_t> &order, int cand)
+{
+    for (size_t k = 0; k < order.size(); ++k)
+        if (static_cast<int>(order[k]) == cand)
+            return static_cast<int>(k + 1);
+    return 0;
+}
 
-    // ---- outcomes ----
-    auto makeOutcome = [&](CompareMethod method, const char *name, const char *description) {
-        MethodOutcome o;
-        o.method = method;
-        o.id = compareMethodId(method);
-        o.name = name;
-        o.description = description;
-        return o;
-    };
-    auto finish = [&](MethodOutcome &o, int cand) {
-        if (cand < 0)
-            return;
-        const TruthCandidate &c = truth.candidates[static_cast<size_t>(cand)];
-        o.hasPlan = true;
-        o.plan = c.plan;
-        o.plan.name = o.id;
-        o.measuredOk = c.ok;
-        o.measuredError = c.error;
-        o.measuredTimeMs = c.timeMs;
-        o.measuredPeak = c.peak;
-        o.measuredImbalance = c.imbalance;
-        o.timeRank = positionIn(truth.timeOrder, cand);
-        o.memoryBalanceRank = positionIn(truth.memoryBalanceOrder, cand);
-        o.top1Time = o.timeRank == 1;
-        o.top1MemoryBalance = o.memoryBalanceRank == 1;
-        if (c.ok && !truth.timeOrder.empty()) {
-            const TruthCandidate &bestT = truth.candidates[truth.timeOrder.front()];
-            o.timeRegretPct = 100.0 * (c.timeMs / bestT.timeMs - 1.0);
-            // Scores against the ok candidates' scale, as rankGroundTruth ranks them.
-            std::vector<double> t, m, b;
-            for (const TruthCandidate &x : truth.candidates)
-                if (x.ok) {
-                    t.push_back(x.timeMs);
-                    m.push_back(x.peak);
-                    b.push_back(x.imbalance);
-                }
-            const ObjectiveScale sc = objectiveScaleOf(MetricView {t.data(), m.data(), b.data(), t.size()});
-            const TruthCandidate &bestMB = truth.candidates[truth.memoryBalanceOrder.front()];
-            o.memoryBalanceRegretPct = 100.0
-                * (std::exp(logScore(sc, memxW, c.timeMs, c.peak, c.imbalance)
-                            - logScore(sc, memxW, bestMB.timeMs, bestMB.peak, bestMB.imbalance))
-                   - 1.0);
+MethodOutcome makeOutcome(CompareMethod method, const char *name, const char *description)
+{
+    MethodOutcome o;
+    o.method = method;
+    o.id = compareMethodId(method);
+    o.name = name;
+    o.description = description;
+    return o;
+}
+
+/// Fills what the testbed measured of the method's pick (candidate `cand`) and its regrets.
+void scorePick(MethodOutcome &o, int cand, const GroundTruth &truth, ObjectiveWeights memxW)
+{
+    if (cand < 0)
+        return;
+    const TruthCandidate &c = truth.candidates[static_cast<size_t>(cand)];
+    o.hasPlan = true;
+    o.plan = c.plan;
+    o.plan.name = o.id;
+    o.measuredOk = c.ok;
+    o.measuredError = c.error;
+    o.measuredTimeMs = c.timeMs;
+    o.measuredPeak = c.peak;
+    o.measuredImbalance = c.imbalance;
+    o.timeRank = positionIn(truth.timeOrder, cand);
+    o.memoryBalanceRank = positionIn(truth.memoryBalanceOrder, cand);
+    o.top1Time = o.timeRank == 1;
+    o.top1MemoryBalance = o.memoryBalanceRank == 1;
+    if (!c.ok || truth.timeOrder.empty())
+        return;
+    const TruthCandidate &bestT = truth.candidates[truth.timeOrder.front()];
+    o.timeRegretPct = 100.0 * (c.timeMs / bestT.timeMs - 1.0);
+    // Scores against the ok candidates' scale, as rankGroundTruth ranks them.
+    std::vector<double> t, m, b;
+    for (const TruthCandidate &x : truth.candidates)
+        if (x.ok) {
+            t.push_back(x.timeMs);
+            m.push_back(x.peak);
+            b.push_back(x.imbalance);
         }
-    };
+    const ObjectiveScale sc = objectiveScaleOf(MetricView {t.data(), m.data(), b.data(), t.size()});
+    const TruthCandidate &bestMB = truth.candidates[truth.memoryBalanceOrder.front()];
+    o.memoryBalanceRegretPct = 100.0
+        * (std::exp(logScore(sc, memxW, c.timeMs, c.peak, c.imbalance)
+                    - logScore(sc, memxW, bestMB.timeMs, bestMB.peak, bestMB.imbalance))
+           - 1.0);
+}
 
+/// Fills a method's predicted figures from configuration `i` of `r` (nothing when it has no pick).
+void predictedFrom(MethodOutcome &o, const SearchResult &r, const std::vector<uint32_t> &top, const ObjectiveScale &mx,
+                   ObjectiveWeights w)
+{
+    if (!top.empty())
+        fillPredicted(o, r.timeMs[top[0]], r.peakMemory[top[0]], r.imbalance[top[0]], mx, w);
+}
+
+/// Phase 6: one outcome per method (MemX, baselines 1..4).
+std::vector<MethodOutcome> methodOutcomes(const CompareRequest &request, const MethodSearches &s, const Picks &p,
+                                          const GroundTruth &truth)
+{
+    const ObjectiveWeights memxW = request.memxWeights;
     MethodOutcome memx = makeOutcome(CompareMethod::MemX, "MemX",
                                      "full space (splits, per-device recompute, orders), weights (1,wm,wb)");
-    memx.predictor = memxRes->predictor;
-    memx.searchMs = memxMs;
-    memx.validConfigs = memxRes->size();
-    if (!memxTop.empty())
-        fillPredicted(memx, memxRes->timeMs[memxTop[0]], memxRes->peakMemory[memxTop[0]],
-                      memxRes->imbalance[memxTop[0]], mx, memxW);
-    finish(memx, pickOf[0]);
+    memx.predictor = s.memx().predictor;
+    memx.searchMs = s.memxMs;
+    memx.validConfigs = s.memx().size();
+    predictedFrom(memx, s.memx(), p.memxTop, s.mx, memxW);
+    scorePick(memx, p.memx, truth, memxW);
 
     MethodOutcome b1 = makeOutcome(CompareMethod::TimeOnly, "Time-only (Metis/AMP-style)",
                                    "compute-proportional split, homogeneous recompute, memory as a hard limit, "
                                    "weights (1,0,0)");
     b1.predictor = "analytic";
-    b1.searchMs = propMs;
-    b1.validConfigs = homogeneous.size();
-    if (!timeOnlyTop.empty())
-        fillPredicted(b1, prop.timeMs[timeOnlyTop[0]], prop.peakMemory[timeOnlyTop[0]], prop.imbalance[timeOnlyTop[0]],
-                      mx, memxW);
-    finish(b1, pickOf[1]);
+    b1.searchMs = s.propMs;
+    b1.validConfigs = s.homogeneous.size();
+    predictedFrom(b1, s.prop, p.timeOnlyTop, s.mx, memxW);
+    scorePick(b1, p.timeOnly, truth, memxW);
 
     MethodOutcome b2 = makeOutcome(CompareMethod::UniformSplit, "Uniform split",
                                    "uniform layer split, homogeneous recompute, weights (1,0,0)");
     b2.predictor = "analytic";
-    b2.searchMs = uniformMs;
-    b2.validConfigs = uniform.size();
-    if (!uniformTop.empty()) {
-        const UniformPlan &u = uniform[uniformTop[0]];
-        fillPredicted(b2, u.t, u.m, u.b, mx, memxW);
+    b2.searchMs = s.uniformMs;
+    b2.validConfigs = s.uniform.size();
+    if (!p.uniformTop.empty()) {
+        const UniformPlan &u = s.uniform[p.uniformTop[0]];
+        fillPredicted(b2, u.t, u.m, u.b, s.mx, memxW);
     }
-    finish(b2, pickOf[2]);
+    scorePick(b2, p.uniform, truth, memxW);
 
     MethodOutcome b3 = makeOutcome(CompareMethod::Analytic, "Analytic (no learning)",
                                    "MemX's space and weights, analytic cost model only");
     b3.predictor = "analytic";
-    b3.searchMs = analyticMs;
-    b3.validConfigs = analytic.size();
-    if (!analyticTop.empty())
-        fillPredicted(b3, analytic.timeMs[analyticTop[0]], analytic.peakMemory[analyticTop[0]],
-                      analytic.imbalance[analyticTop[0]], mx, memxW);
-    finish(b3, pickOf[3]);
+    b3.searchMs = s.analyticMs;
+    b3.validConfigs = s.analytic.size();
+    predictedFrom(b3, s.analytic, p.analyticTop, s.mx, memxW);
+    scorePick(b3, p.analytic, truth, memxW);
 
     MethodOutcome b4 = makeOutcome(CompareMethod::Exhaustive, "Exhaustive profiling",
                                    "runs every valid configuration end to end; finds the measured best by "
                                    "definition; cost = configurations x seconds per run");
-    b4.validConfigs = analytic.size();
-    b4.profilingSeconds = static_cast<double>(analytic.size()) * request.secondsPerProfiledRun;
+    b4.validConfigs = s.analytic.size();
+    b4.profilingSeconds = static_cast<double>(s.analytic.size()) * request.secondsPerProfiledRun;
     b4.searchMs = b4.profilingSeconds * 1000.0;
     if (!truth.timeOrder.empty()) {
         // Its plan is the ground truth's best (by time); it has no plan of its own.
@@ -482,7 +532,30 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
         b4.top1Time = true;
         b4.top1MemoryBalance = true;
     }
-    report.methods = {memx, b1, b2, b3, b4};
+    return {memx, b1, b2, b3, b4};
+}
+
+} // namespace
+
+CompareReport runCompare(const CompareRequest &request, const ProgressFn &progressFn)
+{
+    CompareReport report;
+    report.memxWeights = request.memxWeights;
+    CompareProgress progress(progressFn);
+    MethodSearches s;
+    const bool searched = searchFullSpace(request, progress, s, report) && searchProportional(request, progress, s, report)
+        && reestimateUniform(request, progress, s, report);
+    if (!searched) {
+        report.cancelled = true;
+        return report;
+    }
+    Picks picks = pickTopN(request, s);
+    collectCandidates(s, picks, report.truth);
+    if (!measureCandidates(request, progress, report.truth)) {
+        report.cancelled = true;
+        return report;
+    }
+    report.methods = methodOutcomes(request, s, picks, report.truth);
     return report;
 }
 

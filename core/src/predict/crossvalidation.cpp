@@ -205,8 +205,7 @@ EvaluationReport analyticReport(const std::vector<TrainingSample> &samples, doub
 }
 
 EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme scheme, int k,
-                               const PredictorOptions &options, const std::function<bool(size_t, size_t)> &progress,
-                               double memoryUncertainty)
+                               const PredictorOptions &options, const ProgressFn &progress, double memoryUncertainty)
 {
     std::vector<TrainingSample> samples, oomRuns;
     for (const TrainingSample &s : all)
@@ -265,7 +264,7 @@ EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme 
             applyLearned(rep.runs[i], samples[i], model);
         }
         if (progress && !progress(f + 1, tests.size()))
-            throw std::runtime_error("cancelled");
+            throw Cancelled();
     }
     if (!oomRuns.empty()) {
         // No label to hold out: one model of every run that ran predicts the runs that did not.

@@ -83,6 +83,34 @@ struct LearnedPredictor::Impl {
     int schema = kFeatureSchemaVersion;
     std::vector<std::uint8_t> bytes; // serialised form (cached)
     std::uint64_t digest = 0;
+
+    /// The first envelope feature `f` lies outside of (-1: inside). No strings: it runs per row of
+    /// a learned search.
+    int outsideEnvelope(const float *f) const
+    {
+        for (int i : kDeviceFeatures) {
+            const auto it = seen.find(i);
+            if (it == seen.end())
+                continue;
+            const double v = f[i];
+            const bool known = std::any_of(it->second.begin(), it->second.end(), [&](double s) {
+                return std::abs(s - v) <= 0.01 * std::max(1.0, std::abs(s));
+            });
+            if (!known)
+                return i;
+        }
+        for (int i : kRangeFeatures) {
+            const auto it = range.find(i);
+            if (it == range.end())
+                continue;
+            const double v = f[i];
+            // log10 of the parameter count: 25% either way is 0.097 in log10.
+            const double slack = i == 40 ? 0.097 : 1e-6;
+            if (v < it->second.first - slack || v > it->second.second + slack)
+                return i;
+        }
+        return -1;
+    }
 };
 
 LearnedPredictor::LearnedPredictor()
@@ -133,7 +161,7 @@ nlohmann::json optionsJson(const PredictorOptions &o)
 } // namespace
 
 LearnedPredictor LearnedPredictor::train(const std::vector<TrainingSample> &all, const PredictorOptions &options,
-                                         const std::function<bool(size_t, size_t)> &progress)
+                                         const ProgressFn &progress)
 {
     std::vector<const TrainingSample *> samples;
     for (const TrainingSample &s : all)
@@ -209,7 +237,7 @@ LearnedPredictor LearnedPredictor::train(const std::vector<TrainingSample> &all,
             return true;
         });
         if (cancelled)
-            throw std::runtime_error("cancelled");
+            throw Cancelled();
         // Out-of-bag predictions.
         std::vector<size_t> oob;
         for (size_t i = 0; i < n; ++i)
@@ -277,7 +305,7 @@ void LearnedPredictor::predictLogRatios(const float *features, size_t rows, std:
         memLog[i] = static_cast<float>(mm);
         timeSpread[i] = static_cast<float>(std::sqrt(vt + d->oobTime * d->oobTime));
         memSpread[i] = static_cast<float>(std::sqrt(vm + d->oobMem * d->oobMem));
-        if (!extrapolation(features + i * kFeatureCount).empty()) {
+        if (isExtrapolating(features + i * kFeatureCount)) {
             timeSpread[i] = std::max(timeSpread[i], static_cast<float>(kExtrapolationSpread));
             memSpread[i] = std::max(memSpread[i], static_cast<float>(kExtrapolationSpread));
         }
@@ -295,32 +323,24 @@ static int envelopeIndex(const std::string &key)
 
 std::string LearnedPredictor::extrapolation(const float *f) const
 {
-    for (int i : kDeviceFeatures) {
-        const auto it = d->seen.find(i);
-        if (it == d->seen.end())
-            continue;
-        const double v = f[i];
-        const bool known = std::any_of(it->second.begin(), it->second.end(),
-                                       [&](double s) { return std::abs(s - v) <= 0.01 * std::max(1.0, std::abs(s)); });
-        if (!known)
-            return "a device (" + featureNames()[static_cast<size_t>(i)] + " " + std::to_string(v)
-                + ") none of the training runs used";
-    }
-    for (int i : kRangeFeatures) {
-        const auto it = d->range.find(i);
-        if (it == d->range.end())
-            continue;
-        const double v = f[i];
-        // log10 of the parameter count: 25% either way is 0.097 in log10.
-        const double slack = i == 40 ? 0.097 : 1e-6;
-        if (v < it->second.first - slack || v > it->second.second + slack)
-            return featureNames()[static_cast<size_t>(i)] + " " + std::to_string(v) + " outside the training runs' ["
-                + std::to_string(it->second.first) + ", " + std::to_string(it->second.second) + "]";
-    }
-    return {};
+    const int i = d->outsideEnvelope(f);
+    if (i < 0)
+        return {};
+    const double v = f[i];
+    const std::string &name = featureNames()[static_cast<size_t>(i)];
+    if (d->seen.count(i))
+        return "a device (" + name + " " + std::to_string(v) + ") none of the training runs used";
+    const auto &[lo, hi] = d->range.at(i);
+    return name + " " + std::to_string(v) + " outside the training runs' [" + std::to_string(lo) + ", "
+        + std::to_string(hi) + "]";
 }
 
-void LearnedPredictor::setThreads(int threads)
+bool LearnedPredictor::isExtrapolating(const float *features) const
+{
+    return d->outsideEnvelope(features) >= 0;
+}
+
+void LearnedPredictor::setThreads(int threads) const
 {
     std::lock_guard<std::mutex> guard(*d->lock);
     for (XgbBooster &b : d->members)

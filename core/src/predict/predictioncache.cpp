@@ -323,7 +323,12 @@ PredictionCache loadPredictionCache(const Store &store, std::uint64_t context, s
 
 void savePredictionCache(Store &store, const PredictionCache &cache)
 {
-    store.putBlob(kPredictionCacheBlobKind, hex16(cache.context()), cache.serialize());
+    store.putBlob(kPredictionCacheBlobKind, predictionCacheBlobKey(cache.context()), cache.serialize());
+}
+
+std::string predictionCacheBlobKey(std::uint64_t context)
+{
+    return hex16(context);
 }
 
 } // namespace memx

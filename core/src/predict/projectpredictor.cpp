@@ -32,8 +32,8 @@ std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptio
 }
 
 namespace {
-constexpr const char *kCalibrationKind = "calibration";
-constexpr const char *kCalibrationKey = "cost";
+constexpr const char *kCalibrationKind = kCalibrationBlobKind;
+constexpr const char *kCalibrationKey = kCalibrationBlobKey;
 } // namespace
 
 void saveCalibration(Store &store, const Calibration &calibration)

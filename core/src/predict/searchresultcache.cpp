@@ -74,7 +74,8 @@ void validateMetrics(const SearchResult &r)
     const size_t n = r.timeMs.size();
     if (r.peakMemory.size() != n || r.imbalance.size() != n || r.peakBytes.size() != n || r.baseOf.size() != n
         || r.splitOffset.size() != n || (!r.timeSpread.empty() && r.timeSpread.size() != n)
-        || (!r.memSpread.empty() && r.memSpread.size() != n) || (!r.oomRisk.empty() && r.oomRisk.size() != n))
+        || (!r.memSpread.empty() && r.memSpread.size() != n) || (!r.oomRisk.empty() && r.oomRisk.size() != n)
+        || (!r.extrapolating.empty() && r.extrapolating.size() != n))
         corrupt("metric arrays of different lengths");
     if (r.evaluated != n)
         corrupt("expected " + std::to_string(r.evaluated) + " evaluated configurations, found " + std::to_string(n));
@@ -95,6 +96,9 @@ void validateMetrics(const SearchResult &r)
     for (size_t i = 0; i < r.oomRisk.size(); ++i)
         if (r.oomRisk[i] > 1)
             corrupt("configuration " + std::to_string(i) + ": expected an OOM risk of 0 or 1");
+    for (size_t i = 0; i < r.extrapolating.size(); ++i)
+        if (r.extrapolating[i] > 1)
+            corrupt("configuration " + std::to_string(i) + ": expected an extrapolation flag of 0 or 1");
 }
 
 /// Every pipeline stage names a group of the stored cluster, a device type of the result and a
@@ -214,7 +218,7 @@ void validateSearchResult(const SearchResult &r)
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 {
-    ByteWriter w({'M', 'X', 'S', 'R', 2, 0, 0, 0});
+    ByteWriter w({'M', 'X', 'S', 'R', 3, 0, 0, 0});
     w.u64(r.enumerated);
     w.pod(std::vector<std::uint64_t> {r.pruned.divisibility, r.pruned.microBatchLimit, r.pruned.layers,
                                       r.pruned.outOfMemory, r.pruned.duplicates, r.pruned.launcher});
@@ -265,24 +269,24 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.pod(r.timeSpread);
     w.pod(r.memSpread);
     w.pod(r.oomRisk);
+    w.pod(r.extrapolating);
     return w.take();
 }
 
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
 {
-    // Version 2 adds the launcher prune count, mixed stages (second group, its replicas, the
-    // micro-batch weights) and the second parts' replica classes; version 1 is still read.
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR", 4) != 0 || (bytes[4] != 1 && bytes[4] != 2)
-        || bytes[5] != 0 || bytes[6] != 0 || bytes[7] != 0)
-        throw std::runtime_error("search result: expected the MXSR version 1 or 2 header");
-    const bool v2 = bytes[4] == 2;
+    // Version 3: version 2's launcher prune count and mixed stages (second group, its replicas, the
+    // micro-batch weights, the second parts' replica classes) and the extrapolation flags. Older
+    // versions are refused like any unreadable blob: a miss, searched again.
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x03\0\0\0", 8) != 0)
+        throw std::runtime_error("search result: expected the MXSR version 3 header");
     ByteReader rd(bytes, "search result", 8);
     SearchResult r;
     r.enumerated = rd.u64();
     const auto pr = rd.pod<std::uint64_t>();
-    if (pr.size() != (v2 ? 6u : 5u))
-        throw std::runtime_error("search result: expected " + std::string(v2 ? "6" : "5") + " prune counts");
-    r.pruned = PruneCounts {pr[0], pr[1], pr[2], pr[3], pr[4], v2 ? pr[5] : 0};
+    if (pr.size() != 6u)
+        throw std::runtime_error("search result: expected 6 prune counts");
+    r.pruned = PruneCounts {pr[0], pr[1], pr[2], pr[3], pr[4], pr[5]};
     r.evaluated = rd.u64();
     r.cancelled = rd.u64() != 0;
     const auto ms = rd.pod<double>();
@@ -300,32 +304,25 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
         throw std::runtime_error("search result: implausible pipeline count");
     r.pipelines.resize(np);
     for (SearchResult::Pipeline &pl : r.pipelines) {
-        const size_t per = v2 ? 7 : 5;
+        const size_t per = 7;
         const auto st = rd.pod<std::int32_t>();
         if (st.size() % per)
             throw std::runtime_error("search result: malformed pipeline stages");
         for (size_t i = 0; i < st.size(); i += per) {
             SearchStage s {st[i], st[i + 1], st[i + 2], st[i + 3], st[i + 4]};
-            if (v2) {
-                s.group2 = st[i + 5];
-                s.dp2 = st[i + 6];
-            }
+            s.group2 = st[i + 5];
+            s.dp2 = st[i + 6];
             pl.stages.push_back(s);
         }
-        if (v2) {
-            const auto weights = rd.pod<double>();
-            if (weights.size() != 2 * pl.stages.size())
-                throw std::runtime_error("search result: malformed mixed-stage weights");
-            for (size_t i = 0; i < pl.stages.size(); ++i) {
-                pl.stages[i].weight = weights[2 * i];
-                pl.stages[i].weight2 = weights[2 * i + 1];
-            }
+        const auto weights = rd.pod<double>();
+        if (weights.size() != 2 * pl.stages.size())
+            throw std::runtime_error("search result: malformed mixed-stage weights");
+        for (size_t i = 0; i < pl.stages.size(); ++i) {
+            pl.stages[i].weight = weights[2 * i];
+            pl.stages[i].weight2 = weights[2 * i + 1];
         }
-        std::vector<std::vector<std::string> *> tables {&pl.replicaClass, &pl.dpClass, &pl.p2pClass};
-        if (v2)
-            tables.push_back(&pl.replicaClass2);
-        else
-            pl.replicaClass2.assign(pl.stages.size(), std::string());
+        const std::vector<std::vector<std::string> *> tables {&pl.replicaClass, &pl.dpClass, &pl.p2pClass,
+                                                              &pl.replicaClass2};
         for (auto *v : tables) {
             const std::uint64_t n = rd.u64();
             if (n != pl.stages.size())
@@ -363,6 +360,7 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     r.timeSpread = rd.pod<float>();
     r.memSpread = rd.pod<float>();
     r.oomRisk = rd.pod<std::uint8_t>();
+    r.extrapolating = rd.pod<std::uint8_t>();
     if (!rd.atEnd())
         throw std::runtime_error("search result: trailing bytes");
     validateSearchResult(r);
@@ -404,7 +402,7 @@ void SearchResultCache::insert(const SearchRequestKey &key, const SearchResult &
 
 namespace {
 
-constexpr const char *kIndexKey = "index";
+constexpr const char *kIndexKey = kSearchResultIndexKey;
 
 std::vector<std::string> readIndex(const Store &store)
 {
@@ -430,7 +428,7 @@ std::vector<std::string> readIndex(const Store &store)
 std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key,
                                              std::vector<Diagnostic> *warnings)
 {
-    const std::string name = hex16(key.hash);
+    const std::string name = searchResultBlobKey(key);
     const auto bytes = store.blob(kSearchResultBlobKind, name);
     if (!bytes)
         return std::nullopt;
@@ -457,7 +455,7 @@ void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchRes
     std::vector<std::uint8_t> bytes = w.take();
     const std::vector<std::uint8_t> body = serializeSearchResult(result);
     bytes.insert(bytes.end(), body.begin(), body.end());
-    const std::string name = hex16(key.hash);
+    const std::string name = searchResultBlobKey(key);
     std::vector<std::string> index = readIndex(store);
     index.erase(std::remove(index.begin(), index.end(), name), index.end());
     index.insert(index.begin(), name);
@@ -478,6 +476,16 @@ void clearSearchResults(Store &store)
 {
     for (const std::string &k : store.blobKeys(kSearchResultBlobKind))
         store.removeBlob(kSearchResultBlobKind, k);
+}
+
+std::string searchResultBlobKey(const SearchRequestKey &key)
+{
+    return hex16(key.hash);
+}
+
+std::vector<std::string> storedSearchResults(const Store &store)
+{
+    return readIndex(store);
 }
 
 } // namespace memx

@@ -106,7 +106,7 @@ XgbBooster &XgbBooster::operator=(XgbBooster &&other) noexcept
 }
 
 void XgbBooster::train(const XgbMatrix &train, const std::map<std::string, std::string> &params, int rounds,
-                       const std::function<bool(size_t, size_t)> &progress)
+                       const ProgressFn &progress)
 {
     // A fresh booster bound to the training matrix (the C API caches matrices per booster).
     BoosterHandle h = nullptr;

@@ -65,7 +65,7 @@ double meanAfter(const std::vector<double> &v, int skip, const std::string &file
 } // namespace
 
 ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::string &logDir, int skip,
-                               const std::string &group, const std::function<bool(size_t, size_t)> &progress)
+                               const std::string &group, const ProgressFn &progress)
 {
     ImportBatch batch;
     batch.clusters.push_back(manifest.cluster);
@@ -76,7 +76,7 @@ ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::strin
     for (size_t ji = 0; ji < manifest.jobs.size(); ++ji) {
         const ProfileJob &job = manifest.jobs[ji];
         if (progress && !progress(ji, manifest.jobs.size()))
-            throw ImportCancelled {};
+            throw Cancelled();
         std::vector<std::string> paths;
         size_t present = 0;
         for (const std::string &f : job.logFiles) {

@@ -342,7 +342,7 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
         result = runSearch(req, progress);
     }
     if (result.cancelled)
-        throw std::invalid_argument("cancelled");
+        throw Cancelled();
     if (result.size() == 0)
         throw std::invalid_argument("the search space of " + model.id + " on " + cluster.name
                                     + " has no valid configuration (everything is out of memory or indivisible)");

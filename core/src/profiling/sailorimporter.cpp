@@ -91,7 +91,7 @@ struct Fit {
 
 class Importer {
 public:
-    Importer(const std::string &dir, const std::function<bool(size_t, size_t)> &progress)
+    Importer(const std::string &dir, const ProgressFn &progress)
         : mDir(dir)
         , mProgress(progress)
     {
@@ -140,7 +140,7 @@ private:
     {
         ++mDone;
         if (mProgress && !mProgress(mDone, mTotal))
-            throw ImportCancelled {};
+            throw Cancelled();
     }
 
     std::vector<fs::path> listFiles(const char *sub, const char *ext, bool recursive)
@@ -873,7 +873,7 @@ private:
     }
 
     std::string mDir;
-    std::function<bool(size_t, size_t)> mProgress;
+    ProgressFn mProgress;
     size_t mDone = 0, mTotal = 0;
     ImportBatch mBatch;
     std::map<std::string, Model> mModels;
@@ -886,7 +886,7 @@ private:
 
 } // namespace
 
-ImportBatch importSailor(const std::string &dir, const std::function<bool(size_t, size_t)> &progress)
+ImportBatch importSailor(const std::string &dir, const ProgressFn &progress)
 {
     return Importer(dir, progress).run();
 }

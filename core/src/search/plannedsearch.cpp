@@ -117,6 +117,10 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
             m.timeSpread.insert(m.timeSpread.end(), r.timeSpread.begin(), r.timeSpread.end());
             m.memSpread.insert(m.memSpread.end(), r.memSpread.begin(), r.memSpread.end());
             m.oomRisk.insert(m.oomRisk.end(), r.oomRisk.begin(), r.oomRisk.end());
+            if (r.extrapolating.size() == r.size())
+                m.extrapolating.insert(m.extrapolating.end(), r.extrapolating.begin(), r.extrapolating.end());
+            else
+                m.extrapolating.insert(m.extrapolating.end(), r.size(), 0);
         }
         m.enumerated += r.enumerated;
         m.pruned += r.pruned;
@@ -130,6 +134,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
         m.timeSpread.clear();
         m.memSpread.clear();
         m.oomRisk.clear();
+        m.extrapolating.clear();
     }
     return m;
 }
@@ -561,10 +566,9 @@ NoPlanAdvice advise(const PlannedSearchRequest &req, const PlannedSearchResult &
 
 } // namespace
 
-PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const ProgressFn &progress,
-                                     const SubsetSearch &search)
+SubsetPlan planSubsets(const PlannedSearchRequest &request)
 {
-    PlannedSearchResult out;
+    SubsetPlan out;
     const Cluster &cl = request.search.cluster;
     if (cl.groups.empty() || cl.totalGpus() <= 0)
         throw std::invalid_argument("cluster '" + cl.name + "' has no GPUs to search over");
@@ -582,25 +586,43 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
         out.targetReason = "chosen by the user"
             + (cannot.empty() ? std::string() : "; it cannot run " + cannot + ", which stay idle");
     }
-    const std::vector<Candidate> candidates = idleCandidates(request, out.target);
-    std::vector<SearchRequest> requests;
     size_t largest = 0;
-    for (const Candidate &c : candidates) {
+    for (const Candidate &c : idleCandidates(request, out.target)) {
+        out.subsets.push_back({c.used, c.label, c.parent});
         SearchRequest r = request.search;
         r.cluster = subCluster(cl, c.used);
         r.space.target = out.target;
-        if (baseConfigurationBound(r) > baseConfigurationBound(requests.empty() ? r : requests[largest]))
-            largest = requests.size();
-        requests.push_back(std::move(r));
+        if (baseConfigurationBound(r) > baseConfigurationBound(out.requests.empty() ? r : out.requests[largest]))
+            largest = out.requests.size();
+        out.requests.push_back(std::move(r));
     }
-    if (request.maxBases > 0 && !requests.empty()) {
+    if (request.maxBases > 0 && !out.requests.empty()) {
         // One space for every subset (the merge needs the same decoding tables): narrowed until
         // the largest subset fits.
-        SearchRequest big = requests[largest];
+        SearchRequest big = out.requests[largest];
         out.narrowed = narrowToBudget(big, request.maxBases);
-        for (SearchRequest &r : requests)
+        for (SearchRequest &r : out.requests)
             r.space = big.space;
     }
+    return out;
+}
+
+PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const ProgressFn &progress,
+                                     const SubsetSearch &search)
+{
+    return runPlannedSearch(request, planSubsets(request), progress, search);
+}
+
+PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const SubsetPlan &plan,
+                                     const ProgressFn &progress, const SubsetSearch &search)
+{
+    PlannedSearchResult out;
+    const Cluster &cl = request.search.cluster;
+    out.target = plan.target;
+    out.targetFromCluster = plan.targetFromCluster;
+    out.targetReason = plan.targetReason;
+    out.narrowed = plan.narrowed;
+    const std::vector<SearchRequest> &requests = plan.requests;
     std::vector<uint64_t> weights;
     for (const SearchRequest &r : requests)
         weights.push_back(baseConfigurationBound(r));
@@ -609,18 +631,18 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
         = search ? search : SubsetSearch([](const SearchRequest &r, const ProgressFn &f) { return runSearch(r, f); });
     std::vector<SearchResult> results;
     std::vector<std::vector<int>> used;
-    for (size_t k = 0; k < candidates.size(); ++k) {
+    for (size_t k = 0; k < plan.subsets.size(); ++k) {
         SearchResult r = run(requests[k], span.part(k));
         IdleSubset s;
-        s.usedNodes = candidates[k].used;
-        s.label = candidates[k].label;
-        s.parent = candidates[k].parent;
+        s.usedNodes = plan.subsets[k].usedNodes;
+        s.label = plan.subsets[k].label;
+        s.parent = plan.subsets[k].parent;
         s.count = r.size();
         s.enumerated = r.enumerated;
         for (size_t i = 0; i < r.size(); ++i)
             s.bestTimeMs = i == 0 ? r.timeMs[i] : std::min(s.bestTimeMs, r.timeMs[i]);
         out.subsets.push_back(s);
-        used.push_back(candidates[k].used);
+        used.push_back(plan.subsets[k].usedNodes);
         const bool cancelled = r.cancelled;
         results.push_back(std::move(r));
         if (cancelled)
@@ -632,7 +654,7 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
         first += s.count;
     }
     out.result = mergeSubsetResults(cl, used, std::move(results));
-    if (candidates.empty()) {
+    if (plan.subsets.empty()) {
         // The target runs none of the groups: an empty result that still names the request.
         out.result.model = request.search.model;
         out.result.globalBatch

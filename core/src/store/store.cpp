@@ -4,7 +4,7 @@
 
 namespace memx {
 
-bool writeImport(Store &store, const ImportBatch &batch, const ProgressCallback &progress)
+void writeImport(Store &store, const ImportBatch &batch, const ProgressFn &progress)
 {
     // What the project's reader would refuse is refused here, before anything is written: a
     // record that imports but cannot be read back would lock the user out of the project.
@@ -12,37 +12,28 @@ bool writeImport(Store &store, const ImportBatch &batch, const ProgressCallback 
     const size_t total = batch.itemCount();
     size_t done = 0;
     StoreTransaction tx(store);
-    auto step = [&]() {
-        ++done;
-        return !progress || progress(done, total);
-    };
+    auto step = [&]() { reportOrThrow(progress, ++done, total); }; // Cancelled: tx rolls back
     for (const Model &m : batch.models) {
         store.putModel(m);
-        if (!step())
-            return false;
+        step();
     }
     for (const Cluster &c : batch.clusters) {
         store.putCluster(c);
-        if (!step())
-            return false;
+        step();
     }
     for (const LayerProfile &p : batch.profiles) {
         store.putProfile(p);
-        if (!step())
-            return false;
+        step();
     }
     for (const MeasuredRun &r : batch.runs) {
         store.putRun(r);
-        if (!step())
-            return false;
+        step();
     }
     for (const NetworkMeasurement &n : batch.network) {
         store.putNetwork(n);
-        if (!step())
-            return false;
+        step();
     }
     tx.commit();
-    return true;
 }
 
 } // namespace memx

@@ -2,6 +2,7 @@
 
 #include "memx/cost/costmodel.h"
 #include "memx/profile/measuredrun.h"
+#include "memx/util/progress.h"
 
 #include <nlohmann/json.hpp>
 
@@ -44,11 +45,11 @@ struct Calibration {
 /// |log(predicted / measured)| (coordinate search, on at most 240 runs spread over the set); memory: per device, least
 /// squares of measured - allocator peak = reserve x allocator peak + context + groups x communicator (Eigen), figures
 /// kept >= 0. `folds` >= 2 also runs a k-fold out-of-sample check (runs dealt by index). `progress(done, total)`; false
-/// cancels (throws std::runtime_error "cancelled").
+/// cancels (throws Cancelled).
 Calibration calibrate(const std::vector<MeasuredRun> &runs,
                       const std::function<std::optional<Model>(const std::string &)> &modelOf,
                       const ProfileSet *profiles, const CostOptions &base, int folds = 5,
-                      const std::function<bool(size_t, size_t)> &progress = {});
+                      const ProgressFn &progress = {});
 
 /// Applies the calibration: the devices' measuredComputeEfficiency and runtimeMemory in
 /// `cluster`, the host op cost in `options`. Devices without a figure keep theirs.

@@ -93,10 +93,9 @@ struct EvaluationReport {
 /// memory) and scores the analytic model on the same runs. `k` is used by KFold (>= 2).
 /// Runs that failed out of memory never train; a model trained on every other run predicts
 /// them, for the confusion table. `memoryUncertainty` is the analytic verdict's band.
-/// `progress(done, total)` counts folds; false cancels (throws std::runtime_error "cancelled").
+/// `progress(done, total)` counts folds; false cancels (throws Cancelled).
 EvaluationReport crossValidate(const std::vector<TrainingSample> &samples, CvScheme scheme, int k,
-                               const PredictorOptions &options,
-                               const std::function<bool(size_t, size_t)> &progress = {},
+                               const PredictorOptions &options, const ProgressFn &progress = {},
                                double memoryUncertainty = CostOptions {}.memoryUncertainty);
 /// The analytic model alone on `samples` (no training): MAPE, ranking and the OOM confusion
 /// table; the learned columns repeat the analytic ones. For data sets too large or too small

@@ -4,6 +4,7 @@
 #include "memx/cost/features.h"
 #include "memx/profile/layerprofile.h"
 #include "memx/profile/measuredrun.h"
+#include "memx/util/progress.h"
 
 #include <cstdint>
 #include <functional>
@@ -103,23 +104,26 @@ public:
 
     /// Trains on the samples that have a measured time and peak memory (at least 2).
     /// `progress(done, total)` counts boosting rounds over all members; false cancels
-    /// (throws std::runtime_error "cancelled"). Throws std::invalid_argument on too few samples.
+    /// (throws Cancelled). Throws std::invalid_argument on too few samples.
     static LearnedPredictor train(const std::vector<TrainingSample> &samples, const PredictorOptions &options,
-                                  const std::function<bool(size_t, size_t)> &progress = {});
+                                  const ProgressFn &progress = {});
 
     /// Mean and spread of the log-ratios for `rows` feature vectors (row-major, kFeatureCount
     /// each): out arrays get `rows` entries each.
     void predictLogRatios(const float *features, size_t rows, std::vector<float> &timeLog, std::vector<float> &memLog,
                           std::vector<float> &timeSpread, std::vector<float> &memSpread) const;
 
-    /// XGBoost threads used by predictLogRatios (default 1). Results do not depend on it.
-    void setThreads(int threads);
+    /// XGBoost threads used by predictLogRatios (default 1). Results do not depend on it, so it
+    /// is const: a shared predictor may be tuned by whoever uses it (thread-safe).
+    void setThreads(int threads) const;
 
     /// Whether `features` (one row) lies outside the training runs' envelope: a device (peak
     /// TFLOP/s, capacity) none of them ran on, a model size more than 25% outside theirs, or more
     /// pipeline stages, TP or GPUs than any of them had. Empty when it lies inside. Predictions
     /// outside get spreads of at least kExtrapolationSpread (predictLogRatios does it per row).
     std::string extrapolation(const float *features) const;
+    /// extrapolation(features) is not empty, without building the text (per row of a search).
+    bool isExtrapolating(const float *features) const;
 
     /// Corrected prediction for one plan from its features and analytic figures (its iteration
     /// time, the device-used bytes of its peak GPU and its peak utilisation M).

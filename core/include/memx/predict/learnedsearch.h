@@ -22,12 +22,15 @@ struct LearnedSearchStats {
 /// Replaces the analytic T, M and peak bytes of every configuration of `result` (searched with
 /// SearchRequest::collectFeatures) by the learned predictor's: T x exp(time ratio), M and peak
 /// bytes x exp(memory ratio) (one ratio per plan, so B, a coefficient of variation, is unchanged).
-/// Fills timeSpread / memSpread / oomRisk and result.predictor. With a `cache` (whose context the
-/// caller set with predictionContext), configurations whose canonical signature is cached are not
-/// predicted again, and new predictions are added. Prediction runs in batches of `batchRows`
-/// rows (one XGBoost call per member per batch). Deterministic.
+/// Fills timeSpread / memSpread / oomRisk / extrapolating and result.predictor. With a `cache`
+/// (whose context the caller set with predictionContext), configurations whose canonical signature
+/// is cached are not predicted again, and new predictions are added. Prediction runs in batches of
+/// `batchRows` rows (one XGBoost call per member per batch). Deterministic.
+/// `progress(done, total)` counts predicted rows, once per batch; when it returns false this
+/// throws Cancelled, leaving `result` as it was and adding no entry to `cache`.
 /// Throws std::invalid_argument when the result carries no features.
 LearnedSearchStats applyLearnedPredictor(SearchResult &result, const LearnedPredictor &predictor,
-                                         PredictionCache *cache, size_t batchRows = 65536);
+                                         PredictionCache *cache, size_t batchRows = 65536,
+                                         const ProgressFn &progress = {});
 
 } // namespace memx

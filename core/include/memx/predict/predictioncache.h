@@ -134,5 +134,7 @@ PredictionCache loadPredictionCache(const Store &store, std::uint64_t context,
                                     std::vector<Diagnostic> *warnings = nullptr);
 /// Stores the cache under its context.
 void savePredictionCache(Store &store, const PredictionCache &cache);
+/// Key of the blob (kind kPredictionCacheBlobKind) holding the cache of `context`.
+std::string predictionCacheBlobKey(std::uint64_t context);
 
 } // namespace memx

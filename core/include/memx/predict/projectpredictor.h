@@ -28,6 +28,10 @@ std::optional<LearnedPredictor> loadPredictor(const Store &store);
 /// The metrics stored with the predictor (null when none).
 nlohmann::json predictorMetrics(const Store &store);
 
+/// Blob kind / key of the cost-model calibration in a project.
+constexpr const char *kCalibrationBlobKind = "calibration";
+constexpr const char *kCalibrationBlobKey = "cost";
+
 /// Stores the cost-model calibration (replacing any previous one) and drops the caches whose
 /// figures it changes. A predictor trained before it should be retrained (`memx train`).
 void saveCalibration(Store &store, const Calibration &calibration);

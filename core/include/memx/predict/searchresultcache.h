@@ -33,8 +33,8 @@ struct SearchRequestKey {
 
 SearchRequestKey searchRequestKey(const SearchRequest &request, std::uint64_t predictorDigest);
 
-/// Binary form of a search result ("MXSR" v1) WITHOUT its feature matrix (features are only the
-/// predictor's input; a result that was already predicted does not need them).
+/// Binary form of a search result ("MXSR" v3: launcher count, mixed stages, extrapolation flags; older versions refused) WITHOUT its feature matrix (features are
+/// only the predictor's input; a result that was already predicted does not need them).
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &result);
 /// Throws std::runtime_error on corrupt bytes, and on a result that fails validateSearchResult().
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes);
@@ -77,9 +77,16 @@ private:
 std::optional<SearchResult> loadSearchResult(const Store &store, const SearchRequestKey &key,
                                              std::vector<Diagnostic> *warnings = nullptr);
 /// Stores `result` under `key` and keeps at most `keep` stored results (least recently saved
-/// dropped; the order lives in the blob "index").
-void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchResult &result, size_t keep = 4);
+/// dropped; the order lives in the blob "index"). A planned search stores one result per subset
+/// of node groups (up to ~4), so the default keeps two such searches (a what-if and its baseline).
+void saveSearchResult(Store &store, const SearchRequestKey &key, const SearchResult &result, size_t keep = 8);
 /// Removes every stored search result (e.g. when the predictor or the profiles change).
 void clearSearchResults(Store &store);
+/// Key of the blob (kind kSearchResultBlobKind) holding the stored result of `key`; the blob
+/// kSearchResultIndexKey lists the stored ones, most recently saved first, one per line.
+std::string searchResultBlobKey(const SearchRequestKey &key);
+constexpr const char *kSearchResultIndexKey = "index";
+/// The keys the index lists (the stored results, most recently saved first).
+std::vector<std::string> storedSearchResults(const Store &store);
 
 } // namespace memx

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "memx/util/progress.h"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -57,7 +59,7 @@ public:
     /// parameters (e.g. {"tree_method","hist"}, {"num_target","2"}, {"max_depth","6"}).
     /// `progress(done, total)` returning false stops early (the model keeps the rounds done).
     void train(const XgbMatrix &train, const std::map<std::string, std::string> &params, int rounds,
-               const std::function<bool(size_t, size_t)> &progress = {});
+               const ProgressFn &progress = {});
 
     /// Predictions for every row: rows x outputs floats, row-major, copied out of XGBoost's buffer.
     std::vector<float> predict(const XgbMatrix &data) const;

@@ -7,6 +7,7 @@
 #include "memx/profile/importbatch.h"
 #include "memx/profile/profilejob.h"
 #include "memx/search/search.h"
+#include "memx/util/progress.h"
 
 #include <nlohmann/json.hpp>
 
@@ -92,7 +93,7 @@ std::set<KernelPoint> kernelsOfSpace(const SearchResult &result);
 /// micro-batch endpoints and steps of at most maxMicroBatchRatio; TP endpoints and steps of at most
 /// 4 where TP interpolation is allowed, else every TP) plus a few end-to-end runs, and estimates
 /// the GPU-hours against running every configuration end to end. Throws std::invalid_argument
-/// when the space is empty.
+/// when the space is empty, Cancelled when `progress` (the search's) stops it.
 ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const MinimalSetOptions &options,
                              const ProgressFn &progress = {});
 
@@ -143,6 +144,6 @@ MegatronTimers parseMegatronTimers(const std::string &text, const std::string &f
 /// some but not all logs is an error. Logs written by the virtual testbed keep origin Simulated and
 /// its source label. Throws LoadError when no log matches.
 ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::string &logDir, int skip,
-                               const std::string &group, const std::function<bool(size_t, size_t)> &progress = {});
+                               const std::string &group, const ProgressFn &progress = {});
 
 } // namespace memx

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "memx/profile/importbatch.h"
+#include "memx/util/progress.h"
 
 #include <functional>
 #include <string>
@@ -15,14 +16,11 @@ namespace memx {
 ///   DIR/measured-runs/GROUP/MODEL/N*/plan_config_*.json -> MeasuredRuns, each with its own cluster
 /// Unknown GPU or model names, malformed files and inconsistent plans throw LoadError naming the
 /// file and JSON pointer. Repaired oddities (a non-contiguous layer list) become warnings.
-/// `progress(done, total)` is called per file; returning false throws ImportCancelled.
-ImportBatch importSailor(const std::string &dir, const std::function<bool(size_t, size_t)> &progress = {});
+/// `progress(done, total)` is called per file; returning false throws Cancelled (memx/util/progress.h).
+ImportBatch importSailor(const std::string &dir, const ProgressFn &progress = {});
 
 /// Bandwidth in GB/s of a Sailor fit [coefficients (highest degree first), cap bytes/s] for a
 /// message of `bytes`: polynomial at x = log2(bytes) - log2(1e6), clamped to [0, cap / 1e9].
 double sailorFitGBps(const std::vector<double> &coefficients, double capBytesPerSecond, double bytes);
-
-/// Thrown when a progress callback cancels an import.
-struct ImportCancelled { };
 
 } // namespace memx

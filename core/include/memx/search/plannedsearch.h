@@ -87,12 +87,34 @@ using SubsetSearch = std::function<SearchResult(const SearchRequest &, const Pro
 /// node-name overrides follow the renamed nodes: a group left with one node names it after the group).
 Cluster subCluster(const Cluster &cluster, const std::vector<int> &usedNodes);
 
+/// The subsets of a planned search, decided without searching (cheap: a UI thread may call it):
+/// the target, and per subset the groups' nodes it uses and its request (on subCluster, with the
+/// common space narrowed to PlannedSearchRequest::maxBases).
+struct SubsetPlan {
+    LaunchTarget target = LaunchTarget::Any;
+    bool targetFromCluster = true;
+    std::string targetReason;
+    struct Subset {
+        std::vector<int> usedNodes;
+        std::string label;
+        int parent = -1;
+    };
+    std::vector<Subset> subsets;
+    std::vector<SearchRequest> requests; ///< one per subset, in the order they are searched
+    std::vector<std::string> narrowed; ///< narrowToBudget's steps
+};
+/// Throws std::invalid_argument for a cluster without GPUs.
+SubsetPlan planSubsets(const PlannedSearchRequest &request);
+
 /// Runs the planned search. Progress spans every subset (and the verification searches); a
 /// cancel stops it with `result.cancelled` set and the subsets completed so far. Throws
 /// std::invalid_argument like runSearch, and when the merged result would exceed 2^32 base
 /// configurations.
 PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const ProgressFn &progress = {},
                                      const SubsetSearch &search = {});
+/// The same with its subsets already planned (planSubsets(request)).
+PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const SubsetPlan &plan,
+                                     const ProgressFn &progress = {}, const SubsetSearch &search = {});
 
 /// Merges subset results (each searched on subCluster(cluster, usedNodes[k])) into one result
 /// over `cluster`: the same plans (materialize names the cluster's nodes), metrics, features and

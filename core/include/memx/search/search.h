@@ -6,6 +6,7 @@
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
 #include "memx/profile/layerprofile.h"
+#include "memx/util/progress.h"
 
 #include <cstdint>
 #include <functional>
@@ -159,6 +160,9 @@ struct SearchResult {
     /// and 1 where predicted peak + spread >= capacity ("risk of OOM"). Empty for the analytic model.
     std::vector<float> timeSpread, memSpread;
     std::vector<uint8_t> oomRisk;
+    /// With the learned predictor: 1 where the configuration lies outside the training runs'
+    /// envelope (LearnedPredictor::extrapolation; its spreads were widened). Empty for the analytic model.
+    std::vector<uint8_t> extrapolating;
 
     size_t size() const { return timeMs.size(); }
     /// Canonical signature key of configuration `index`: equal to
@@ -199,15 +203,13 @@ uint64_t baseConfigurationBound(const SearchRequest &request);
 /// the distributed optimizer. Returns one human-readable note per step taken (empty: unchanged).
 std::vector<std::string> narrowToBudget(SearchRequest &request, uint64_t maxBases);
 
-/// Progress: (done, total) in base configurations; return false to cancel. During set-up (pipeline
-/// enumeration and kernel tables, before the space's size is known) runSearch calls it with (0, 0)
-/// at once and then about every 10 ms, so a cancel is honoured from the start.
-using ProgressFn = std::function<bool(size_t done, size_t total)>;
-
 /// Enumerates, prunes and evaluates the space. Deterministic: the result is identical for any
 /// thread count. Throws std::invalid_argument on an unusable request (e.g. no GPUs, no batch).
 /// A cancelled result has `cancelled` set and holds only the chunks completed before the cancel
 /// (nothing, no pipelines and zero counts, when cancelled during set-up).
+/// Progress: (done, total) in base configurations (memx/util/progress.h). During set-up (pipeline
+/// enumeration and kernel tables, before the space's size is known) runSearch calls it with (0, 0)
+/// at once and then about every 10 ms, so a cancel is honoured from the start.
 SearchResult runSearch(const SearchRequest &request, const ProgressFn &progress = {});
 
 /// Checks every configuration of `result` against what any plan of the search must satisfy: its

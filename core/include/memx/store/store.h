@@ -6,6 +6,7 @@
 #include "memx/profile/layerprofile.h"
 #include "memx/profile/measuredrun.h"
 #include "memx/profile/networkmeasurement.h"
+#include "memx/util/progress.h"
 
 #include <cstdint>
 #include <functional>
@@ -14,9 +15,6 @@
 #include <vector>
 
 namespace memx {
-
-/// Progress of long work: return false to cancel.
-using ProgressCallback = std::function<bool(size_t done, size_t total)>;
 
 /// A MemX project's persistent data: cluster(s), model(s), per-layer profiles, measured runs,
 /// network measurements and opaque blobs (trained predictor, prediction cache).
@@ -109,8 +107,8 @@ private:
 };
 
 /// Writes a whole import batch in one transaction. `progress` is called after every item; when
-/// it returns false (or any write throws) the transaction is rolled back and the store is left
-/// exactly as before. Returns false when cancelled.
-bool writeImport(Store &store, const ImportBatch &batch, const ProgressCallback &progress = {});
+/// it returns false (it throws Cancelled then) or any write throws, the transaction is rolled back
+/// and the store is left exactly as before.
+void writeImport(Store &store, const ImportBatch &batch, const ProgressFn &progress = {});
 
 } // namespace memx

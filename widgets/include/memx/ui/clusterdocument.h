@@ -2,8 +2,12 @@
 
 #include "memx/cluster/cluster.h"
 #include "memx/model/model.h"
+#include "memx/predict/learnedpredictor.h"
 #include "memx/search/objective.h"
 #include "memx/store/memorystore.h"
+#include "memx/util/progress.h"
+
+#include <nlohmann/json.hpp>
 
 #include <QObject>
 #include <QPointF>
@@ -57,8 +61,14 @@ public:
     /// Profiles, measured runs and network measurements of the project (not undoable).
     const memx::MemoryStore &projectData() const { return mProjectData; }
     /// Adds an import to the project data in one transaction (all or nothing; throws what the
-    /// store throws) and marks the document modified. Returns false when `progress` cancelled.
-    bool importData(const memx::ImportBatch &batch, const std::function<bool(size_t, size_t)> &progress = {});
+    /// store throws, memx::Cancelled when `progress` stops it) and marks the document modified.
+    void importData(const memx::ImportBatch &batch, const memx::ProgressFn &progress = {});
+    /// Stores a trained learned predictor with its metrics in the project data (memx::savePredictor:
+    /// the caches of the old one are dropped), marks the document modified, emits projectDataChanged.
+    void storePredictor(const memx::LearnedPredictor &predictor, const nlohmann::json &metrics);
+    /// Merges the caches a search updated in its snapshot back into the project data
+    /// (memx::mergeSearchCaches). Caches only: nothing is marked modified, no signal.
+    void storeSearchCaches(const memx::Store &snapshot);
     /// Loads `path` with `storage` (keeps the current model when the format stores none).
     /// Throws memx::LoadError on bad input; the document is unchanged then.
     void load(const QString &path, const DocumentStorage &storage);
@@ -147,6 +157,8 @@ private:
     /// Keeps `devices` = custom devices + the catalogue devices the groups use (in first-use order),
     /// the same order loading a saved file produces.
     void normalizeDevices();
+    /// Project data changed by this document (import, predictor): modified, projectDataChanged.
+    void markDataModified();
     /// The network after renaming/removing groups: endpoints follow renames, overrides whose
     /// endpoints no longer exist are dropped.
     memx::Network networkAfter(const std::vector<memx::NodeGroup> &groupsAfter,

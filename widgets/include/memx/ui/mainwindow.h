@@ -1,13 +1,21 @@
 #pragma once
 
+#include "memx/engine/plannedsearch.h"
+#include "memx/engine/training.h"
+#include "memx/ui/backgroundjob.h"
 #include "memx/ui/documentstorage.h"
 #include "memx/ui/resultsviewtypes.h"
 #include "memx/ui/settings.h"
 
 #include <QMainWindow>
 
+#include <memory>
+
+class QAction;
 class QLabel;
 class QMenu;
+class QProgressBar;
+class QToolButton;
 
 namespace memx {
 class LoadError;
@@ -29,8 +37,11 @@ class WeightSliders;
 /// memory bars, plan table, plan detail); docks: GPU catalogue and Profiles (left), Objective
 /// weights, Properties, Model and History (right).
 ///
-/// Every change of the cluster, model or project profiles schedules a background search
-/// (debounced, newer supersedes older); weight changes re-rank the cached results instantly.
+/// Every change of the cluster, model or project data schedules a background search (debounced,
+/// newer supersedes older): the core's planned search with the project's profiles, calibration
+/// and trained learned predictor (what `memx search --project` runs); weight changes re-rank the
+/// cached results instantly. Plan > Train Predictor trains the learned predictor on the project's
+/// measured runs in the background (memx::trainProjectPredictor, what `memx train` runs).
 class MainWindow : public QMainWindow {
     Q_OBJECT
 
@@ -62,6 +73,16 @@ public:
     void saveScreenshotAndQuit(const QString &path, int selectRank = 0, ScreenshotView view = ScreenshotView::Window);
     /// Opens the export dialog for the selected plan (modal); returns the dialog's result.
     void exportSelectedPlan();
+    /// Trains the learned predictor on the project's measured runs in the background (progress
+    /// and Cancel in the status bar); stores it in the project, which then searches with it.
+    /// trainingFinished() follows.
+    void trainPredictor();
+    void cancelTraining();
+    bool isTraining() const { return mTrain->isRunning(); }
+    BackgroundJob<std::shared_ptr<memx::TrainOutcome>> *trainJob() const { return mTrain; }
+    QAction *trainAction() const { return mTrainAction; }
+    /// What the next search reads of the project (rebuilt when the project data changes).
+    const std::shared_ptr<const memx::SearchProject> &searchProject() const { return mSearchProject; }
 
     ClusterDocument *document() const { return mDocument; }
     ClusterCanvas *canvas() const { return mCanvas; }
@@ -72,6 +93,11 @@ public:
     /// When false (tests), load/save problems are not shown in modal dialogs; lastError() has them.
     void setInteractive(bool on);
     QString lastError() const { return mLastError; }
+
+signals:
+    /// trainPredictor() finished: `ok` false with `message` saying why ("cancelled" after
+    /// cancelTraining()); the project is unchanged then.
+    void trainingFinished(bool ok, const QString &message);
 
 protected:
     void closeEvent(QCloseEvent *event) override;
@@ -94,6 +120,12 @@ private:
     void addGpuAtFreeSpot(const QString &deviceId);
     bool isSampleFile(const QString &path) const;
     void onDocumentChanged();
+    /// Re-reads the project's search context (profiles, calibration, predictor) after a change.
+    void onProjectDataChanged();
+    void updateTrainAction();
+    /// Train Predictor's status-bar progress and Cancel, and its job's endings.
+    void createTrainingUi();
+    void setTrainingUi(bool running);
 
     bool mRememberLayout;
     bool mInteractive = true;
@@ -113,7 +145,13 @@ private:
     QMenu *mViewMenu = nullptr;
     memx::Cluster mSearchedCluster; // what the last scheduled search saw (positions ignored)
     memx::Model mSearchedModel;
-    size_t mSearchedProfiles = size_t(-1);
+    bool mProjectChanged = true; // the project data changed since the last scheduled search
+    std::shared_ptr<const memx::SearchProject> mSearchProject;
+    BackgroundJob<std::shared_ptr<memx::TrainOutcome>> *mTrain = nullptr;
+    QAction *mTrainAction = nullptr;
+    QAction *mCancelTrainAction = nullptr;
+    QProgressBar *mTrainProgress = nullptr; // status bar, visible while training
+    QToolButton *mTrainCancel = nullptr;
 };
 
 } // namespace memx::ui

@@ -25,6 +25,11 @@ struct PlanDetail {
     QString html; ///< per-stage time breakdown and totals
     QString launcher; ///< as PlanPoint::launcher
     QString idle; ///< as PlanPoint::idle
+    memx::PlanFigures figures; ///< the result's figures of the plan (learned ones with a predictor)
+    /// With a learned predictor: why the plan lies outside its training runs (empty inside).
+    QString extrapolationReason;
+    /// With a learned predictor: "Learned: T ... ± ..., M ... ± ..., risk of OOM, EXTRAPOLATING" (rich text).
+    QString learnedLine;
 };
 
 /// Maps a SearchOutcome to the results views, with the CORE objective (memx::logScores /
@@ -49,6 +54,8 @@ public:
     void setOutcome(std::shared_ptr<const SearchOutcome> outcome, const ObjectiveWeights &weights);
     void clear();
     bool isEmpty() const { return !mOutcome || mOutcome->result.size() == 0; }
+    /// The figures are the learned predictor's (spreads, risk of OOM, extrapolation per plan).
+    bool isLearned() const { return !isEmpty() && mOutcome->result.timeSpread.size() == mOutcome->result.size(); }
     const std::shared_ptr<const SearchOutcome> &outcome() const { return mOutcome; }
 
     /// Re-ranks for new weights from the cached metrics (no search). Returns true when the shown
@@ -80,6 +87,8 @@ private:
     void rescore();
     QString summaryOf(uint32_t index) const;
     QString launcherOf(uint32_t index) const;
+    void describeLearned(PlanDetail &detail) const;
+    QString learnedHtml(const PlanDetail &detail) const;
 
     std::shared_ptr<const SearchOutcome> mOutcome;
     ObjectiveWeights mWeights;

@@ -8,6 +8,8 @@
 namespace memx::ui {
 
 /// Ranked plan table over a vector of PlanPoint. Rank 1 = lowest score (ties broken by time, then id).
+/// The Spread and Flags columns carry the learned predictor's spreads, risk of OOM and
+/// extrapolation (empty for analytic figures; the results panel hides them then).
 /// Display text carries units in the header; Qt::UserRole returns the plan id (quint32),
 /// PlanTableModel::SortRole the raw number used for sorting. Lives in the GUI thread.
 class PlanTableModel : public QAbstractTableModel {
@@ -16,6 +18,8 @@ public:
     enum Column {
         RankColumn,
         TimeColumn,
+        SpreadColumn, ///< learned figures: relative one-sigma spread of T and of memory
+        FlagsColumn, ///< learned figures: "risk of OOM", "EXTRAPOLATING"
         MemoryColumn,
         ImbalanceColumn,
         ScoreColumn,

@@ -5,7 +5,9 @@
 #include "memx/plan/plan.h"
 #include "memx/profile/layerprofile.h"
 #include "memx/profile/measuredrun.h"
+#include "memx/profiling/coverage.h"
 #include "memx/profiling/minimalset.h"
+#include "memx/ui/backgroundjob.h"
 
 #include <QAbstractTableModel>
 #include <QWidget>
@@ -64,27 +66,6 @@ private:
     std::vector<memx::MeasuredRun> mRuns;
 };
 
-/// Coverage of one device type of the cluster for the current model: which (TP, micro-batch)
-/// cells the search uses are measured, simulated, interpolated (stored, or interpolable from
-/// measured/simulated neighbours), or left to the analytic cost model.
-struct DeviceCoverage {
-    std::string device;
-    std::vector<int> tps; ///< TP degrees of the grid's rows
-    std::vector<int> microBatches; ///< micro-batch sizes of the grid's columns
-    /// cells[t][b]: 'M' measured, 'S' simulated (virtual testbed), 'I' interpolated, '-' analytic
-    /// estimate, ' ' a cell the search space does not use (only with `needed` kernels)
-    std::vector<std::vector<char>> cells;
-    int count(char status) const;
-};
-/// Coverage of every device type of `cluster` for `model` (its id and sequence length) by `profiles`.
-/// Without `needed`, the grid is the search's default TP degrees (up to the GPUs per node) x its
-/// default micro-batch sizes; with `needed` (the kernels a minimal-set plan found the space uses,
-/// memx::ProfilingPlan::needed), exactly the TP degrees and micro-batch sizes used per device, cells
-/// not used being ' '.
-std::vector<DeviceCoverage> profileCoverage(const memx::ProfileSet &profiles, const memx::Cluster &cluster,
-                                            const memx::Model &model,
-                                            const std::vector<memx::KernelPoint> *needed = nullptr);
-
 /// Profiles dock: the project's measurements (MeasurementTableModel), the coverage per GPU type of
 /// the current cluster and model, imports (the public (Sailor) dataset folder, a Megatron-LM log of
 /// the selected plan, CSV/JSON profile files), the minimal-set profiling plan of the current cluster
@@ -92,8 +73,10 @@ std::vector<DeviceCoverage> profileCoverage(const memx::ProfileSet &profiles, co
 /// `memx profile plan --out` does) and running that plan on the virtual testbed (as
 /// `memx profile run-simulated --jobs`).
 ///
-/// Long work (parsing, planning, the testbed) runs in a worker thread (QtConcurrent) on copied
-/// inputs, with a progress bar and a Cancel button; one task at a time. Whatever it produces for
+/// The coverage is the core's (memx::profileCoverage, the rule of `memx profile coverage`); the
+/// testbed run is the core's job loop (memx::runTestbedJobs, as `memx profile run-simulated`).
+/// Long work (parsing, planning, the testbed) runs in a BackgroundJob on copied inputs, with a
+/// progress bar and a Cancel button; one task at a time. Whatever it produces for
 /// the project is written into the document's project data afterwards in one transaction (all or
 /// nothing); a cancelled task writes nothing. GUI thread only.
 class ProfilesPanel : public QWidget {
@@ -149,12 +132,16 @@ signals:
 
 private:
     enum class TaskKind { Import, Plan, Testbed };
-    struct Task;
-    using Work = std::function<void(Task &, const std::function<bool(size_t, size_t)> &)>;
-    /// Runs `work` in a worker thread; then, unless it failed or was cancelled, `finish` on this
-    /// thread (returns the message, or throws to report failure). Emits the kind's finished signal.
-    void runTask(TaskKind kind, const QString &what, const QStringList &phases, Work work,
-                 std::function<QString(Task &)> finish);
+    /// What a task's worker returns: the step that writes its output into the document on this
+    /// thread and says what was done (or throws to report failure).
+    using Finish = std::function<QString()>;
+    using Work = std::function<Finish(JobControl &)>;
+    /// Runs `work` in mTask; then, unless it failed or was cancelled, its Finish on this thread.
+    /// Emits the kind's finished signal.
+    void runTask(TaskKind kind, const QString &what, const QStringList &phases, Work work);
+    void onTaskDone(bool ok, const QString &message);
+    /// mTask's progress, phases and endings into the progress bar and the finished signals.
+    void connectTask();
     template<typename Parse> void runImport(const QString &what, Parse parse);
     void refresh();
     void setBusy(bool busy);
@@ -184,7 +171,11 @@ private:
     memx::Cluster mPlanCluster; // what the shown plan was computed for (positions zeroed)
     memx::Model mPlanModel;
     std::optional<memx::Plan> mPlan;
-    std::shared_ptr<Task> mTask;
+    BackgroundJob<Finish> *mTask = nullptr;
+    TaskKind mTaskKind = TaskKind::Import;
+    QString mTaskWhat;
+    QStringList mTaskPhases; // progress-bar text per phase
+    int mTaskPhase = 0;
     bool mInteractive = true;
 };
 

@@ -1,14 +1,15 @@
 #pragma once
 
+#include "memx/engine/plannedsearch.h"
 #include "memx/search/search.h"
+#include "memx/ui/backgroundjob.h"
 #include "memx/ui/planresults.h"
 #include "memx/ui/resultsviewtypes.h"
 
-#include <QFutureWatcher>
-#include <QPointer>
 #include <QWidget>
 
 #include <memory>
+#include <optional>
 
 class QCheckBox;
 class QComboBox;
@@ -38,8 +39,10 @@ class StageDiagram;
 /// memory bars side by side, and below them the ranked plan table (sortable, filterable) next to the plan detail (stage
 /// diagram + time breakdown).
 ///
-/// Searches run in a SearchJob (worker thread); the panel keeps the finished SearchResult in a
-/// PlanResults, so setWeights() re-ranks from cached metrics with the core objective without a
+/// Searches are the core's planned search (memx::planSearch + memx::runPlannedSearch, what
+/// `memx search --project` runs: the project's profiles, calibration and learned predictor, the
+/// budget, the caches) in a SearchJob (worker thread); the panel keeps the finished SearchResult in
+/// a PlanResults, so setWeights() re-ranks from cached metrics with the core objective without a
 /// new search. One PlanSelection drives every view: clicking a table row or a Pareto point,
 /// or a re-rank that changes the best plan, selects a plan everywhere. GUI thread only.
 class ResultsPanel : public QWidget {
@@ -51,13 +54,19 @@ public:
     explicit ResultsPanel(QWidget *parent = nullptr);
     ~ResultsPanel() override;
 
-    /// The snapshot the next search runs on (cluster, model, profiles, options); copied.
+    /// The snapshot the next search runs on (cluster, model, options); copied. The profiles come
+    /// from the project (setProject).
     void setRequest(const memx::SearchRequest &request);
     const memx::SearchRequest &request() const { return mRequest; }
+    /// The project the next search uses (profiles, calibration, learned predictor; null: none) and
+    /// the store holding its caches (the document's project data; null: no caches). The store is
+    /// only read on this thread when a search starts (memx::copySearchCaches).
+    void setProject(std::shared_ptr<const memx::SearchProject> project, const memx::Store *caches);
+    const std::shared_ptr<const memx::SearchProject> &project() const { return mProject; }
     /// Starts a planned search of the current request now (superseding a running one): the
     /// target selector's target (or the cluster's default), the global-batch field's batch when
     /// set, and the cluster of the last finished search as the what-if baseline (its plans, with
-    /// added nodes idle, are searched again and reused from the job's cache).
+    /// added nodes idle, are searched again and reused from the job's memo).
     void runSearch();
     /// Starts a search DebounceMs after the last call (newer calls push it back).
     void scheduleSearch();
@@ -98,6 +107,9 @@ signals:
     void resultsShown();
     /// The user asked to export the selected plan.
     void exportRequested();
+    /// A finished search updated the project's caches in its snapshot (outcome->caches): the
+    /// owner of the project merges them back (memx::mergeSearchCaches).
+    void searchCachesUpdated(std::shared_ptr<const memx::ui::SearchOutcome> outcome);
     void statusMessage(const QString &message);
 
 private:
@@ -108,20 +120,28 @@ private:
         QVector<PlanPoint> points;
     };
     void onFinished();
-    void applyResults(Prepared &prepared);
+    void applyResults(quint64 preparedId, Prepared &prepared);
+    void resizeColumns();
+    /// The search job's progress, endings and results into the toolbar and the views.
+    void connectSearchJob();
     void showSelection(quint32 id);
     void refreshChart();
     void setSearching(bool on);
 
     memx::SearchRequest mRequest;
+    /// The document's cluster of the running search and of the last finished one (the what-if baseline).
+    std::optional<memx::Cluster> mRunningCluster, mLastCluster;
+    std::shared_ptr<const memx::SearchProject> mProject;
+    const memx::Store *mCacheSource = nullptr;
     PlanResults mResults;
     PlanDetail mDetail;
     PlanSelection *mSelection = nullptr;
     SearchJob *mJob = nullptr;
     QTimer *mDebounce = nullptr;
     QTimer *mChartRefresh = nullptr;
-    QPointer<QFutureWatcher<void>> mPrepare; // the result being prepared in a worker
-    quint64 mPrepareGeneration = 0;
+    /// Maps a finished result to the views' values in a worker; a newer result supersedes it.
+    BackgroundJob<std::shared_ptr<Prepared>> *mPrepare = nullptr;
+    bool mPredicting = false; // the running search is in its learned-prediction phase
 
     QPushButton *mRun = nullptr;
     QPushButton *mCancel = nullptr;

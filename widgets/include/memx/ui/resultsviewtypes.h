@@ -30,12 +30,19 @@ struct PlanPoint {
     double score = 0.0; ///< Weighted objective (lower is better); rank 1 has the lowest score.
     bool onFront = false; ///< True if no other plan is at least as good in T, M and B and better in one.
     bool oom = false; ///< Some GPU exceeds its capacity.
-    bool riskOfOom = false; ///< Some GPU is within the safety margin of its capacity.
+    /// Some GPU is within the safety margin of its capacity (analytic), or, for learned figures,
+    /// the predicted peak plus its spread reaches capacity (memx::isOomRisk).
+    bool riskOfOom = false;
     QString summary; ///< One-line human-readable plan description (Plan::summary()).
     /// What launches it: the search's target ("megatron", "flagscale"), under target "any" the
     /// launchers that accept it or "no launcher".
     QString launcher;
     QString idle; ///< GPUs it leaves idle, e.g. "idle: mi250x (8 GPUs)"; empty when it uses every GPU.
+    /// The figures are the learned predictor's: the spreads and the extrapolation flag are set.
+    bool learned = false;
+    double timeSpread = 0.0; ///< Relative one-sigma spread of T (0.03 = 3 %).
+    double memorySpread = 0.0; ///< Relative one-sigma spread of the peak memory.
+    bool extrapolating = false; ///< Outside the training runs' envelope (spreads widened).
 
     /// Value of one metric (ms, fraction, CV).
     double metric(Metric m) const
