@@ -103,8 +103,7 @@ int run(const std::vector<std::string> &argv)
     options.useCache = false; // compare runs its own searches (the planned search only plans them)
     // The planned search's budget, profiles, calibration and predictor: MemX's method is the
     // search `memx search --project` runs.
-    const PlannedSearch planned
-        = planSearch(plannedRequest(args, search), project ? &*project : nullptr, options);
+    const PlannedSearch planned = planSearch(plannedRequest(args, search), project ? &*project : nullptr, options);
     const std::vector<std::string> &narrowed = planned.narrowed;
     for (const std::string &n : narrowed)
         std::cerr << "note: space narrowed to " << options.maxBases << " base configurations: " << n << "\n";

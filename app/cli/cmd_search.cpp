@@ -155,7 +155,8 @@ int printJson(const PlannedSearch &planned, const Shown &shown)
                      {"launcher", res.pruned.launcher},
                      {"total", res.pruned.total()}}},
                    {"paretoFront", front.size()}};
-    j["timingsMs"] = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", shown.rankMs}, {"pareto", shown.paretoMs}};
+    j["timingsMs"]
+        = {{"enumerateEvaluate", res.enumerateEvaluateMs}, {"rank", shown.rankMs}, {"pareto", shown.paretoMs}};
     j["threads"] = res.threads;
     j["predictor"] = res.predictor;
     j["attention"] = {{"model", toString(req.model.training.attention)}};
@@ -261,9 +262,8 @@ int printTable(const PlannedSearch &planned, const Shown &shown)
         else if (learned && !res.cancelled)
             std::cout << std::setprecision(1) << "; " << learnedStats.predicted << " predicted, "
                       << learnedStats.cacheHits << " from the prediction cache (hit rate "
-                      << 100.0 * learnedStats.hitRate() << "%" << (planned.usesCache() ? "" : ", cache off")
-                      << "; " << planned.subsetsFromCache << " of " << planned.subsetSearches
-                      << " subsets stored whole), "
+                      << 100.0 * learnedStats.hitRate() << "%" << (planned.usesCache() ? "" : ", cache off") << "; "
+                      << planned.subsetsFromCache << " of " << planned.subsetSearches << " subsets stored whole), "
                       << learnedStats.totalMs << " ms" << std::setprecision(2);
         std::cout << "\n";
     }
@@ -285,8 +285,8 @@ int printTable(const PlannedSearch &planned, const Shown &shown)
         std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << f.timeMs << std::setw(8)
                   << std::setprecision(3) << f.peakMemory << std::setw(8) << f.imbalance << std::setw(9)
                   << std::setprecision(4) << std::exp(scores[i]) << std::setw(8) << fmtBytesGiB(f.peakBytes) << "  "
-                  << plan.summary(req.cluster)
-                  << (plan.distributedOptimizer ? " dist-opt" : "") << (idle.empty() ? "" : "  [" + idle + "]")
+                  << plan.summary(req.cluster) << (plan.distributedOptimizer ? " dist-opt" : "")
+                  << (idle.empty() ? "" : "  [" + idle + "]")
                   << (planned.target == LaunchTarget::Any ? "  [" + launchersText(launchersOfPlan(planned, plan)) + "]"
                                                           : "")
                   << (f.oomRisk ? "  [risk of OOM]" : "") << (f.extrapolating ? "  [EXTRAPOLATING]" : "") << "\n";

@@ -106,8 +106,8 @@ private slots:
         QVERIFY(out.open(QIODevice::WriteOnly));
         out.write(QJsonDocument(c).toJson());
         out.close();
-        const Run r = runMemx({"search", "--cluster", bigger, "--model", "llama2-7b", "--stages", "1", "--json", "--top",
-                            "1", "--baseline", kSamples + "/paper-20gpu-nvidia-amd.json"});
+        const Run r = runMemx({"search", "--cluster", bigger, "--model", "llama2-7b", "--stages", "1", "--json",
+                               "--top", "1", "--baseline", kSamples + "/paper-20gpu-nvidia-amd.json"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonArray subsets = QJsonDocument::fromJson(r.out).object()["subsets"].toArray();
         QCOMPARE(subsets.first().toObject()["label"].toString(), QStringLiteral("the cluster before the edit"));

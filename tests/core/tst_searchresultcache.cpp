@@ -195,16 +195,36 @@ private slots:
         QVERIFY(good.size() > 10);
         SearchResult r = good;
         switch (damage) {
-        case 0: r.timeMs[3] = std::numeric_limits<double>::quiet_NaN(); break;
-        case 1: r.peakMemory[0] = std::numeric_limits<double>::infinity(); break;
-        case 2: r.baseOf[1] = 4000000000u; break;
-        case 3: r.pipelines[0].stages[0].group = 7; break;
-        case 4: r.splitOffset[2] = 0xffffffffu; break;
-        case 5: r.layerCounts[r.splitOffset[0]] += 1; break;
-        case 6: r.microBatchSizes[0] = 0; break;
-        case 7: r.pipelines[0].stages[0].slice = 9; break;
-        case 8: r.timeSpread.assign(r.size(), -1.0f); break;
-        case 9: r.evaluated = 99; break;
+        case 0:
+            r.timeMs[3] = std::numeric_limits<double>::quiet_NaN();
+            break;
+        case 1:
+            r.peakMemory[0] = std::numeric_limits<double>::infinity();
+            break;
+        case 2:
+            r.baseOf[1] = 4000000000u;
+            break;
+        case 3:
+            r.pipelines[0].stages[0].group = 7;
+            break;
+        case 4:
+            r.splitOffset[2] = 0xffffffffu;
+            break;
+        case 5:
+            r.layerCounts[r.splitOffset[0]] += 1;
+            break;
+        case 6:
+            r.microBatchSizes[0] = 0;
+            break;
+        case 7:
+            r.pipelines[0].stages[0].slice = 9;
+            break;
+        case 8:
+            r.timeSpread.assign(r.size(), -1.0f);
+            break;
+        case 9:
+            r.evaluated = 99;
+            break;
         case 10:
             r.extrapolating.assign(r.size(), 0);
             r.extrapolating[1] = 2;

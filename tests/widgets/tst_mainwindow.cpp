@@ -40,9 +40,9 @@
 #include <set>
 
 using namespace memx::ui;
-using memx::ObjectiveWeights;
 using memx::CoverageStatus;
 using memx::DeviceCoverage;
+using memx::ObjectiveWeights;
 
 namespace {
 /// The core's coverage (memx::profileCoverage) of `model` on `cluster`, as the Profiles dock asks for it.

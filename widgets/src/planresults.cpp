@@ -227,7 +227,8 @@ PlanDetail PlanResults::detail(quint32 id) const
     const memx::Cluster &cluster = r.cluster;
     d.id = id;
     d.plan = r.materialize(indexOf(id));
-    const memx::ProfileSet *profiles = mOutcome->request.search.profiles.empty() ? nullptr : &mOutcome->request.search.profiles;
+    const memx::ProfileSet *profiles
+        = mOutcome->request.search.profiles.empty() ? nullptr : &mOutcome->request.search.profiles;
     d.estimate = memx::estimatePlan(d.plan, cluster, r.model, profiles, mOutcome->request.search.cost);
 
     // Memory bars: every GPU of the cluster, in node order; idle GPUs (not in the plan) empty.

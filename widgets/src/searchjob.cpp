@@ -38,9 +38,9 @@ quint64 SearchJob::start(memx::PlannedSearch planned, std::shared_ptr<memx::Memo
         static_cast<memx::PlannedSearch &>(*outcome) = std::move(planned);
         outcome->jobId = id;
         outcome->caches = caches;
-        memx::runPlannedSearch(*outcome, caches.get(), control.progress(),
-                               [&control](memx::PlannedSearchPhase phase) { control.setPhase(int(phase)); },
-                               memo.get());
+        memx::runPlannedSearch(
+            *outcome, caches.get(), control.progress(),
+            [&control](memx::PlannedSearchPhase phase) { control.setPhase(int(phase)); }, memo.get());
         if (outcome->result.cancelled || control.isCancelled())
             throw memx::Cancelled();
         const auto t0 = std::chrono::steady_clock::now();
@@ -65,9 +65,8 @@ quint64 SearchJob::start(memx::PlannedSearchRequest request)
     } catch (const std::exception &e) {
         // An unusable request (e.g. a cluster without GPUs) fails like a search: failed() says why.
         const std::string message = e.what();
-        return mJob->start([message](JobControl &) -> std::shared_ptr<SearchOutcome> {
-            throw std::invalid_argument(message);
-        });
+        return mJob->start(
+            [message](JobControl &) -> std::shared_ptr<SearchOutcome> { throw std::invalid_argument(message); });
     }
 }
 

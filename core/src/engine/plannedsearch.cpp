@@ -18,7 +18,8 @@ SearchProject loadSearchProject(const Store &store)
     return p;
 }
 
-PlannedSearch planSearch(PlannedSearchRequest request, const SearchProject *project, const PlannedSearchOptions &options)
+PlannedSearch planSearch(PlannedSearchRequest request, const SearchProject *project,
+                         const PlannedSearchOptions &options)
 {
     PlannedSearch s;
     s.options = options;

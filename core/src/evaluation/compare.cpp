@@ -258,7 +258,8 @@ bool searchFullSpace(const CompareRequest &request, CompareProgress &progress, M
 }
 
 /// Phase 3: baselines 1 and 2 search the compute-proportional split only, homogeneous recompute.
-bool searchProportional(const CompareRequest &request, CompareProgress &progress, MethodSearches &s, CompareReport &report)
+bool searchProportional(const CompareRequest &request, CompareProgress &progress, MethodSearches &s,
+                        CompareReport &report)
 {
     const auto t0 = Clock::now();
     SearchRequest propReq = request.search;
@@ -543,8 +544,8 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
     report.memxWeights = request.memxWeights;
     CompareProgress progress(progressFn);
     MethodSearches s;
-    const bool searched = searchFullSpace(request, progress, s, report) && searchProportional(request, progress, s, report)
-        && reestimateUniform(request, progress, s, report);
+    const bool searched = searchFullSpace(request, progress, s, report)
+        && searchProportional(request, progress, s, report) && reestimateUniform(request, progress, s, report);
     if (!searched) {
         report.cancelled = true;
         return report;

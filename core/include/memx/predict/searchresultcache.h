@@ -33,8 +33,9 @@ struct SearchRequestKey {
 
 SearchRequestKey searchRequestKey(const SearchRequest &request, std::uint64_t predictorDigest);
 
-/// Binary form of a search result ("MXSR" v3: launcher count, mixed stages, extrapolation flags; older versions refused) WITHOUT its feature matrix (features are
-/// only the predictor's input; a result that was already predicted does not need them).
+/// Binary form of a search result ("MXSR" v3: launcher count, mixed stages, extrapolation flags; older versions
+/// refused) WITHOUT its feature matrix (features are only the predictor's input; a result that was already predicted
+/// does not need them).
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &result);
 /// Throws std::runtime_error on corrupt bytes, and on a result that fails validateSearchResult().
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes);
