@@ -69,8 +69,29 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     setWindowIcon(QIcon(QStringLiteral(":/memx/icons/memx.svg")));
     mDocument = new ClusterDocument(this);
     mTrain = new BackgroundJob<std::shared_ptr<memx::TrainOutcome>>(this);
+    createCentre();
+    const Docks docks = createDocks();
+    createMenus();
+    createTrainingUi();
+    for (QDockWidget *d : {docks.palette, docks.profiles, docks.weights, docks.properties, docks.model, docks.history})
+        mViewMenu->addAction(d->toggleViewAction());
+    connectDocument(docks);
+    connectResults();
+    startUntitled();
+    resize(1480, 900);
+    resizeDocks({docks.palette, docks.properties}, {235, 290}, Qt::Horizontal);
+    resizeDocks({docks.weights, docks.properties}, {140, 600}, Qt::Vertical);
+    if (mRememberLayout) {
+        restoreGeometry(mSettings.windowGeometry());
+        restoreState(mSettings.windowState());
+    }
+    statusBar()->showMessage(
+        tr("Drag GPUs from the catalogue onto the canvas; Shift-drag between nodes to connect them."));
+}
 
-    // Centre: summary header + canvas above the results.
+/// Centre: summary header + canvas above the results.
+void MainWindow::createCentre()
+{
     mCanvas = new ClusterCanvas(mDocument);
     mSummary = new QLabel;
     mSummary->setTextFormat(Qt::RichText);
@@ -95,8 +116,10 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     split->setChildrenCollapsible(false);
     split->setSizes({170, 700});
     setCentralWidget(split);
+}
 
-    // Docks.
+MainWindow::Docks MainWindow::createDocks()
+{
     mPalette = new GpuPalette;
     mProperties = new NodePropertyPanel(mDocument);
     mModelPanel = new ModelPanel(mDocument);
@@ -105,31 +128,31 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     // The weights live in the document; slider edits are its undo steps (Edit > Undo "Change
     // objective weights"); one slider drag merges into one step (ChangeWeightsCommand::mergeWith).
     mWeights->setDocument(mDocument);
-    auto *paletteDock = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
-    auto *profilesDock = makeDock(tr("Profiles"), QStringLiteral("profilesDock"), mProfiles, this);
-    auto *weightsDock = makeDock(tr("Objective"), QStringLiteral("weightsDock"), mWeights, this);
-    auto *propertiesDock = makeDock(tr("Properties"), QStringLiteral("propertiesDock"), scrollable(mProperties), this);
-    auto *modelDock = makeDock(tr("Model"), QStringLiteral("modelDock"), scrollable(mModelPanel), this);
-    auto *historyDock
-        = makeDock(tr("History"), QStringLiteral("historyDock"), new QUndoView(mDocument->undoStack()), this);
-    addDockWidget(Qt::LeftDockWidgetArea, paletteDock);
-    addDockWidget(Qt::LeftDockWidgetArea, profilesDock);
-    tabifyDockWidget(paletteDock, profilesDock);
-    paletteDock->raise();
-    addDockWidget(Qt::RightDockWidgetArea, weightsDock);
-    addDockWidget(Qt::RightDockWidgetArea, propertiesDock);
-    addDockWidget(Qt::RightDockWidgetArea, modelDock);
-    addDockWidget(Qt::RightDockWidgetArea, historyDock);
-    tabifyDockWidget(propertiesDock, modelDock);
-    tabifyDockWidget(modelDock, historyDock);
-    propertiesDock->raise();
+    Docks d;
+    d.palette = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
+    d.profiles = makeDock(tr("Profiles"), QStringLiteral("profilesDock"), mProfiles, this);
+    d.weights = makeDock(tr("Objective"), QStringLiteral("weightsDock"), mWeights, this);
+    d.properties = makeDock(tr("Properties"), QStringLiteral("propertiesDock"), scrollable(mProperties), this);
+    d.model = makeDock(tr("Model"), QStringLiteral("modelDock"), scrollable(mModelPanel), this);
+    d.history = makeDock(tr("History"), QStringLiteral("historyDock"), new QUndoView(mDocument->undoStack()), this);
+    addDockWidget(Qt::LeftDockWidgetArea, d.palette);
+    addDockWidget(Qt::LeftDockWidgetArea, d.profiles);
+    tabifyDockWidget(d.palette, d.profiles);
+    d.palette->raise();
+    addDockWidget(Qt::RightDockWidgetArea, d.weights);
+    addDockWidget(Qt::RightDockWidgetArea, d.properties);
+    addDockWidget(Qt::RightDockWidgetArea, d.model);
+    addDockWidget(Qt::RightDockWidgetArea, d.history);
+    tabifyDockWidget(d.properties, d.model);
+    tabifyDockWidget(d.model, d.history);
+    d.properties->raise();
+    return d;
+}
 
-    createMenus();
-    createTrainingUi();
-    for (QDockWidget *d : {paletteDock, profilesDock, weightsDock, propertiesDock, modelDock, historyDock})
-        mViewMenu->addAction(d->toggleViewAction());
-
-    connect(mCanvas, &ClusterCanvas::selectionChanged, this, [this, propertiesDock] {
+/// The canvas, the palette and the document: selection, edits, title, summary, re-search.
+void MainWindow::connectDocument(const Docks &docks)
+{
+    connect(mCanvas, &ClusterCanvas::selectionChanged, this, [this, propertiesDock = docks.properties] {
         mProperties->setSelection(mCanvas->selectedGroups(), mCanvas->selectedLinks());
         if (!mCanvas->selectedGroups().isEmpty() || !mCanvas->selectedLinks().isEmpty())
             propertiesDock->raise();
@@ -162,9 +185,12 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
         if (mRememberLayout)
             mSettings.setLastModelId(QString::fromStdString(mDocument->model().id));
     });
+}
 
-    // Results: weights re-rank the cached metrics; the selection feeds the profiles panel (a
-    // Megatron log is imported as a run of the selected plan).
+/// Results: weights re-rank the cached metrics; the selection feeds the profiles panel (a
+/// Megatron log is imported as a run of the selected plan).
+void MainWindow::connectResults()
+{
     // The sliders re-rank live during a drag; the document's weights (undo/redo, a project's
     // weights on open) re-rank too. Both land on ResultsPanel::setWeights, a no-op when unchanged.
     connect(mWeights, &WeightSliders::weightsChanged, mResults, &ResultsPanel::setWeights);
@@ -191,7 +217,12 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
         if (ok)
             statusBar()->showMessage(message, 8000);
     });
+}
 
+/// The weights (the documented default or the last ones), an empty cluster and the last model;
+/// main() opens a file next.
+void MainWindow::startUntitled()
+{
     // The documented default (1, 0.5, 0.5), or the last weights the user chose.
     const memx::ObjectiveWeights weights = mRememberLayout ? mSettings.lastWeights() : memx::ObjectiveWeights {};
     mDocument->setObjectiveWeights(weights); // the sliders follow the document
@@ -210,16 +241,6 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     untitled.name = "Untitled cluster";
     untitled.network.interNode = {25, 5, {}};
     mDocument->reset(untitled, model);
-
-    resize(1480, 900);
-    resizeDocks({paletteDock, propertiesDock}, {235, 290}, Qt::Horizontal);
-    resizeDocks({weightsDock, propertiesDock}, {140, 600}, Qt::Vertical);
-    if (mRememberLayout) {
-        restoreGeometry(mSettings.windowGeometry());
-        restoreState(mSettings.windowState());
-    }
-    statusBar()->showMessage(
-        tr("Drag GPUs from the catalogue onto the canvas; Shift-drag between nodes to connect them."));
 }
 
 MainWindow::~MainWindow()

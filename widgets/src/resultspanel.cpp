@@ -44,7 +44,40 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     mChartRefresh->setInterval(150);
     connect(mChartRefresh, &QTimer::timeout, this, &ResultsPanel::refreshChart);
 
-    // Search toolbar.
+    QVBoxLayout *toolbar = createToolbar();
+    QWidget *charts = createCharts();
+    QWidget *tableBox = createTable();
+    QWidget *detailBox = createDetail();
+    auto *lower = new QSplitter(Qt::Horizontal);
+    lower->setObjectName(QStringLiteral("resultsLowerSplitter"));
+    lower->addWidget(tableBox);
+    lower->addWidget(detailBox);
+    lower->setStretchFactor(0, 5);
+    lower->setStretchFactor(1, 4);
+    lower->setChildrenCollapsible(false);
+
+    auto *vertical = new QSplitter(Qt::Vertical);
+    vertical->setObjectName(QStringLiteral("resultsSplitter"));
+    vertical->addWidget(charts);
+    vertical->addWidget(lower);
+    vertical->setStretchFactor(0, 1);
+    vertical->setStretchFactor(1, 1);
+    vertical->setChildrenCollapsible(false);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addLayout(toolbar);
+    layout->addWidget(mNotes);
+    layout->addWidget(vertical, 1);
+
+    connectViews();
+}
+
+/// The search toolbar (Run / Cancel, progress, target, global batch, export) and the counts and
+/// notes lines below it.
+QVBoxLayout *ResultsPanel::createToolbar()
+{
     mRun = new QPushButton(tr("Run search"));
     mRun->setToolTip(tr("Search every parallel plan of this cluster and model (runs in the background)"));
     mCancel = new QPushButton(tr("Cancel"));
@@ -95,8 +128,17 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     mNotes->setTextInteractionFlags(Qt::TextSelectableByMouse);
     mNotes->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     mNotes->setContentsMargins(8, 0, 6, 2);
+    auto *rows = new QVBoxLayout;
+    rows->setContentsMargins(0, 0, 0, 0);
+    rows->setSpacing(0);
+    rows->addLayout(bar);
+    rows->addLayout(countsRow);
+    return rows;
+}
 
-    // Charts.
+/// The Pareto chart and the memory bars side by side.
+QWidget *ResultsPanel::createCharts()
+{
     mPareto = new ParetoChartView;
     mPareto->setMinimumHeight(240); // its width: at least what its toolbar needs (no clipped legend)
     mBars = new MemoryBarChart;
@@ -108,8 +150,12 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     charts->setStretchFactor(0, 1);
     charts->setStretchFactor(1, 1);
     charts->setChildrenCollapsible(false);
+    return charts;
+}
 
-    // Table with filters.
+/// The ranked plan table with its filters.
+QWidget *ResultsPanel::createTable()
+{
     mModel = new PlanTableModel(this);
     mProxy = new PlanFilterProxy(this);
     mProxy->setSourceModel(mModel);
@@ -140,8 +186,12 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     tableLayout->setSpacing(2);
     tableLayout->addLayout(filters);
     tableLayout->addWidget(mTable, 1);
+    return tableBox;
+}
 
-    // Plan detail: stage diagram + breakdown text.
+/// The plan detail: stage diagram + breakdown text.
+QWidget *ResultsPanel::createDetail()
+{
     mDetailTitle = new QLabel(tr("<b>Plan detail</b>"));
     mDetailTitle->setWordWrap(true);
     mDetailTitle->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -162,32 +212,11 @@ ResultsPanel::ResultsPanel(QWidget *parent)
     detailLayout->setSpacing(2);
     detailLayout->addWidget(mDetailTitle);
     detailLayout->addWidget(mDetailTabs, 1);
+    return detailBox;
+}
 
-    auto *lower = new QSplitter(Qt::Horizontal);
-    lower->setObjectName(QStringLiteral("resultsLowerSplitter"));
-    lower->addWidget(tableBox);
-    lower->addWidget(detailBox);
-    lower->setStretchFactor(0, 5);
-    lower->setStretchFactor(1, 4);
-    lower->setChildrenCollapsible(false);
-
-    auto *vertical = new QSplitter(Qt::Vertical);
-    vertical->setObjectName(QStringLiteral("resultsSplitter"));
-    vertical->addWidget(charts);
-    vertical->addWidget(lower);
-    vertical->setStretchFactor(0, 1);
-    vertical->setStretchFactor(1, 1);
-    vertical->setChildrenCollapsible(false);
-
-    auto *layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->setSpacing(0);
-    layout->addLayout(bar);
-    layout->addLayout(countsRow);
-    layout->addWidget(mNotes);
-    layout->addWidget(vertical, 1);
-
-    // Wiring.
+void ResultsPanel::connectViews()
+{
     connect(mRun, &QPushButton::clicked, this, &ResultsPanel::runSearch);
     connect(mCancel, &QPushButton::clicked, this, &ResultsPanel::cancelSearch);
     connect(mExport, &QPushButton::clicked, this, &ResultsPanel::exportRequested);

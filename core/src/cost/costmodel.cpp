@@ -432,30 +432,70 @@ double worstTransferMs(const std::vector<Link> &links, double bytes)
     return worst;
 }
 
-PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model &model, const ProfileSet *profiles,
-                          const CostOptions &options)
-{
+namespace {
+
+/// estimatePlan's phases over one plan: per replica its step, memory and optimizer time; per
+/// stage its DP gradient synchronisation and its send to the next stage; then the pipeline and
+/// the plan's memory figures.
+class PlanEstimator {
+public:
+    PlanEstimator(const Plan &plan, const Cluster &cluster, const Model &model, const ProfileSet *profiles,
+                  const CostOptions &options)
+        : plan(plan)
+        , cluster(cluster)
+        , model(model)
+        , profiles(profiles)
+        , options(options)
+        , nodes(cluster.nodes())
+        , linkTable(cluster, nodes, options)
+        , p(plan.pp())
     {
-        Diagnostics diags;
-        validatePlan(plan, cluster, model, diags);
-        if (!diags.empty())
-            throw std::invalid_argument("plan '" + plan.name + "' is not valid for cluster '" + cluster.name
-                                        + "': " + diags.items().front().pointer + ": " + diags.items().front().message);
+        for (size_t i = 0; i < nodes.size(); ++i)
+            nodeByName[nodes[i].name] = static_cast<int>(i);
     }
-    const std::vector<Node> nodes = cluster.nodes();
-    const LinkTable linkTable(cluster, nodes, options);
-    std::map<std::string, int> nodeByName;
-    for (size_t i = 0; i < nodes.size(); ++i)
-        nodeByName[nodes[i].name] = static_cast<int>(i);
 
-    PlanEstimate e;
-    const int p = plan.pp();
-    const int m = plan.microBatches();
-    e.microBatches = m;
-    const ModelShape &s = model.shape;
+    PlanEstimate run()
+    {
+        PlanEstimate e;
+        const int m = plan.microBatches();
+        e.microBatches = m;
+        e.stages.resize(static_cast<size_t>(p));
+        const std::vector<int> flows = nicFlows();
+        std::vector<double> steps(static_cast<size_t>(p)), sends(static_cast<size_t>(std::max(p - 1, 1)), 0.0);
+        for (int i = 0; i < p; ++i) {
+            const Stage &st = plan.stages[static_cast<size_t>(i)];
+            StageEstimate &se = e.stages[static_cast<size_t>(i)];
+            se.stage = i;
+            se.firstLayer = st.firstLayer;
+            se.layerCount = st.layerCount;
+            se.microBatchesInFlight = std::min(p - i, m);
+            se.profiled = true;
+            std::vector<int> stageNodes;
+            for (size_t r = 0; r < st.replicas.size(); ++r)
+                stageNodes.push_back(replica(i, r, se, e.gpus));
+            if (st.dp() > 1)
+                se.dpSyncMs = dpSyncMs(i, stageNodes, flows[static_cast<size_t>(i)]);
+            steps[static_cast<size_t>(i)] = se.stepMs;
+            if (i + 1 < p) {
+                se.p2pMs = p2pMs(i, stageNodes);
+                sends[static_cast<size_t>(i)] = se.p2pMs;
+            }
+        }
+        // Section 5, heterogeneous 1F1B with blocking sends (pipelineMakespanMs).
+        e.pipelineMs = pipelineMakespanMs(p, m, steps.data(), sends.data(), options.exposedP2pFraction);
+        for (StageEstimate &se : e.stages) {
+            se.bubbleMs = e.pipelineMs - m * se.stepMs;
+            e.dpSyncMs = std::max(e.dpSyncMs, se.dpSyncMs);
+            e.optimizerMs = std::max(e.optimizerMs, se.optimizerMs);
+        }
+        e.iterationTimeMs = e.pipelineMs + e.dpSyncMs + e.optimizerMs + options.iterationOverheadMs;
+        summariseMemory(e);
+        return e;
+    }
 
-    std::map<std::tuple<int, int, int>, LayerKernel> kernels; // (node, tp, mbs)
-    auto kernelFor = [&](int node, int tp, int mbs) -> const LayerKernel & {
+private:
+    const LayerKernel &kernelFor(int node, int tp, int mbs)
+    {
         auto key = std::make_tuple(node, tp, mbs);
         auto it = kernels.find(key);
         if (it == kernels.end()) {
@@ -467,162 +507,181 @@ PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model 
                      .first;
         }
         return it->second;
-    };
-
-    e.stages.resize(static_cast<size_t>(p));
-    std::vector<std::vector<int>> allStageNodes(static_cast<size_t>(p));
-    std::vector<int> stageTp(static_cast<size_t>(p), 1);
-    for (int i = 0; i < p; ++i) {
-        for (const Replica &r : plan.stages[static_cast<size_t>(i)].replicas) {
-            allStageNodes[static_cast<size_t>(i)].push_back(nodeByName.at(r.node));
-            stageTp[static_cast<size_t>(i)] = std::max(stageTp[static_cast<size_t>(i)], r.tp);
-        }
     }
-    const std::vector<int> flows = dpNicFlows(allStageNodes, stageTp);
-    std::vector<double> steps(static_cast<size_t>(p)), sends(static_cast<size_t>(std::max(p - 1, 1)), 0.0);
-    for (int i = 0; i < p; ++i) {
+
+    /// Rings sharing the busiest NIC during each stage's DP reduction.
+    std::vector<int> nicFlows() const
+    {
+        std::vector<std::vector<int>> allStageNodes(static_cast<size_t>(p));
+        std::vector<int> stageTp(static_cast<size_t>(p), 1);
+        for (int i = 0; i < p; ++i)
+            for (const Replica &r : plan.stages[static_cast<size_t>(i)].replicas) {
+                allStageNodes[static_cast<size_t>(i)].push_back(nodeByName.at(r.node));
+                stageTp[static_cast<size_t>(i)] = std::max(stageTp[static_cast<size_t>(i)], r.tp);
+            }
+        return dpNicFlows(allStageNodes, stageTp);
+    }
+
+    /// Replica r of stage i: its step (the slowest replica sets the stage's), its GPUs' memory
+    /// (appended to `gpus`) and its optimizer step (the slowest sets the stage's). Returns its node.
+    int replica(int i, size_t r, StageEstimate &se, std::vector<GpuMemory> &gpus)
+    {
         const Stage &st = plan.stages[static_cast<size_t>(i)];
-        StageEstimate &se = e.stages[static_cast<size_t>(i)];
-        se.stage = i;
-        se.firstLayer = st.firstLayer;
-        se.layerCount = st.layerCount;
-        se.microBatchesInFlight = std::min(p - i, m);
         const bool first = i == 0, last = i == p - 1;
         const int dp = st.dp();
-        se.profiled = true;
-        double worstOpt = 0;
-        std::vector<int> stageNodes;
-        for (size_t r = 0; r < st.replicas.size(); ++r) {
-            const Replica &rep = st.replicas[r];
-            const int ni = nodeByName.at(rep.node);
-            stageNodes.push_back(ni);
-            const LayerKernel &k = kernelFor(ni, rep.tp, rep.microBatch);
-            se.profiled = se.profiled && k.profiled;
-            const ReplicaStep step = replicaStep(k, st.firstLayer, st.layerCount, first, last, st.recompute);
-            if (r == 0 || step.total() > se.stepMs) {
-                se.stepMs = step.total();
-                se.forwardMs = step.forwardMs;
-                se.backwardMs = step.backwardMs;
-                se.recomputeMs = step.recomputeMs;
-                se.tpCommMs = step.tpCommMs;
-                se.slowestReplica = static_cast<int>(r);
-            }
-            // Memory of this replica's GPUs.
-            const Node &node = nodes[static_cast<size_t>(ni)];
-            const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
-            const MemoryKernel mk
-                = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles, options);
-            const int groups = (rep.tp > 1) + (dp > 1) + (p > 1);
-            const MemoryBreakdown mb = gpuMemory(mk, st.layerCount, first, last, st.recompute, se.microBatchesInFlight,
-                                                 dp, plan.distributedOptimizer, groups);
-            for (int gpu : rep.gpus) {
-                GpuMemory g;
-                g.node = rep.node;
-                g.gpuIndex = gpu;
-                g.device = dev.id;
-                g.stage = i;
-                g.replica = static_cast<int>(r);
-                g.paramsBytes = mb.params;
-                g.gradsBytes = mb.grads;
-                g.optimizerBytes = mb.optimizer;
-                g.activationBytes = mb.activations;
-                g.overheadBytes = mb.overhead;
-                g.allocatedBytes = mb.allocated();
-                g.reservedBytes = mb.allocated() + mb.reserve;
-                g.totalBytes = mb.total();
-                g.attention = mk.attention;
-                g.activationsMeasured = mk.activationsMeasured;
-                g.capacityBytes = dev.memoryBytes();
-                g.headroomBytes = g.capacityBytes - g.totalBytes;
-                g.oom = g.headroomBytes < 0;
-                e.gpus.push_back(g);
-            }
-            // Optimizer step: measured per-layer update times, else HBM-bound analytic.
-            const double localParams
-                = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
-            const double optShare = plan.distributedOptimizer ? 1.0 / dp : 1.0;
-            double optMs;
-            if (!k.optimizerPrefixMs.empty())
-                optMs = (k.optimizerPrefixMs[st.firstLayer + st.layerCount] - k.optimizerPrefixMs[st.firstLayer]
-                         + (first ? k.embeddingOptimizerMs : 0) + (last ? k.headOptimizerMs : 0))
-                    * optShare;
-            else
-                optMs = localParams * optShare * k.optimizerMsPerParam;
-            worstOpt = std::max(worstOpt, optMs);
+        const Replica &rep = st.replicas[r];
+        const int ni = nodeByName.at(rep.node);
+        const LayerKernel &k = kernelFor(ni, rep.tp, rep.microBatch);
+        se.profiled = se.profiled && k.profiled;
+        const ReplicaStep step = replicaStep(k, st.firstLayer, st.layerCount, first, last, st.recompute);
+        if (r == 0 || step.total() > se.stepMs) {
+            se.stepMs = step.total();
+            se.forwardMs = step.forwardMs;
+            se.backwardMs = step.backwardMs;
+            se.recomputeMs = step.recomputeMs;
+            se.tpCommMs = step.tpCommMs;
+            se.slowestReplica = static_cast<int>(r);
         }
-        // DP gradient synchronisation over the bottleneck link of the replica set (section 5).
-        if (dp > 1) {
-            const Replica &r0 = st.replicas.front();
-            const GpuSpec &dev0
-                = cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(stageNodes.front())].device)];
-            const MemoryKernel mk
-                = makeMemoryKernel(model, dev0, r0.tp, r0.microBatch, plan.sequenceParallel, p, nullptr, options);
-            const double psi
-                = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
-            const double gradBytes = psi * options.gradReduceBytesPerParam;
-            const std::vector<Link> links = linkTable.linksAmong(stageNodes);
-            // Every TP rank index reduces in its own ring; rings of a node share its NIC.
-            const int f = flows[static_cast<size_t>(i)];
-            for (const Link &l : links)
-                se.dpSyncMs = std::max(se.dpSyncMs,
-                                       plan.distributedOptimizer ? sharedAllGatherMs(dp, gradBytes, l, f)
-                                               + sharedAllGatherMs(dp, psi * 2.0, l, f)
-                                                                 : sharedAllReduceMs(dp, gradBytes, l, f));
+        // Memory of this replica's GPUs.
+        const Node &node = nodes[static_cast<size_t>(ni)];
+        const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
+        const MemoryKernel mk
+            = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles, options);
+        const int groups = (rep.tp > 1) + (dp > 1) + (p > 1);
+        const MemoryBreakdown mb = gpuMemory(mk, st.layerCount, first, last, st.recompute, se.microBatchesInFlight, dp,
+                                             plan.distributedOptimizer, groups);
+        for (int gpu : rep.gpus) {
+            GpuMemory g;
+            g.node = rep.node;
+            g.gpuIndex = gpu;
+            g.device = dev.id;
+            g.stage = i;
+            g.replica = static_cast<int>(r);
+            g.paramsBytes = mb.params;
+            g.gradsBytes = mb.grads;
+            g.optimizerBytes = mb.optimizer;
+            g.activationBytes = mb.activations;
+            g.overheadBytes = mb.overhead;
+            g.allocatedBytes = mb.allocated();
+            g.reservedBytes = mb.allocated() + mb.reserve;
+            g.totalBytes = mb.total();
+            g.attention = mk.attention;
+            g.activationsMeasured = mk.activationsMeasured;
+            g.capacityBytes = dev.memoryBytes();
+            g.headroomBytes = g.capacityBytes - g.totalBytes;
+            g.oom = g.headroomBytes < 0;
+            gpus.push_back(g);
         }
-        se.optimizerMs = worstOpt;
-        steps[static_cast<size_t>(i)] = se.stepMs;
-        // P2P to the next stage: one activation of b*s*h*2 bytes (/t with SP) over the slowest
-        // link between the two stages' nodes.
-        if (!last) {
-            const Stage &nx = plan.stages[static_cast<size_t>(i) + 1];
-            int maxMb = 0, minTp = 1 << 20;
-            for (const Replica &r : st.replicas) {
-                maxMb = std::max(maxMb, r.microBatch);
-                minTp = std::min(minTp, r.tp);
-            }
-            const double bytes
-                = static_cast<double>(maxMb) * s.seqLength * s.hidden * 2.0 / (plan.sequenceParallel ? minTp : 1);
-            std::vector<int> nextNodes;
-            for (const Replica &r : nx.replicas)
-                nextNodes.push_back(nodeByName.at(r.node));
-            const double worst = worstTransferMs(linkTable.linksBetween(stageNodes, nextNodes), bytes);
-            se.p2pMs = worst;
-            sends[static_cast<size_t>(i)] = worst;
-        }
+        // Optimizer step: measured per-layer update times, else HBM-bound analytic.
+        const double localParams
+            = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
+        const double optShare = plan.distributedOptimizer ? 1.0 / dp : 1.0;
+        double optMs;
+        if (!k.optimizerPrefixMs.empty())
+            optMs = (k.optimizerPrefixMs[st.firstLayer + st.layerCount] - k.optimizerPrefixMs[st.firstLayer]
+                     + (first ? k.embeddingOptimizerMs : 0) + (last ? k.headOptimizerMs : 0))
+                * optShare;
+        else
+            optMs = localParams * optShare * k.optimizerMsPerParam;
+        se.optimizerMs = std::max(se.optimizerMs, optMs);
+        return ni;
     }
-    // Section 5, heterogeneous 1F1B with blocking sends (pipelineMakespanMs).
-    e.pipelineMs = pipelineMakespanMs(p, m, steps.data(), sends.data(), options.exposedP2pFraction);
-    for (StageEstimate &se : e.stages) {
-        se.bubbleMs = e.pipelineMs - m * se.stepMs;
-        e.dpSyncMs = std::max(e.dpSyncMs, se.dpSyncMs);
-        e.optimizerMs = std::max(e.optimizerMs, se.optimizerMs);
-    }
-    e.iterationTimeMs = e.pipelineMs + e.dpSyncMs + e.optimizerMs + options.iterationOverheadMs;
 
-    double sum = 0;
-    for (const GpuMemory &g : e.gpus) {
-        const double u = g.utilisation();
-        if (e.fullestGpu < 0 || u > e.peakUtilisation)
-            e.fullestGpu = static_cast<int>(&g - e.gpus.data());
-        e.peakUtilisation = std::max(e.peakUtilisation, u);
-        e.peakBytes = std::max(e.peakBytes, g.totalBytes);
-        e.oom = e.oom || g.oom;
-        sum += u;
+    /// DP gradient synchronisation of stage i over the bottleneck link of its replica set
+    /// (section 5): every TP rank index reduces in its own ring; rings of a node share its NIC.
+    double dpSyncMs(int i, const std::vector<int> &stageNodes, int flows) const
+    {
+        const Stage &st = plan.stages[static_cast<size_t>(i)];
+        const bool first = i == 0, last = i == p - 1;
+        const int dp = st.dp();
+        const Replica &r0 = st.replicas.front();
+        const GpuSpec &dev0
+            = cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(stageNodes.front())].device)];
+        const MemoryKernel mk
+            = makeMemoryKernel(model, dev0, r0.tp, r0.microBatch, plan.sequenceParallel, p, nullptr, options);
+        const double psi
+            = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
+        const double gradBytes = psi * options.gradReduceBytesPerParam;
+        double ms = 0;
+        for (const Link &l : linkTable.linksAmong(stageNodes))
+            ms = std::max(ms,
+                          plan.distributedOptimizer
+                              ? sharedAllGatherMs(dp, gradBytes, l, flows) + sharedAllGatherMs(dp, psi * 2.0, l, flows)
+                              : sharedAllReduceMs(dp, gradBytes, l, flows));
+        return ms;
     }
-    if (e.fullestGpu >= 0) {
-        const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];
-        e.marginBytes = f.headroomBytes;
-        e.verdict = memoryVerdict(e.peakUtilisation, options.memoryUncertainty);
+
+    /// P2P from stage i to the next: one activation of b*s*h*2 bytes (/t with SP) over the
+    /// slowest link between the two stages' nodes.
+    double p2pMs(int i, const std::vector<int> &stageNodes) const
+    {
+        const Stage &st = plan.stages[static_cast<size_t>(i)];
+        const Stage &nx = plan.stages[static_cast<size_t>(i) + 1];
+        const ModelShape &s = model.shape;
+        int maxMb = 0, minTp = 1 << 20;
+        for (const Replica &r : st.replicas) {
+            maxMb = std::max(maxMb, r.microBatch);
+            minTp = std::min(minTp, r.tp);
+        }
+        const double bytes
+            = static_cast<double>(maxMb) * s.seqLength * s.hidden * 2.0 / (plan.sequenceParallel ? minTp : 1);
+        std::vector<int> nextNodes;
+        for (const Replica &r : nx.replicas)
+            nextNodes.push_back(nodeByName.at(r.node));
+        return worstTransferMs(linkTable.linksBetween(stageNodes, nextNodes), bytes);
     }
-    const double n = static_cast<double>(e.gpus.size());
-    if (n > 0) {
-        const double mean = sum / n;
-        double var = 0;
-        for (const GpuMemory &g : e.gpus)
-            var += (g.utilisation() - mean) * (g.utilisation() - mean);
-        e.imbalance = mean > 0 ? std::sqrt(var / n) / mean : 0;
+
+    /// The fullest GPU, peak, OOM, verdict and the imbalance CV over every GPU.
+    void summariseMemory(PlanEstimate &e) const
+    {
+        double sum = 0;
+        for (const GpuMemory &g : e.gpus) {
+            const double u = g.utilisation();
+            if (e.fullestGpu < 0 || u > e.peakUtilisation)
+                e.fullestGpu = static_cast<int>(&g - e.gpus.data());
+            e.peakUtilisation = std::max(e.peakUtilisation, u);
+            e.peakBytes = std::max(e.peakBytes, g.totalBytes);
+            e.oom = e.oom || g.oom;
+            sum += u;
+        }
+        if (e.fullestGpu >= 0) {
+            const GpuMemory &f = e.gpus[static_cast<size_t>(e.fullestGpu)];
+            e.marginBytes = f.headroomBytes;
+            e.verdict = memoryVerdict(e.peakUtilisation, options.memoryUncertainty);
+        }
+        const double n = static_cast<double>(e.gpus.size());
+        if (n > 0) {
+            const double mean = sum / n;
+            double var = 0;
+            for (const GpuMemory &g : e.gpus)
+                var += (g.utilisation() - mean) * (g.utilisation() - mean);
+            e.imbalance = mean > 0 ? std::sqrt(var / n) / mean : 0;
+        }
     }
-    return e;
+
+    const Plan &plan;
+    const Cluster &cluster;
+    const Model &model;
+    const ProfileSet *profiles;
+    const CostOptions &options;
+    const std::vector<Node> nodes;
+    const LinkTable linkTable;
+    const int p;
+    std::map<std::string, int> nodeByName;
+    std::map<std::tuple<int, int, int>, LayerKernel> kernels; ///< (node, tp, mbs)
+};
+
+} // namespace
+
+PlanEstimate estimatePlan(const Plan &plan, const Cluster &cluster, const Model &model, const ProfileSet *profiles,
+                          const CostOptions &options)
+{
+    Diagnostics diags;
+    validatePlan(plan, cluster, model, diags);
+    if (!diags.empty())
+        throw std::invalid_argument("plan '" + plan.name + "' is not valid for cluster '" + cluster.name
+                                    + "': " + diags.items().front().pointer + ": " + diags.items().front().message);
+    return PlanEstimator(plan, cluster, model, profiles, options).run();
 }
 
 } // namespace memx

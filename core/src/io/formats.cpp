@@ -252,17 +252,11 @@ json toJson(const Catalogue &catalogue)
     return {{"format", kCatalogueFormat}, {"devices", devices}};
 }
 
-Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &diags)
-{
-    Cluster c;
-    JsonObjectReader r(j, "/", diags);
-    if (!r.valid())
-        return c;
-    r.requireFormat(kClusterFormat);
-    r.rejectUnknownKeys({"format", "name", "description", "devices", "nodes", "network"});
-    c.name = r.requireString("name");
-    c.description = r.optionalString("description").value_or("");
+namespace {
 
+/// /devices: the cluster's own device definitions.
+void parseClusterDevices(JsonObjectReader &r, Cluster &c, Diagnostics &diags)
+{
     if (const json *devs = r.optionalArray("devices")) {
         for (size_t i = 0; i < devs->size(); ++i) {
             const std::string p = jsonPointerJoin("/devices", i);
@@ -277,18 +271,18 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
             c.devices.push_back(std::move(d));
         }
     }
+}
 
-    std::set<std::string> names;
-    const json *nodes = r.requireArray("nodes");
-    if (nodes && nodes->empty())
-        r.error("nodes", "expected at least one node group, found an empty list");
+/// The size limits of /nodes (false when over them).
+bool clusterWithinLimits(JsonObjectReader &r, const json *nodes)
+{
     // Size limits, checked before anything is expanded: the search's link set-up grows with the
     // square of the node count, and a million node groups exhaust any GUI.
     if (nodes && nodes->size() > kMaxNodeGroups) {
         r.error("nodes",
                 "expected at most " + std::to_string(kMaxNodeGroups) + " node groups, found "
                     + std::to_string(nodes->size()));
-        return c;
+        return false;
     }
     if (nodes) {
         long long totalNodes = 0, totalGpus = 0;
@@ -312,9 +306,16 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
                     "expected a cluster of at most " + std::to_string(kMaxNodes) + " nodes and "
                         + std::to_string(kMaxGpus) + " GPUs (the planner's limits), found " + std::to_string(totalNodes)
                         + " nodes and " + std::to_string(totalGpus) + " GPUs");
-            return c;
+            return false;
         }
     }
+    return true;
+}
+
+/// /nodes: the node groups (devices from /devices or the catalogue); `names` gets their names.
+void parseNodeGroups(const json *nodes, const Catalogue &catalogue, Cluster &c, std::set<std::string> &names,
+                     Diagnostics &diags)
+{
     if (nodes) {
         for (size_t i = 0; i < nodes->size(); ++i) {
             const std::string p = jsonPointerJoin("/nodes", i);
@@ -360,7 +361,11 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
             c.groups.push_back(std::move(g));
         }
     }
-    // Expanded node names must not collide with group names of other groups either.
+}
+
+/// The expanded node names (which must not collide with other groups' names either).
+std::set<std::string> expandedNodeNames(const Cluster &c, Diagnostics &diags)
+{
     std::set<std::string> expanded;
     for (size_t gi = 0; gi < c.groups.size(); ++gi) {
         for (int k = 0; k < c.groups[gi].count; ++k) {
@@ -371,6 +376,13 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
         }
     }
 
+    return expanded;
+}
+
+/// /network: the default inter-node link and the overrides naming nodes or groups.
+void parseNetwork(JsonObjectReader &r, const std::set<std::string> &names, const std::set<std::string> &expanded,
+                  Cluster &c, Diagnostics &diags)
+{
     const json *net = r.requireObject("network");
     if (net) {
         JsonObjectReader nr(*net, "/network", diags);
@@ -407,6 +419,30 @@ Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &dia
             }
         }
     }
+}
+
+} // namespace
+
+Cluster parseCluster(const json &j, const Catalogue &catalogue, Diagnostics &diags)
+{
+    Cluster c;
+    JsonObjectReader r(j, "/", diags);
+    if (!r.valid())
+        return c;
+    r.requireFormat(kClusterFormat);
+    r.rejectUnknownKeys({"format", "name", "description", "devices", "nodes", "network"});
+    c.name = r.requireString("name");
+    c.description = r.optionalString("description").value_or("");
+    parseClusterDevices(r, c, diags);
+    std::set<std::string> names;
+    const json *nodes = r.requireArray("nodes");
+    if (nodes && nodes->empty())
+        r.error("nodes", "expected at least one node group, found an empty list");
+    if (!clusterWithinLimits(r, nodes))
+        return c;
+    parseNodeGroups(nodes, catalogue, c, names, diags);
+    const std::set<std::string> expanded = expandedNodeNames(c, diags);
+    parseNetwork(r, names, expanded, c, diags);
     return c;
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -103,6 +104,16 @@ protected:
     void closeEvent(QCloseEvent *event) override;
 
 private:
+    /// The window's docks (createDocks), for the View menu and the first layout.
+    struct Docks {
+        QDockWidget *palette = nullptr, *profiles = nullptr, *weights = nullptr, *properties = nullptr,
+                    *model = nullptr, *history = nullptr;
+    };
+    void createCentre();
+    Docks createDocks();
+    void connectDocument(const Docks &docks);
+    void connectResults();
+    void startUntitled();
     void createMenus();
     void newDocument();
     void openDialog();

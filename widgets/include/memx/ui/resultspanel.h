@@ -23,6 +23,7 @@ class QTabWidget;
 class QTableView;
 class QTextBrowser;
 class QTimer;
+class QVBoxLayout;
 
 namespace memx::ui {
 
@@ -123,6 +124,11 @@ private:
     void applyResults(quint64 preparedId, Prepared &prepared);
     void resizeColumns();
     /// The search job's progress, endings and results into the toolbar and the views.
+    QVBoxLayout *createToolbar();
+    QWidget *createCharts();
+    QWidget *createTable();
+    QWidget *createDetail();
+    void connectViews();
     void connectSearchJob();
     void showSelection(quint32 id);
     void refreshChart();
