@@ -201,13 +201,16 @@ private slots:
         //   -> 0.55163486208 ms; backward (data + weight gradients) 1.107296256 ms.
         // Flash attention: 2 x b a s^2 d = 2,147,483,648 FLOPs at 5e13 x 0.6 = 0.0715828 ms fwd,
         //   x 2.5 backward.
-        // Memory-bound: 17.5 x 2Th + 2 T f x 2 = 53,477,376 bytes at 700 GB/s = 0.0763963 ms fwd,
-        //   x 2 backward.
-        //   -> layer fwd 0.699613901775 ms, bwd 1.439045729524 ms.
+        // Memory-bound (Megatron's fused kernels): 2 norms 4 x 2Th + 2 bias-dropout-adds 7 x 2Th
+        //   + 2 T f x 2 = 39,845,888 bytes at 700 GB/s = 0.0569227 ms fwd, x 2 backward.
+        //   -> layer fwd 0.680140347490 ms, bwd 1.400098620952 ms.
         // Head (V = 32000, already a multiple of 128): logits GEMM + 10 T V bytes of cross-entropy
         //   -> fwd 1.936120685714 ms, bwd 3.282324497554 ms. Embedding 6 T h bytes: 0.008987794 /
         //   0.017975589 ms.
-        const double layerFwd = 0.699613901775238, layerBwd = 1.4390457295238095;
+        const double memoryBound = 39845888.0 / 7e11 * 1e3;
+        const double layerFwd = 0.55163486208 + 0.0715827882667 + memoryBound;
+        const double layerBwd = 1.107296256 + 2.5 * 0.0715827882667 + 2 * memoryBound;
+        QVERIFY(near(layerFwd, 0.680140347490, 1e-9) && near(layerBwd, 1.400098620952, 1e-9));
         const double step = 4 * (layerFwd + layerBwd) + 1.9361206857142859 + 3.282324497554286 + 0.008987794285714286
             + 0.017975588571428572;
         QNEAR(e.stages[0].forwardMs, 4 * layerFwd + 1.9361206857142859 + 0.008987794285714286);
@@ -227,6 +230,44 @@ private slots:
         o.iterationOverheadMs = 2.5;
         QNEAR(estimatePlan(simplePlan("n", {4}, 1, 1, 1, 8), c, m, nullptr, o).iterationTimeMs,
               8 * step + 3.116928 + 2.5);
+    }
+
+    void sequenceParallelAndHostBoundCollectives()
+    {
+        // The tiny model of iterationTimeByHand at TP 2 on the synthetic GPU (100 GB/s link, no
+        // latency). T = 1024 tokens, h = 1024: 2Th = 2,097,152 bytes.
+        Cluster c = syntheticCluster();
+        c.devices[0].computeUnits = 1;
+        Model m;
+        m.id = "tiny";
+        m.shape = ModelShape {
+            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
+        m.training.attention = AttentionBackend::Flash;
+        CostOptions o;
+        o.hostOpMicroseconds = 0;
+        const Link link {100, 0, {}};
+        const LayerKernel plain = makeLayerKernel(c.devices[0], link, m, 2, 1, false, nullptr, o);
+        const LayerKernel sp = makeLayerKernel(c.devices[0], link, m, 2, 1, true, nullptr, o);
+        // Sequence parallelism runs the norms and bias-dropout-adds (11 x 2Th bytes) on s / 2
+        // tokens per rank: 11 x 2,097,152 / 2 bytes fewer at 700 GB/s forward, twice backward.
+        const double saved = 11.0 * 2097152.0 / 2 / 7e11 * 1e3;
+        QNEAR(plain.forwardPrefixMs[1] - sp.forwardPrefixMs[1], saved);
+        QNEAR(plain.backwardPrefixMs[1] - sp.backwardPrefixMs[1], 2 * saved);
+        // GPU-bound (no host cost): every TP all-reduce adds to the step. One all-reduce of
+        // 2,097,152 bytes between 2 ranks: 2 (n - 1) / n x bytes / 100 GB/s = 0.02097152 ms; 2
+        // forward + 2 backward per layer, the 2 forward ones again for a recomputed layer.
+        const double one = 2097152.0 / 1e11 * 1e3;
+        QNEAR(plain.tpCommPerLayerMs, 4 * one);
+        QNEAR(plain.tpCommRecomputePerLayerMs, 2 * one);
+        // Host-bound (1 ms per framework op): the collectives queue on the GPU behind kernels that
+        // finish long before the host has issued the pass's 24 / 36 ops; only the 2 collective
+        // calls per pass add host time: 2 ms forward + 2 ms backward.
+        o.hostOpMicroseconds = 1000;
+        const LayerKernel host = makeLayerKernel(c.devices[0], link, m, 2, 1, false, nullptr, o);
+        QNEAR(host.forwardPrefixMs[1], 24.0);
+        QNEAR(host.backwardPrefixMs[1], 36.0);
+        QNEAR(host.tpCommPerLayerMs, 4.0);
+        QNEAR(host.tpCommRecomputePerLayerMs, 2.0);
     }
 
     void collectivesAndPipeline()

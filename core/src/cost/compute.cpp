@@ -49,8 +49,13 @@ double gemmSeconds(const ComputeParams &p, double m, double n, double k)
     return 2.0 * m * n * k / (p.peakFlops * p.gemmEfficiency * tileUtil * waveUtil * kDepth);
 }
 
-PassSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
-                                    AttentionBackend attention, const CostOptions &o)
+PassSeconds LayerSeconds::pass() const
+{
+    return {std::max(gpu.forward, host.forward), std::max(gpu.backward, host.backward)};
+}
+
+LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
+                                     bool sequenceParallel, AttentionBackend attention, const CostOptions &o)
 {
     const ModelShape &s = model.shape;
     const double T = static_cast<double>(microBatch) * s.seqLength, h = s.hidden, f = s.ffnHidden;
@@ -83,16 +88,19 @@ PassSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, 
         gpu.forward += qk + pv + bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
         gpu.backward += 2.0 * (qk + pv) + 2.0 * bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
     }
-    // Memory-bound kernels, 16-bit: 2 norms (read + write, 2 x 2 x 2Th), 3 dropouts (2.5 x 2Th
-    // each: read, write, mask), 2 residual adds (3 x 2Th), the activation over f (read + write).
-    const double sbh2 = 2.0 * T * h;
+    // Memory-bound kernels, 16-bit, as Megatron fuses them by default: 2 norms (read + write,
+    // 2 x 2 x 2Th), 2 bias-dropout-add kernels (read input and residual, write output and the
+    // 1-byte mask: 3.5 x 2Th each; the attention dropout runs inside flash/fused attention or
+    // with the scores above), the activation over f (read + write). With sequence parallelism
+    // the norms and the bias-dropout-adds run on s / tp tokens per rank (Korthikanti et al.
+    // 2022); without it every TP rank repeats them on the whole sequence.
+    const double sbh2 = 2.0 * T * h / (sequenceParallel ? tp : 1);
     const double actBytes = 2.0 * T * f * (s.swiglu ? 3.0 : 2.0) / tp;
-    const double bytes = 4.0 * sbh2 + 7.5 * sbh2 + 6.0 * sbh2 + actBytes;
+    const double bytes = 4.0 * sbh2 + 7.0 * sbh2 + actBytes;
     gpu.forward += bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
     gpu.backward += 2.0 * bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
-    // Host floor: the framework issues its ops one by one; tiny kernels wait for it.
-    return {std::max(gpu.forward, o.opsPerLayerForward * p.hostOpSeconds),
-            std::max(gpu.backward, o.opsPerLayerBackward * p.hostOpSeconds)};
+    // Host: the framework issues its ops one by one; tiny kernels wait for it.
+    return {gpu, {o.opsPerLayerForward * p.hostOpSeconds, o.opsPerLayerBackward * p.hostOpSeconds}};
 }
 
 PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &o)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -79,6 +80,7 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
     k.selectiveFraction = fwdFlops > 0 ? coreFlops / fwdFlops : 0;
 
     const LayerProfile *prof = nullptr;
+    std::optional<LayerSeconds> layer; // kernel-level model only (no profile)
     if (profiles)
         prof = profiles->find(ProfileKey {device.id, model.id, tp, microBatch, s.seqLength});
     if (prof && static_cast<int>(prof->layers.size()) == L + 2) {
@@ -98,13 +100,14 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
         k.headOptimizerMs = prof->layers.back().optimizerMs;
     } else {
         // Kernel-level model (memx/cost/compute.h): GEMMs with tile and wave quantisation,
-        // attention by backend, memory-bound kernels, a host floor per pass.
+        // attention by backend, memory-bound kernels, the host time of each pass.
         const ComputeParams cp = computeParams(device, model, options);
-        const PassSeconds layer
-            = transformerLayerSeconds(cp, model, tp, microBatch, resolveAttention(model, device), options);
+        layer = transformerLayerSeconds(cp, model, tp, microBatch, sequenceParallel, resolveAttention(model, device),
+                                        options);
+        const PassSeconds pass = layer->pass();
         for (int i = 0; i < L; ++i) {
-            k.forwardPrefixMs[i + 1] = k.forwardPrefixMs[i] + layer.forward * 1e3;
-            k.backwardPrefixMs[i + 1] = k.backwardPrefixMs[i] + layer.backward * 1e3;
+            k.forwardPrefixMs[i + 1] = k.forwardPrefixMs[i] + pass.forward * 1e3;
+            k.backwardPrefixMs[i + 1] = k.backwardPrefixMs[i] + pass.backward * 1e3;
         }
         const PassSeconds head = headSeconds(cp, model, tp, microBatch, options);
         k.headForwardMs = head.forward * 1e3;
@@ -124,8 +127,21 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
         const double bytes = static_cast<double>(microBatch) * s.seqLength * s.hidden * 2.0;
         const double one
             = sequenceParallel ? 2.0 * allGatherMs(tp, bytes, intraLink) : allReduceMs(tp, bytes, intraLink);
-        k.tpCommPerLayerMs = 4.0 * one;
-        k.tpCommRecomputePerLayerMs = 2.0 * one;
+        double fwd = 2.0 * one, bwd = 2.0 * one;
+        if (layer) {
+            // The collectives queue on the GPU stream behind the pass's kernels while the host
+            // keeps issuing ops: a host-bound pass hides them. Only the part beyond
+            // max(host, kernels) adds to the step.
+            // Each collective is one more framework op on the host.
+            const PassSeconds pass = layer->pass();
+            const double collectiveHost = 2.0 * options.hostOpMicroseconds * 1e-6;
+            fwd = std::max(layer->host.forward + collectiveHost, layer->gpu.forward + fwd * 1e-3) * 1e3
+                - pass.forward * 1e3;
+            bwd = std::max(layer->host.backward + collectiveHost, layer->gpu.backward + bwd * 1e-3) * 1e3
+                - pass.backward * 1e3;
+        }
+        k.tpCommPerLayerMs = fwd + bwd;
+        k.tpCommRecomputePerLayerMs = fwd;
     }
     return k;
 }

@@ -32,13 +32,20 @@ double gemmSeconds(const ComputeParams &p, double m, double n, double k);
 /// ranks, kernel by kernel: the four GEMMs (QKV, projection, FC1, FC2; backward: data and
 /// weight gradients), core attention (unfused: batched QK^T and PV GEMMs + the s x s softmax /
 /// dropout tensors through HBM; flash/fused: causal-half FLOPs at attentionEfficiency, backward
-/// 2.5x), memory-bound kernels (norms, dropouts, residuals, activation) at HBM bandwidth. Each
-/// pass takes at least its framework ops x hostOpSeconds (small kernels are host-bound).
+/// 2.5x), memory-bound kernels (norms, fused bias-dropout-adds, activation) at HBM bandwidth,
+/// split over the TP ranks with sequence parallelism; and the host time of the pass's framework ops.
 struct PassSeconds {
     double forward = 0, backward = 0;
 };
-PassSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
-                                    AttentionBackend attention, const CostOptions &options);
+/// One layer's passes on the device (`gpu`, kernels only) and on the host (`host`, framework ops
+/// x hostOpSeconds). The host runs ahead of the GPU inside a pass, so a pass takes the larger of
+/// the two; collectives issued in the pass (TP) queue on the GPU side (makeLayerKernel).
+struct LayerSeconds {
+    PassSeconds gpu, host;
+    PassSeconds pass() const; ///< max(gpu, host) per pass
+};
+LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
+                                     bool sequenceParallel, AttentionBackend attention, const CostOptions &options);
 /// Output layer (final norm, logits GEMM over the padded vocabulary, fp32 cross-entropy).
 PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &options);
 /// Embedding lookup (a gather of b x s x h 16-bit values, memory bound) and its scatter-add.
