@@ -14,6 +14,7 @@
 #include "memx/testbed/virtualtestbed.h"
 #include "memx/util/fileio.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -57,6 +58,11 @@ Options:
                        runs it launches; default: the whole space (measurements serve every
                        target), end-to-end runs that Megatron-LM or FlagScale launches
   --e2e N              end-to-end runs (default 6)
+  --memory-layers N    memory-calibration jobs per device type on the model truncated to N
+                       layers (default 2; 0: none): 1 GPU at two micro-batch sizes and the
+                       node's GPUs data-parallel, with nvidia-smi sampling the device-used
+                       memory; `memx profile calibrate` then fits the device's context,
+                       communicator buffers and allocator reserve
   --iterations N       timed iterations per job (default 10)
   --tp-interpolation  interpolate TP degrees between measured ones on NVLink/Infinity Fabric
                        GPUs (default: measure every needed TP degree)
@@ -118,8 +124,8 @@ std::string fmt(double v, int prec)
 
 int runPlanCmd(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster",    "model",   "out",  "gbs",       "e2e",
-                                  "iterations", "threads", "date", "attention", "max-bases"};
+    std::set<std::string> values {"cluster", "model", "out",       "gbs",       "e2e",          "iterations",
+                                  "threads", "date",  "attention", "max-bases", "memory-layers"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     std::set<std::string> switches {"json", "force", "tp-interpolation"};
     switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
@@ -133,6 +139,8 @@ int runPlanCmd(const std::vector<std::string> &argv)
     applySpaceOptions(args, o.space);
     o.target = targetOption(args);
     o.endToEndRuns = static_cast<int>(args.intValue("e2e", 0, 1000).value_or(o.endToEndRuns));
+    o.memoryCalibrationLayers
+        = static_cast<int>(args.intValue("memory-layers", 0, 1000000).value_or(o.memoryCalibrationLayers));
     o.timedIterations = static_cast<int>(args.intValue("iterations", 1, 100000).value_or(o.timedIterations));
     o.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));
     o.tpInterpolation = args.has("tp-interpolation");
@@ -171,7 +179,9 @@ int runPlanCmd(const std::vector<std::string> &argv)
         written = writeExportFiles(files, *out, args.has("force"));
     }
     const size_t perLayer = plan.measured.size();
-    const size_t e2e = plan.jobs.size() - perLayer;
+    const size_t memoryJobs = static_cast<size_t>(std::count_if(
+        plan.jobs.begin(), plan.jobs.end(), [](const ProfileJob &j) { return j.kind == ProfileJobKind::Memory; }));
+    const size_t e2e = plan.jobs.size() - perLayer - memoryJobs;
     const double ratio = plan.profilingGpuHours > 0 ? plan.exhaustiveGpuHours / plan.profilingGpuHours : 0;
     if (args.has("json")) {
         nlohmann::json j = manifestToJson(plan, cluster, model);
@@ -199,8 +209,8 @@ int runPlanCmd(const std::vector<std::string> &argv)
               << " GPUs, global batch " << plan.globalBatch << ")\n";
     std::cout << "  space: " << plan.configurations << " valid configurations use " << plan.needed.size()
               << " per-layer kernels (device x TP x micro-batch); naive grid " << plan.naiveGridPoints << "\n";
-    std::cout << "  measure " << perLayer << " per-layer profiles (rest interpolated) + " << e2e
-              << " end-to-end runs = " << plan.jobs.size() << " jobs\n\n";
+    std::cout << "  measure " << perLayer << " per-layer profiles (rest interpolated) + " << memoryJobs
+              << " memory-calibration runs + " << e2e << " end-to-end runs = " << plan.jobs.size() << " jobs\n\n";
     std::cout << "  " << std::left << std::setw(34) << "JOB" << std::setw(6) << "GPUs" << std::right << std::setw(10)
               << "est. s"
               << "  WHAT\n";

@@ -478,7 +478,10 @@ private slots:
                 QCOMPARE(r.layerForwardMs, p.layers[1].forwardMs);
                 logs += std::min(j.layerVariants.size(), j.logFiles.size());
             } else {
-                const TestbedRun run = tb.runPlan(*j.plan, cluster, model);
+                const Model runModel = j.kind == ProfileJobKind::Memory
+                    ? memoryCalibrationModel(model, j.layerVariants.front())
+                    : model; // a memory job runs the truncated model
+                const TestbedRun run = tb.runPlan(*j.plan, cluster, runModel);
                 QCOMPARE(r.ok, run.ok);
                 if (run.ok) {
                     QVERIFY(out.batch.runs[runs++] == run.run);

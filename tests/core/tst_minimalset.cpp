@@ -1,6 +1,7 @@
 // Minimal-set profiler: coverage of every kernel of the space (brute force over all enumerated
 // configurations), smaller than the naive grid, cost arithmetic by hand, manifest round trip and
 // errors, per-layer import from Megatron timer logs.
+#include "memx/cost/calibration.h"
 #include "memx/io/formats.h"
 #include "memx/profiling/augment.h"
 #include "memx/profiling/minimalset.h"
@@ -16,7 +17,10 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 using namespace memx;
@@ -98,6 +102,7 @@ private slots:
         o.space.recompute = {RecomputeMethod::None};
         o.space.distributedOptimizer = {false};
         o.endToEndRuns = 1;
+        o.memoryCalibrationLayers = 0; // memoryCalibrationJobs checks those
         const ProfilingPlan plan = planMinimalSet(c, m, o);
         // One kernel (h100, TP 1, mbs 1): one per-layer job + one end-to-end run.
         QCOMPARE(plan.measured.size(), size_t(1));
@@ -249,6 +254,118 @@ private slots:
             QFAIL("expected LoadError");
         } catch (const LoadError &e) {
             QVERIFY2(std::string(e.what()).find("line 1") != std::string::npos, e.what());
+        }
+    }
+
+    void memoryCalibrationJobsCloseTheLoop()
+    {
+        // The plan: per device type, the model truncated to 2 layers on 1 GPU at micro-batch 1, 2
+        // and 4 and on the node's 8 GPUs data-parallel.
+        const Cluster c = loadCluster(kSamples + "/h100-8x.json");
+        const Model m = resolveModel("opt-350m");
+        const Model small = memoryCalibrationModel(m, 2);
+        QCOMPARE(small.shape.layers, 2);
+        QCOMPARE(small.id, std::string("opt-350m-memcal-L2"));
+        MinimalSetOptions o;
+        o.space.tensorParallel = {1};
+        o.space.microBatches = {1};
+        o.endToEndRuns = 0;
+        ProfilingPlan plan = planMinimalSet(c, m, o);
+        std::vector<ProfileJob> memory;
+        for (const ProfileJob &j : plan.jobs)
+            if (j.kind == ProfileJobKind::Memory)
+                memory.push_back(j);
+        QCOMPARE(memory.size(), size_t(4));
+        const std::vector<std::string> ids {"memory-h100-sxm-g1-mbs1", "memory-h100-sxm-g1-mbs2",
+                                            "memory-h100-sxm-g1-mbs4", "memory-h100-sxm-g8-mbs1"};
+        for (size_t i = 0; i < ids.size(); ++i) {
+            QCOMPARE(memory[i].id, ids[i]);
+            QCOMPARE(memory[i].layerVariants, std::vector<int> {2});
+            QCOMPARE(memory[i].plan->stages.at(0).layerCount, 2);
+            QCOMPARE(memory[i].gpus, i == 3 ? 8 : 1);
+        }
+        // The manifest keeps them (their plans are validated against the truncated model).
+        const ProfileManifest man = parseManifest(manifestToJson(plan, c, m).dump(), "manifest.json");
+        std::vector<ProfileJob> parsed;
+        for (const ProfileJob &j : man.jobs)
+            if (j.kind == ProfileJobKind::Memory)
+                parsed.push_back(j);
+        QCOMPARE(parsed.size(), size_t(4));
+        QCOMPARE(parsed[3].device, std::string("h100-sxm"));
+        QVERIFY(*parsed[3].plan == *memory[3].plan);
+        // The scripts: Megatron-LM on 2 layers, nvidia-smi sampling next to the log.
+        bool sampler = false, twoLayers = false;
+        for (const ExportFile &f : profilingJobFiles(plan, c, m, "2026-01-01T00:00:00Z")) {
+            if (f.path == "jobs/memory-h100-sxm-g8-mbs1/run.sh")
+                sampler = f.content.find("nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits")
+                        != std::string::npos
+                    && f.content.find("'memory-h100-sxm-g8-mbs1.nvml.csv'") != std::string::npos;
+            if (f.path == "jobs/memory-h100-sxm-g8-mbs1/launch-node0.sh")
+                twoLayers = f.content.find("--num-layers 2") != std::string::npos;
+        }
+        QVERIFY(sampler && twoLayers);
+
+        // Logs written as a device with a known runtime would write them: context 1.25 GiB,
+        // 0.8 GiB per communicator, a 15% allocator reserve. Megatron's report says the allocator's
+        // figures; nvidia-smi samples say device-used (a busier GPU outside the job is ignored).
+        Cluster truth = man.cluster;
+        truth.devices[0].runtimeMemory.contextGiB = 1.25;
+        truth.devices[0].runtimeMemory.communicatorGiB = 0.8;
+        truth.devices[0].runtimeMemory.reserveFraction = 0.15;
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        std::vector<double> expected;
+        for (const ProfileJob &j : parsed) {
+            const PlanEstimate e = estimatePlan(*j.plan, truth, small, nullptr, {});
+            const GpuMemory &g = e.gpus[static_cast<size_t>(e.fullestGpu)];
+            expected.push_back(e.peakBytes);
+            std::ofstream log(d + "/" + j.logFiles.front());
+            for (int it = 1; it <= 4; ++it)
+                log << " iteration " << it << "/ 4 | elapsed time per iteration (ms): 100.0 |\n";
+            char line[256];
+            std::snprintf(line, sizeof line,
+                          "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: %.6f | "
+                          "reserved: %.6f | max reserved: %.6f\n",
+                          g.allocatedBytes / 1048576.0, g.reservedBytes / 1048576.0, g.reservedBytes / 1048576.0);
+            log << line;
+            std::ofstream smi(d + "/" + memoryJobSampleFile(j));
+            char peak[64];
+            std::snprintf(peak, sizeof peak, "%.6f", e.peakBytes / 1048576.0);
+            smi << "0, 512\n" << (j.gpus - 1) << ", " << peak << "\n" << j.gpus << ", 70000\n0, 600";
+        }
+        ImportBatch b = importManifestLogs(man, d, 1, "");
+        QCOMPARE(b.runs.size(), size_t(4));
+        QVERIFY(std::any_of(b.models.begin(), b.models.end(), [&](const Model &x) { return x.id == small.id; }));
+        for (size_t i = 0; i < b.runs.size(); ++i) {
+            QCOMPARE(b.runs[i].memoryKind, MemoryKind::DeviceUsed);
+            QCOMPARE(b.runs[i].modelId, small.id);
+            QVERIFY2(std::abs(*b.runs[i].peakMemoryBytes - expected[i]) < 1.0, b.runs[i].id.c_str());
+        }
+        // `memx profile calibrate` recovers the device's figures from these four runs alone.
+        const Calibration cal = calibrate(
+            b.runs, [&](const std::string &id) { return id == small.id ? std::optional<Model>(small) : std::nullopt; },
+            nullptr, CostOptions {}, 0);
+        QCOMPARE(cal.devices.size(), size_t(1));
+        const DeviceCalibration &dc = cal.devices[0];
+        QVERIFY2(std::abs(*dc.contextGiB - 1.25) < 1e-3, std::to_string(*dc.contextGiB).c_str());
+        QVERIFY2(std::abs(*dc.communicatorGiB - 0.8) < 1e-3, std::to_string(*dc.communicatorGiB).c_str());
+        QVERIFY2(std::abs(*dc.reserveFraction - 0.15) < 1e-4, std::to_string(*dc.reserveFraction).c_str());
+
+        // Without samples: the log's max reserved, said so.
+        std::filesystem::remove(d + "/" + memoryJobSampleFile(parsed[0]));
+        b = importManifestLogs(man, d, 1, "");
+        QCOMPARE(b.runs[0].memoryKind, MemoryKind::Reserved);
+        QVERIFY(std::any_of(b.warnings.begin(), b.warnings.end(), [](const Diagnostic &w) {
+            return w.message.find("no device-used samples") != std::string::npos;
+        }));
+        // A malformed sample names the file and the line.
+        std::ofstream(d + "/" + memoryJobSampleFile(parsed[1])) << "0, 512\n0, lots\n1, 3\n";
+        try {
+            importManifestLogs(man, d, 1, "");
+            QFAIL("expected LoadError");
+        } catch (const LoadError &e) {
+            const std::string w = e.what();
+            QVERIFY2(w.find("line 2") != std::string::npos && w.find(".nvml.csv") != std::string::npos, e.what());
         }
     }
 

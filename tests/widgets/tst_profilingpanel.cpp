@@ -96,11 +96,19 @@ private slots:
         std::map<std::string, int> shown;
         std::set<memx::KernelPoint> shownKernels;
         int endToEnd = 0;
+        std::map<std::string, int> memoryJobs;
         for (int row = 0; row < m->rowCount(); ++row) {
             const QString kind = m->index(row, ProfilingJobModel::KindColumn).data().toString();
             if (kind == QLatin1String("end-to-end")) {
                 ++endToEnd;
                 QVERIFY(!m->index(row, ProfilingJobModel::WhatColumn).data().toString().isEmpty());
+                continue;
+            }
+            if (kind == QLatin1String("memory")) { // memory calibration: one set per GPU type
+                const std::string device
+                    = m->index(row, ProfilingJobModel::DeviceColumn).data().toString().toStdString();
+                QVERIFY2(clusterDevices.count(device), device.c_str());
+                ++memoryJobs[device];
                 continue;
             }
             QCOMPARE(kind, QStringLiteral("per-layer"));
@@ -110,10 +118,15 @@ private slots:
                                  m->index(row, ProfilingJobModel::MicroBatchColumn).data().toInt()});
         }
         QCOMPARE(shown, expected);
-        for (const std::string &d : clusterDevices)
+        for (const std::string &d : clusterDevices) {
             QVERIFY2(shown[d] > 0, d.c_str());
+            QVERIFY2(memoryJobs[d] >= 2, d.c_str()); // 1 GPU at two micro-batch sizes (+ data-parallel)
+        }
         QCOMPARE(shownKernels, std::set<memx::KernelPoint>(mReference.measured.begin(), mReference.measured.end()));
-        QCOMPARE(endToEnd, int(mReference.jobs.size() - mReference.measured.size()));
+        int memoryTotal = 0;
+        for (const auto &[device, n] : memoryJobs)
+            memoryTotal += n;
+        QCOMPARE(endToEnd, int(mReference.jobs.size() - mReference.measured.size()) - memoryTotal);
         const QString summary = panel.planSummary();
         QVERIFY2(summary.startsWith(QStringLiteral("%1 jobs").arg(mReference.jobs.size())), qPrintable(summary));
         QVERIFY2(summary.contains(QString::number(mReference.profilingGpuHours, 'f', 1)), qPrintable(summary));
@@ -170,9 +183,13 @@ private slots:
         // Independently: the core's testbed on the reference plan's jobs.
         const memx::VirtualTestbed testbed(1);
         size_t expectedRuns = 0;
-        for (const memx::ProfileJob &j : mReference.jobs)
+        for (const memx::ProfileJob &j : mReference.jobs) {
             if (j.kind == memx::ProfileJobKind::EndToEnd && testbed.runPlan(*j.plan, mCluster, mModel).ok)
                 ++expectedRuns;
+            if (j.kind == memx::ProfileJobKind::Memory
+                && testbed.runPlan(*j.plan, mCluster, memx::memoryCalibrationModel(mModel, j.layerVariants.front())).ok)
+                ++expectedRuns;
+        }
         const memx::MemoryStore &data = doc.projectData();
         QCOMPARE(data.profiles().size(), mReference.measured.size());
         const memx::ProfileSet profiles = data.profiles(); // by value: keep it alive over the loop

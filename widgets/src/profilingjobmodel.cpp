@@ -45,6 +45,12 @@ int ProfilingJobModel::endToEndJobCount() const
                              [](const memx::ProfileJob &j) { return j.kind == memx::ProfileJobKind::EndToEnd; }));
 }
 
+int ProfilingJobModel::memoryJobCount() const
+{
+    return int(std::count_if(mPlan.jobs.begin(), mPlan.jobs.end(),
+                             [](const memx::ProfileJob &j) { return j.kind == memx::ProfileJobKind::Memory; }));
+}
+
 QString ProfilingJobModel::summaryText() const
 {
     if (!mHasPlan)
@@ -53,13 +59,14 @@ QString ProfilingJobModel::summaryText() const
     QStringList perDevice;
     for (const auto &[device, n] : perLayerJobsPerDevice())
         perDevice << QStringLiteral("%1 %2").arg(QString::fromStdString(device)).arg(n);
-    const int e2e = endToEndJobCount();
+    const int e2e = endToEndJobCount(), memory = memoryJobCount();
     const double ratio = mPlan.profilingGpuHours > 0 ? mPlan.exhaustiveGpuHours / mPlan.profilingGpuHours : 0.0;
-    return tr("%1 jobs: %2 per-layer (%3) + %4 end-to-end. Profiling %5 GPU-hours (%6 h wall). "
-              "Exhaustive: %7 configurations, %8 days, %9 GPU-hours (%10x more).")
+    return tr("%1 jobs: %2 per-layer (%3) + %4 memory calibration + %5 end-to-end. Profiling %6 GPU-hours (%7 h "
+              "wall). Exhaustive: %8 configurations, %9 days, %10 GPU-hours (%11x more).")
         .arg(mPlan.jobs.size())
-        .arg(mPlan.jobs.size() - size_t(e2e))
+        .arg(mPlan.jobs.size() - size_t(e2e) - size_t(memory))
         .arg(perDevice.join(QStringLiteral(", ")))
+        .arg(memory)
         .arg(e2e)
         .arg(mPlan.profilingGpuHours, 0, 'f', 1)
         .arg(mPlan.profilingWallHours, 0, 'f', 1)
@@ -99,13 +106,13 @@ QVariant ProfilingJobModel::data(const QModelIndex &index, int role) const
     case KindColumn:
         return QString::fromLatin1(memx::toString(j.kind));
     case DeviceColumn:
-        if (perLayer)
+        if (perLayer || j.kind == memx::ProfileJobKind::Memory)
             return QString::fromStdString(j.device);
         return role == SortRole ? QString() : tr("cluster");
     case TpColumn:
         return perLayer ? QVariant(j.tp) : QVariant();
     case MicroBatchColumn:
-        return perLayer ? QVariant(j.microBatch) : QVariant();
+        return perLayer || j.kind == memx::ProfileJobKind::Memory ? QVariant(j.microBatch) : QVariant();
     case GpusColumn:
         return j.gpus;
     case SecondsColumn:

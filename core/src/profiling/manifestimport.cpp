@@ -4,8 +4,10 @@
 #include "memx/util/diagnostic.h"
 #include "memx/util/fileio.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -64,6 +66,55 @@ double meanAfter(const std::vector<double> &v, int skip, const std::string &file
 
 } // namespace
 
+std::string memoryJobSampleFile(const ProfileJob &job)
+{
+    std::string stem = job.logFiles.empty() ? job.id : job.logFiles.front();
+    if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".log") == 0)
+        stem.resize(stem.size() - 4);
+    return stem + ".nvml.csv";
+}
+
+std::optional<double> peakDeviceUsedBytes(const std::string &text, const std::string &file, int gpus)
+{
+    std::optional<double> peak;
+    std::istringstream in(text);
+    std::string line;
+    int lineNo = 0;
+    while (std::getline(in, line)) {
+        ++lineNo;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        if (line.find_first_not_of(" \t") == std::string::npos)
+            continue;
+        const size_t comma = line.find(',');
+        int index = -1;
+        double mib = -1;
+        try {
+            size_t a = 0, b = 0;
+            const std::string i = line.substr(0, comma), v = comma == std::string::npos ? "" : line.substr(comma + 1);
+            index = std::stoi(i, &a);
+            mib = std::stod(v, &b);
+            if (i.find_first_not_of(" \t", a) != std::string::npos
+                || v.find_first_not_of(" \t", b) != std::string::npos)
+                throw std::invalid_argument("");
+        } catch (const std::exception &) {
+            // nvidia-smi stopped mid-line when the job ended: only the last line may be cut.
+            if (in.peek() == std::char_traits<char>::eof() && text.back() != '\n')
+                break;
+            throw LoadError(file, "line " + std::to_string(lineNo),
+                            "expected \"index, memory.used\" (nvidia-smi --query-gpu=index,memory.used "
+                            "--format=csv,noheader,nounits), found \""
+                                + line.substr(0, 80) + "\"");
+        }
+        if (index < 0 || !(mib >= 0) || mib > 1e8)
+            throw LoadError(file, "line " + std::to_string(lineNo),
+                            "expected a GPU index >= 0 and memory.used in MiB, found \"" + line.substr(0, 80) + "\"");
+        if (index < gpus)
+            peak = std::max(peak.value_or(0.0), mib * 1048576.0);
+    }
+    return peak;
+}
+
 ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::string &logDir, int skip,
                                const std::string &group, const ProgressFn &progress)
 {
@@ -93,17 +144,47 @@ ImportBatch importManifestLogs(const ProfileManifest &manifest, const std::strin
                             "job " + job.id + ": some logs are missing (expected all of its layer variants)");
         const int jobSkip = skip >= 0 ? skip : job.warmupIterations;
         ++matched;
-        if (job.kind == ProfileJobKind::EndToEnd) {
+        if (job.kind != ProfileJobKind::PerLayer) {
+            const bool memoryJob = job.kind == ProfileJobKind::Memory;
+            const Model runModel = memoryJob ? memoryCalibrationModel(model, job.layerVariants.front()) : model;
             MegatronImportOptions o;
             o.skipIterations = jobSkip;
             o.runId = "manifest/" + manifest.cluster.name + "/" + job.id;
             o.group = group.empty() ? "profiling/" + manifest.cluster.name : group;
-            MeasuredRun run = importMegatronLog(paths.front(), *job.plan, manifest.cluster, model, o);
-            const MegatronTimers t = parseMegatronTimers(readTextFile(paths.front()), paths.front());
+            MeasuredRun run = importMegatronLog(paths.front(), *job.plan, manifest.cluster, runModel, o);
+            const std::string text = readTextFile(paths.front());
+            const MegatronTimers t = parseMegatronTimers(text, paths.front());
             if (t.simulated) {
                 run.source = t.simulatedSource + " (" + paths.front() + ")";
                 run.memoryKind = MemoryKind::DeviceUsed; // the testbed logs its device-used peak
+            } else if (memoryJob) {
+                const std::string samples = (std::filesystem::path(logDir) / memoryJobSampleFile(job)).string();
+                std::optional<double> used;
+                if (std::filesystem::exists(samples))
+                    used = peakDeviceUsedBytes(readTextFile(samples), samples, job.gpus);
+                if (used) {
+                    run.peakMemoryBytes = *used;
+                    run.memoryKind = MemoryKind::DeviceUsed;
+                } else {
+                    const MegatronLogSummary sum = parseMegatronLog(text, paths.front());
+                    double reserved = 0;
+                    for (const auto &[rank, bytes] : sum.maxReservedBytesByRank)
+                        reserved = std::max(reserved, bytes);
+                    if (reserved > 0) {
+                        run.peakMemoryBytes = reserved;
+                        run.memoryKind = MemoryKind::Reserved;
+                    }
+                    batch.warnings.push_back(
+                        {samples, "",
+                         "no device-used samples of memory job " + job.id
+                             + ": imported the log's max reserved, which does not show the runtime context or the "
+                               "communicator buffers"});
+                }
             }
+            if (memoryJob && std::none_of(batch.models.begin(), batch.models.end(), [&](const Model &m) {
+                    return m.id == runModel.id;
+                }))
+                batch.models.push_back(runModel);
             batch.runs.push_back(std::move(run));
             continue;
         }

@@ -2,6 +2,7 @@
 
 #include "memx/search/plannedsearch.h"
 
+#include "memx/export/quoting.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/jsonreader.h"
@@ -209,6 +210,60 @@ void addPerLayerJobs(ProfilingPlan &plan, const Cluster &cluster, const Model &m
     }
 }
 
+/// Memory-calibration jobs: per device type the space uses, on the first node of its group, the
+/// model truncated to options.memoryCalibrationLayers layers: 1 GPU at micro-batch 1, 2 and 4
+/// (allocator peaks that differ: they separate the reserve from the context) and, on nodes of
+/// several GPUs, all of them (up to 8) data-parallel at micro-batch 1 (one communicator: its
+/// buffers) - four runs, what `memx profile calibrate` needs per device. Variants the analytic
+/// model says do not fit are left out.
+void addMemoryJobs(ProfilingPlan &plan, const Cluster &cluster, const Model &model, const MinimalSetOptions &options)
+{
+    if (options.memoryCalibrationLayers <= 0)
+        return;
+    const Model small = memoryCalibrationModel(model, options.memoryCalibrationLayers);
+    std::vector<std::string> devices;
+    for (const KernelPoint &k : plan.needed)
+        if (std::find(devices.begin(), devices.end(), k.device) == devices.end())
+            devices.push_back(k.device);
+    for (const std::string &device : devices) {
+        const NodeGroup &g = groupOfDevice(cluster, device);
+        const std::string node = nodeName(g, 0);
+        std::vector<std::pair<int, int>> variants {{1, 1}, {1, 2}, {1, 4}}; // (GPUs, micro-batch)
+        if (g.gpusPerNode >= 2)
+            variants.push_back({std::min(g.gpusPerNode, 8), 1});
+        for (const auto &[gpus, mb] : variants) {
+            Plan p;
+            p.globalBatch = gpus * mb;
+            Stage st;
+            st.layerCount = small.shape.layers;
+            for (int r = 0; r < gpus; ++r)
+                st.replicas.push_back(Replica {node, {r}, 1, mb});
+            p.stages.push_back(st);
+            const PlanEstimate e = estimatePlan(p, cluster, small, nullptr, options.cost);
+            if (e.oom)
+                continue;
+            ProfileJob job;
+            job.id = "memory-" + device + "-g" + std::to_string(gpus) + "-mbs" + std::to_string(mb);
+            job.kind = ProfileJobKind::Memory;
+            job.device = device;
+            job.node = node;
+            job.microBatch = mb;
+            job.layerVariants = {small.shape.layers};
+            job.plan = p;
+            job.plan->name = job.id;
+            job.reason = "memory calibration of " + device + ": " + std::to_string(gpus) + " GPU"
+                + (gpus > 1 ? "s data-parallel" : "") + ", micro-batch " + std::to_string(mb);
+            job.gpus = gpus;
+            job.warmupIterations = options.warmupIterations;
+            job.timedIterations = std::min(options.timedIterations, 3);
+            job.estimatedSeconds
+                = options.startupSeconds + (job.warmupIterations + job.timedIterations) * e.iterationTimeMs / 1e3;
+            job.logFiles.push_back(job.id + ".log");
+            plan.jobs.push_back(std::move(job));
+        }
+    }
+}
+
 /// End-to-end runs: the best analytic plan per pipeline depth + the memory extremes. Only plans
 /// that can be launched (Megatron-LM, else FlagScale) are picked.
 void addEndToEndJobs(ProfilingPlan &plan, const SearchResult &result, const Cluster &cluster, const Model &model,
@@ -358,6 +413,7 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
 
     chooseMeasuredPoints(plan, needed, cluster, options);
     addPerLayerJobs(plan, cluster, model, options);
+    addMemoryJobs(plan, cluster, model, options);
     addEndToEndJobs(plan, result, cluster, model, options);
     addCost(plan, options);
     return plan;
@@ -386,6 +442,11 @@ nlohmann::json jobToJson(const ProfileJob &j)
         o["layerVariants"] = j.layerVariants;
         o["microBatchesPerIteration"] = j.microBatchesPerIteration;
     } else {
+        if (j.kind == ProfileJobKind::Memory) {
+            o["device"] = j.device;
+            o["node"] = j.node;
+            o["layerVariants"] = j.layerVariants;
+        }
         o["plan"] = toJson(*j.plan);
         o["reason"] = j.reason;
     }
@@ -445,8 +506,9 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file)
                                   "microBatchesPerIteration", "plan", "reason"});
             ProfileJob job;
             job.id = jr.requireString("id");
-            job.kind = jr.requireEnum("kind", {"per-layer", "end-to-end"}) == 0 ? ProfileJobKind::PerLayer
-                                                                                : ProfileJobKind::EndToEnd;
+            constexpr ProfileJobKind kinds[]
+                = {ProfileJobKind::PerLayer, ProfileJobKind::EndToEnd, ProfileJobKind::Memory};
+            job.kind = kinds[jr.requireEnum("kind", {"per-layer", "end-to-end", "memory"})];
             job.gpus = static_cast<int>(jr.optionalInt("gpus", 1, 1 << 20).value_or(1));
             job.warmupIterations = static_cast<int>(jr.optionalInt("warmupIterations", 0, 1000000).value_or(0));
             job.timedIterations = static_cast<int>(jr.optionalInt("timedIterations", 1, 1000000).value_or(1));
@@ -487,6 +549,25 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file)
                                 "expected one log file per layer variant (" + std::to_string(job.layerVariants.size())
                                     + ")");
             } else if (const nlohmann::json *pj = jr.requireObject("plan")) {
+                Model planModel = m.model;
+                if (job.kind == ProfileJobKind::Memory) {
+                    job.device = jr.requireString("device");
+                    if (!job.device.empty() && m.cluster.deviceIndex(job.device) < 0)
+                        diags.error(jr.pointerTo("device"),
+                                    "device \"" + job.device + "\" is not in the manifest's cluster");
+                    job.node = jr.optionalString("node").value_or("");
+                    if (const nlohmann::json *a = jr.requireArray("layerVariants")) {
+                        if (a->size() != 1 || !(*a)[0].is_number_integer() || (*a)[0].get<int>() < 1
+                            || (*a)[0].get<int>() > m.model.shape.layers)
+                            diags.error(jr.pointerTo("layerVariants"),
+                                        "expected one layer count between 1 and the model's "
+                                            + std::to_string(m.model.shape.layers) + " layers");
+                        else
+                            job.layerVariants.push_back((*a)[0].get<int>());
+                    }
+                    if (!job.layerVariants.empty())
+                        planModel = memoryCalibrationModel(m.model, job.layerVariants.front());
+                }
                 Diagnostics pd(file);
                 job.plan = parsePlan(*pj, pd);
                 for (const Diagnostic &d : pd.items())
@@ -494,7 +575,7 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file)
                 job.reason = jr.optionalString("reason").value_or("");
                 if (pd.empty()) {
                     Diagnostics vd(file);
-                    validatePlan(*job.plan, m.cluster, m.model, vd);
+                    validatePlan(*job.plan, m.cluster, planModel, vd);
                     for (const Diagnostic &d : vd.items())
                         diags.error(ptr + "/plan" + d.pointer, d.message);
                 }
@@ -523,12 +604,16 @@ std::string trainArgs(const ProfileJob &job, const std::string &tensorboardDir)
 
 std::string runScript(const ProfileJob &job, const std::vector<std::string> &variantDirs, bool multiNode)
 {
-    std::string s = "#!/usr/bin/env bash\n# MemX profiling job " + job.id + " (" + toString(job.kind) + ")";
+    std::string what = job.id + " (" + toString(job.kind) + ")";
     if (job.kind == ProfileJobKind::PerLayer)
-        s += ": " + job.device + " TP " + std::to_string(job.tp) + " micro-batch " + std::to_string(job.microBatch)
+        what += ": " + job.device + " TP " + std::to_string(job.tp) + " micro-batch " + std::to_string(job.microBatch)
             + ", " + std::to_string(job.microBatchesPerIteration) + " micro-batches per iteration";
+    else if (job.kind == ProfileJobKind::Memory)
+        what += ": " + job.reason + ", " + std::to_string(job.layerVariants.front()) + " layers";
     else
-        s += ": " + job.reason;
+        what += ": " + job.reason;
+    // Names come from the user's files: comments through printableText, words through shellQuote.
+    std::string s = "#!/usr/bin/env bash\n# MemX profiling job " + printableText(what);
     s += "\n# Writes its log(s) to $LOG_DIR (default ./logs); import them with\n"
          "#   memx profile import --format megatron --manifest <this folder>/../../manifest.json $LOG_DIR\n";
     if (multiNode)
@@ -536,8 +621,19 @@ std::string runScript(const ProfileJob &job, const std::vector<std::string> &var
              "# this script runs the node that holds the last pipeline stage (its log has the iteration lines).\n";
     s += "set -euo pipefail\nHERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\nLOG_DIR=\"${LOG_DIR:-logs}\"\n"
          "mkdir -p \"$LOG_DIR\"\n";
+    if (job.kind == ProfileJobKind::Memory)
+        s += "# Device-used memory (what the CUDA context and NCCL buffers add to the allocator's figures):\n"
+             "# nvidia-smi samples every 200 ms. Run on idle GPUs: other processes' memory counts too.\n"
+             "if command -v nvidia-smi >/dev/null 2>&1; then\n"
+             "  nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 200 > \"$LOG_DIR\"/"
+            + shellQuote(memoryJobSampleFile(job))
+            + " &\n"
+              "  SAMPLER=$!\n"
+              "  trap 'kill \"$SAMPLER\" 2>/dev/null || true' EXIT\n"
+              "fi\n";
     for (size_t v = 0; v < variantDirs.size(); ++v)
-        s += "bash \"$HERE/" + variantDirs[v] + "\" \"$@\" 2>&1 | tee \"$LOG_DIR/" + job.logFiles[v] + "\"\n";
+        s += "bash \"$HERE\"/" + shellQuote(variantDirs[v]) + " \"$@\" 2>&1 | tee \"$LOG_DIR\"/"
+            + shellQuote(job.logFiles[v]) + "\n";
     return s;
 }
 
@@ -586,7 +682,8 @@ std::vector<ExportFile> profilingJobFiles(ProfilingPlan &plan, const Cluster &cl
             }
         } else {
             ExportRequest req;
-            req.model = model;
+            req.model
+                = job.kind == ProfileJobKind::Memory ? memoryCalibrationModel(model, job.layerVariants.front()) : model;
             req.cluster = cluster;
             req.plan = *job.plan;
             req.options.date = date;

@@ -1,5 +1,6 @@
 #include "memx/testbed/testbedjobs.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -120,8 +121,15 @@ TestbedBatch runTestbedJobs(const VirtualTestbed &tb, const Cluster &cluster, co
         } else {
             if (!job.plan)
                 throw std::invalid_argument("job " + job.id + ": an end-to-end job without a plan");
+            // A memory job runs the truncated model; its simulated run is device-used like every testbed run.
+            const bool memoryJob = job.kind == ProfileJobKind::Memory && !job.layerVariants.empty();
+            const Model runModel = memoryJob ? memoryCalibrationModel(model, job.layerVariants.front()) : model;
+            if (memoryJob && std::none_of(out.batch.models.begin(), out.batch.models.end(), [&](const Model &m) {
+                    return m.id == runModel.id;
+                }))
+                out.batch.models.push_back(runModel);
             runEndToEnd(tb, *job.plan, job.id, options.logs && !job.logFiles.empty() ? job.logFiles.front() : "",
-                        cluster, model, out);
+                        cluster, runModel, out);
         }
         reportOrThrow(progress, ++done, total);
     }

@@ -54,6 +54,9 @@ struct MinimalSetOptions {
     std::vector<int> layerVariants = {1, 3};
     int microBatchesPerIteration = 4; ///< per-layer jobs: gradient-accumulation steps per iteration
     int endToEndRuns = 6; ///< best analytic plan per pipeline depth + the two memory extremes
+    /// Memory-calibration jobs per device type (ProfileJobKind::Memory), on the model truncated
+    /// to this many transformer layers; 0 = none.
+    int memoryCalibrationLayers = 2;
     int warmupIterations = 3;
     int timedIterations = 10;
     double startupSeconds = 90; ///< process launch, NCCL init, model build, per run
@@ -91,7 +94,8 @@ std::set<KernelPoint> kernelsOfSpace(const SearchResult &result);
 
 /// Chooses the smallest set of per-layer measurements covering the space (per device and TP:
 /// micro-batch endpoints and steps of at most maxMicroBatchRatio; TP endpoints and steps of at most
-/// 4 where TP interpolation is allowed, else every TP) plus a few end-to-end runs, and estimates
+/// 4 where TP interpolation is allowed, else every TP), the memory-calibration jobs of every device
+/// type the space uses, plus a few end-to-end runs, and estimates
 /// the GPU-hours against running every configuration end to end. Throws std::invalid_argument
 /// when the space is empty, Cancelled when `progress` (the search's) stops it.
 ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const MinimalSetOptions &options,
@@ -114,7 +118,8 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file);
 
 /// The files of a plan: per job a folder jobs/<id>/ with Megatron-LM launch scripts (a few
 /// iterations, log interval 1, timers at level 2, memory report) or, for heterogeneous end-to-end
-/// plans, the FlagScale export; a run.sh per job that tees the log to $LOG_DIR/<log file>; and
+/// plans, the FlagScale export; a run.sh per job that tees the log to $LOG_DIR/<log file> (memory
+/// jobs also sample nvidia-smi into $LOG_DIR/<log stem>.nvml.csv, see memoryJobSampleFile); and
 /// manifest.json.
 std::vector<ExportFile> profilingJobFiles(ProfilingPlan &plan, const Cluster &cluster, const Model &model,
                                           const std::string &date = {});
@@ -135,11 +140,22 @@ struct MegatronTimers {
 /// Parses the timer lines; a timer line with an unreadable number is an error naming file and line.
 MegatronTimers parseMegatronTimers(const std::string &text, const std::string &file);
 
+/// The device-used samples a memory job writes next to its log: "<log without .log>.nvml.csv",
+/// lines "index, memory.used [MiB]" of `nvidia-smi --query-gpu=index,memory.used
+/// --format=csv,noheader,nounits -lms 200`.
+std::string memoryJobSampleFile(const ProfileJob &job);
+/// Peak "memory.used" (bytes, MiB x 2^20) over the samples of GPU indices 0 .. gpus-1 in such a
+/// file. Throws LoadError naming the file and line on a malformed line; nullopt without samples.
+std::optional<double> peakDeviceUsedBytes(const std::string &text, const std::string &file, int gpus);
+
 /// Imports the logs a manifest's jobs wrote into `logDir` (the manifest's logFiles names).
 /// Per-layer jobs: the difference of the layer variants' per-micro-batch forward/backward compute
 /// gives one transformer layer; the rest is split between embedding and output layer in the cost
 /// model's proportion; optimizer time likewise. End-to-end jobs: importMegatronLog with the job's
-/// plan (run id "<manifest run prefix>/<job id>"). The first `skip` iterations are warm-up (-1: each
+/// plan (run id "<manifest run prefix>/<job id>"). Memory jobs: the same on the truncated model
+/// (memoryCalibrationModel, added to the batch), with the device-used peak of the job's nvidia-smi
+/// samples (MemoryKind::DeviceUsed) or, without that file, the log's max reserved
+/// (MemoryKind::Reserved, with a warning). The first `skip` iterations are warm-up (-1: each
 /// job's warmupIterations). Jobs whose logs are all missing are skipped with a warning; a job with
 /// some but not all logs is an error. Logs written by the virtual testbed keep origin Simulated and
 /// its source label. Throws LoadError when no log matches.

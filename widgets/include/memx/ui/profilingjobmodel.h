@@ -44,6 +44,7 @@ public:
     /// Per-layer jobs per GPU type (catalogue id), in first-appearance order.
     std::vector<std::pair<std::string, int>> perLayerJobsPerDevice() const;
     int endToEndJobCount() const;
+    int memoryJobCount() const; ///< memory-calibration jobs
     /// One line: jobs, GPU-hours, wall hours, against exhaustive profiling (configurations, days,
     /// GPU-hours, ratio).
     QString summaryText() const;
