@@ -21,6 +21,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -169,9 +170,26 @@ int runImport(const std::vector<std::string> &argv)
             batch.append(*format == "vtrain" ? importVTrainTable(readTextFile(file), file, o)
                                              : importRunTable(readTextFile(file), file, o));
     } else if (*format == "csv" || *format == "json") {
+        // Measured bytes the cost model would read must fit the model's shape: the project's
+        // models, else the built-in presets (profiles of other models are not checked).
+        const std::string project = projectPath(args);
+        std::unique_ptr<SqliteStore> existing;
+        if (std::filesystem::exists(project))
+            existing = std::make_unique<SqliteStore>(project, false);
+        auto modelOf = [&](const std::string &id) -> std::optional<Model> {
+            if (existing)
+                if (std::optional<Model> m = existing->model(id))
+                    return m;
+            for (const Model &m : builtinModels())
+                if (m.id == id)
+                    return m;
+            return std::nullopt;
+        };
         for (const std::string &file : args.positional()) {
             const std::string text = readTextFile(file);
             auto ps = *format == "csv" ? parseProfileCsv(text, file) : parseProfileJson(text, file);
+            if (std::vector<Diagnostic> bad = profileShapeProblems(ps, modelOf, file); !bad.empty())
+                throw LoadError(bad);
             batch.profiles.insert(batch.profiles.end(), ps.begin(), ps.end());
         }
     } else {

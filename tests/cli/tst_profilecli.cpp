@@ -179,6 +179,34 @@ private slots:
         QVERIFY(top.err.contains("--recompute: expected none, selective or full"));
     }
 
+    void contradictingBytesAreRefused()
+    {
+        // gpt3-1.3b (s 2048, h 2048, 16 heads) at TP 1: a layer keeps 2048 x 2048 x 34 = 142.6 MB
+        // per sequence with flash attention; 1 MB per sequence was measured for another shape.
+        QTemporaryDir tmp;
+        auto write = [&](const QString &name, double bytes) {
+            QFile f(tmp.filePath(name));
+            if (!f.open(QIODevice::WriteOnly))
+                return QString();
+            QByteArray layers;
+            for (int i = 0; i < 26; ++i)
+                layers += QByteArray(i ? "," : "") + "{\"forwardMs\": 1, \"backwardMs\": 2"
+                    + (i > 0 && i < 25 ? ", \"activationBytes\": " + QByteArray::number(bytes, 'f', 0) : "") + "}";
+            f.write(R"({"format": "memx.profile/1", "profiles": [{"gpu": "h100-sxm", "model": "gpt3-1.3b", "tp": 1,
+                "microBatch": 2, "seqLength": 2048, "layers": [)"
+                    + layers + "]}]}");
+            return f.fileName();
+        };
+        const QString bad = write("bad.json", 2 * 1e6), good = write("good.json", 2 * 150e6);
+        const Run r = runMemx({"profile", "import", "--format", "json", "--project", tmp.filePath("p.memx"), bad});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("bad.json") && r.err.contains("layer 1, activationBytes")
+                     && r.err.contains("contradict the shape of model gpt3-1.3b"),
+                 r.err.constData());
+        QVERIFY(!QFile::exists(tmp.filePath("p.memx")));
+        QCOMPARE(runMemx({"profile", "import", "--format", "json", "--project", tmp.filePath("p.memx"), good}).code, 0);
+    }
+
     void errors()
     {
         QTemporaryDir tmp;

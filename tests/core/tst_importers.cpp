@@ -165,6 +165,38 @@ private slots:
         }
     }
 
+    void activationBytesAgainstTheShape()
+    {
+        // Korthikanti et al. per layer and sequence: flash sbh(10 + 24/t), unfused + 5 a s^2 h/(h t).
+        // s = h = 1024, a = 16, t = 2: flash 23,068,672 bytes, unfused 65,011,712; accepted
+        // between half the first (11,534,336) and twice the second (130,023,424).
+        Model m;
+        m.id = "shape";
+        m.shape.seqLength = 1024;
+        m.shape.hidden = 1024;
+        m.shape.heads = 16;
+        QVERIFY(activationBytesProblem(m, 2, 11.5e6).has_value());
+        QVERIFY(!activationBytesProblem(m, 2, 11.6e6).has_value());
+        QVERIFY(!activationBytesProblem(m, 2, 130.0e6).has_value());
+        const std::optional<std::string> why = activationBytesProblem(m, 2, 131.0e6);
+        QVERIFY(why && why->find("contradict the shape of model shape") != std::string::npos);
+        // In a profile: the transformer layer that contradicts is named with the field.
+        LayerProfile p;
+        p.key = {"h100-sxm", "shape", 2, 4, 1024};
+        p.layers.resize(4);
+        p.layers[1].activationBytes = 4 * 30e6;
+        p.layers[2].activationBytes = 4 * 200e6; // per sequence 200 MB: more than twice unfused
+        const auto bad = profileShapeProblems(
+            {p}, [&](const std::string &id) { return id == "shape" ? std::optional<Model>(m) : std::nullopt; },
+            "p.json");
+        QCOMPARE(bad.size(), size_t(1));
+        QCOMPARE(bad[0].file, std::string("p.json"));
+        QVERIFY2(bad[0].pointer.find("layer 2, activationBytes") != std::string::npos, bad[0].pointer.c_str());
+        QVERIFY(profileShapeProblems(
+                    {p}, [](const std::string &) { return std::optional<Model>(); }, "p.json")
+                    .empty()); // unknown model: not checked
+    }
+
     void jsonParsesAndRoundTrips()
     {
         const auto profiles = loadProfileFile(kData + "/small.json");

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace memx {
 
@@ -469,6 +470,47 @@ std::vector<LayerProfile> loadProfileFile(const std::string &path, const Catalog
     if (first != std::string::npos && text[first] == '{')
         return parseProfileJson(text, path, catalogue);
     return parseProfileCsv(text, path, catalogue);
+}
+
+std::optional<std::string> activationBytesProblem(const Model &m, int tp, double bytesPerSample)
+{
+    const double s = m.shape.seqLength, h = m.shape.hidden, a = m.shape.heads;
+    const double sbh = s * h;
+    const double flash = sbh * (10.0 + 24.0 / tp), unfused = flash + sbh * 5.0 * a * s / h / tp;
+    if (bytesPerSample >= 0.5 * flash && bytesPerSample <= 2.0 * unfused)
+        return std::nullopt;
+    std::ostringstream o;
+    o << "measured activation bytes " << bytesPerSample << " per sequence contradict the shape of model " << m.id
+      << " (sequence " << m.shape.seqLength << ", hidden " << m.shape.hidden << ", " << m.shape.heads << " heads, TP "
+      << tp << "): expected between " << 0.5 * flash << " (half the flash-attention figure) and " << 2.0 * unfused
+      << " (twice the unfused one)";
+    return o.str();
+}
+
+std::vector<Diagnostic> profileShapeProblems(const std::vector<LayerProfile> &profiles,
+                                             const std::function<std::optional<Model>(const std::string &)> &modelOf,
+                                             const std::string &file)
+{
+    std::vector<Diagnostic> out;
+    for (const LayerProfile &p : profiles) {
+        const std::optional<Model> m = modelOf ? modelOf(p.key.model) : std::nullopt;
+        if (!m)
+            continue;
+        for (size_t i = 1; i + 1 < p.layers.size(); ++i) {
+            const std::optional<double> &bytes = p.layers[i].activationBytes;
+            if (!bytes)
+                continue;
+            if (auto why = activationBytesProblem(*m, p.key.tp, *bytes / std::max(1, p.key.microBatch))) {
+                out.push_back({file,
+                               "profile " + p.key.gpu + "/" + p.key.model + " tp " + std::to_string(p.key.tp)
+                                   + " micro-batch " + std::to_string(p.key.microBatch) + ", layer " + std::to_string(i)
+                                   + ", activationBytes",
+                               *why});
+                break;
+            }
+        }
+    }
+    return out;
 }
 
 } // namespace memx

@@ -1,5 +1,6 @@
 #include "memx/profiling/sailorimporter.h"
 
+#include "memx/profiling/profileio.h"
 #include "memx/profiling/storedvalues.h"
 
 #include "memx/io/formats.h"
@@ -418,28 +419,19 @@ private:
         }
     }
 
-    /// Measured per-sample activation bytes of the transformer layers against Korthikanti et al.'s
-    /// per-layer figure for the model's shape: between the flash-attention bytes sbh(10 + 24/t)
-    /// and the unfused ones + 5as^2b/t, with a factor 2 of slack either way. Outside that the
-    /// profile was measured for another shape (e.g. another sequence length): warn and drop.
+    /// Measured per-sample activation bytes of the transformer layers against the model's shape
+    /// (activationBytesProblem). A contradiction means the profile was measured for another shape
+    /// (the public data set's LLAMA-3-8 bytes are of another sequence length): warn and drop this
+    /// TP's memory figures, so the rest of the data set still imports.
     bool plausibleActivations(const Model &m, int tp, const std::vector<std::pair<double, double>> &mem,
                               const std::string &file, const std::string &pointer)
     {
-        const double s = m.shape.seqLength, h = m.shape.hidden, a = m.shape.heads;
-        const double sbh = s * h;
-        const double flash = sbh * (10.0 + 24.0 / tp), unfused = flash + sbh * 5.0 * a * s / h / tp;
-        for (size_t i = 1; i + 1 < mem.size(); ++i) {
-            const double act = mem[i].second;
-            if (act < 0.5 * flash || act > 2.0 * unfused) {
-                std::ostringstream o;
-                o << "measured activation bytes " << act << " per sample contradict the shape of model " << m.id
-                  << " (sequence " << m.shape.seqLength << ", hidden " << m.shape.hidden << ", TP " << tp
-                  << "): expected between " << 0.5 * flash << " and " << 2.0 * unfused
-                  << "; this TP's memory figures are not used";
-                warn(file, jsonPointerJoin(jsonPointerJoin(pointer, i), "act_mem_bytes"), o.str());
+        for (size_t i = 1; i + 1 < mem.size(); ++i)
+            if (auto why = activationBytesProblem(m, tp, mem[i].second)) {
+                warn(file, jsonPointerJoin(jsonPointerJoin(pointer, i), "act_mem_bytes"),
+                     *why + "; this TP's memory figures are not used");
                 return false;
             }
-        }
         return true;
     }
 

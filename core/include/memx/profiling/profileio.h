@@ -2,12 +2,15 @@
 
 #include "memx/cluster/gpuspec.h"
 #include "memx/io/formats.h"
+#include "memx/model/model.h"
 #include "memx/profile/layerprofile.h"
 #include "memx/profile/measuredrun.h"
 #include "memx/profile/networkmeasurement.h"
+#include "memx/util/diagnostic.h"
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +52,21 @@ std::string profilesToJsonText(const std::vector<LayerProfile> &profiles);
 std::vector<LayerProfile> parseProfileCsv(const std::string &text, const std::string &file,
                                           const Catalogue &catalogue = builtinCatalogue());
 std::string profilesToCsv(const std::vector<LayerProfile> &profiles);
+
+/// Why `bytesPerSample` (activation bytes one transformer layer keeps for backward, per sequence,
+/// on one of `tp` ranks) contradicts `model`'s shape, or nullopt: Korthikanti et al.'s per-layer
+/// figure spans the flash-attention bytes sbh(10 + 24/t) to the unfused ones + 5as^2b/t; outside
+/// half the one and twice the other the bytes were measured for another shape (another sequence
+/// length, hidden size or TP).
+std::optional<std::string> activationBytesProblem(const Model &model, int tp, double bytesPerSample);
+
+/// Every profile whose model `modelOf` knows, checked with activationBytesProblem on each
+/// transformer layer's activationBytes (per micro-batch / micro-batch): one Diagnostic per
+/// contradicting profile, naming `file`, the profile (gpu, model, TP, micro-batch), the layer and
+/// the activationBytes field. Profiles of unknown models are not checked.
+std::vector<Diagnostic> profileShapeProblems(const std::vector<LayerProfile> &profiles,
+                                             const std::function<std::optional<Model>(const std::string &)> &modelOf,
+                                             const std::string &file);
 
 /// Reads a .csv or .json profile file (by extension; content sniffing for anything else).
 std::vector<LayerProfile> loadProfileFile(const std::string &path, const Catalogue &catalogue = builtinCatalogue());
