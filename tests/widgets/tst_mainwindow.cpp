@@ -1,5 +1,6 @@
 // The whole workbench, offscreen: start-up search on the shipped sample, re-ranking with the core
 // objective, selection sync, edits + undo/redo, .memx save/reopen, export, profiles import.
+#include "coverageutils.h"
 #include "memx/io/formats.h"
 #include "memx/profiling/coverage.h"
 #include "memx/search/objective.h"
@@ -43,20 +44,9 @@ using namespace memx::ui;
 using memx::CoverageStatus;
 using memx::DeviceCoverage;
 using memx::ObjectiveWeights;
+using memxtest::coverageOf;
 
 namespace {
-/// The core's coverage (memx::profileCoverage) of `model` on `cluster`, as the Profiles dock asks for it.
-std::vector<memx::DeviceCoverage> coverageOf(const memx::ProfileSet &profiles, const memx::Cluster &cluster,
-                                             const memx::Model &model,
-                                             const std::vector<memx::KernelPoint> *needed = nullptr)
-{
-    memx::CoverageQuery q;
-    q.model = model.id;
-    q.seqLength = model.shape.seqLength;
-    q.cluster = &cluster;
-    q.needed = needed;
-    return memx::profileCoverage(profiles, q);
-}
 constexpr int kSearchTimeoutMs = 240000; // a loaded 2-core machine; normally a few seconds
 
 QString sample(const char *name)

@@ -1,5 +1,6 @@
 // Profiles panel: the minimal-set profiling plan, writing its jobs, running it on the virtual
 // testbed (import into the project, coverage), cancel leaving the project untouched.
+#include "coverageutils.h"
 #include "memx/io/formats.h"
 #include "memx/profiling/coverage.h"
 #include "memx/profiling/minimalset.h"
@@ -23,20 +24,9 @@
 using namespace memx::ui;
 using memx::CoverageStatus;
 using memx::DeviceCoverage;
+using memxtest::coverageOf;
 
 namespace {
-/// The core's coverage (memx::profileCoverage) of `model` on `cluster`, as the Profiles dock asks for it.
-std::vector<memx::DeviceCoverage> coverageOf(const memx::ProfileSet &profiles, const memx::Cluster &cluster,
-                                             const memx::Model &model,
-                                             const std::vector<memx::KernelPoint> *needed = nullptr)
-{
-    memx::CoverageQuery q;
-    q.model = model.id;
-    q.seqLength = model.shape.seqLength;
-    q.cluster = &cluster;
-    q.needed = needed;
-    return memx::profileCoverage(profiles, q);
-}
 constexpr int kTimeoutMs = 240000; // a loaded 2-core machine; normally a second or two
 
 const char *kSample = MEMX_SOURCE_DIR "/sample_clusters/paper-20gpu-nvidia-amd.json";
