@@ -98,7 +98,8 @@ nlohmann::json plannedJson(const PlannedSearchResult &p)
     for (const IdleSubset &s : p.subsets)
         subsets.push_back({{"label", s.label},
                            {"usedNodes", s.usedNodes},
-                           {"configurations", s.count},
+                           {"configurations", s.evaluated},
+                           {"kept", s.count},
                            {"enumerated", s.enumerated},
                            {"bestTimeMs", s.bestTimeMs}});
     j["subsets"] = subsets;
@@ -245,7 +246,7 @@ int printTable(const PlannedSearch &planned, const Shown &shown)
     std::cout << "\n";
     std::cout << std::fixed << std::setprecision(1);
     for (const IdleSubset &s : planned.subsets) {
-        std::cout << "  subset " << s.label << ": " << s.count << " configurations";
+        std::cout << "  subset " << s.label << ": " << s.evaluated << " configurations";
         if (s.bestTimeMs > 0)
             std::cout << ", best " << s.bestTimeMs << " ms";
         std::cout << "\n";

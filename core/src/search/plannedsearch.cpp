@@ -642,6 +642,7 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
         s.parent = plan.subsets[k].parent;
         s.count = r.size();
         s.enumerated = r.enumerated;
+        s.evaluated = r.evaluated;
         for (size_t i = 0; i < r.size(); ++i)
             s.bestTimeMs = i == 0 ? r.timeMs[i] : std::min(s.bestTimeMs, r.timeMs[i]);
         out.subsets.push_back(s);
