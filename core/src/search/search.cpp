@@ -6,6 +6,7 @@
 #include "memx/util/diagnostic.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -200,8 +201,29 @@ void proportionalSplit(const double *weights, int p, int total, int *out)
 /// drops what can no longer be shown whenever it holds too many rows. Rows carry their position in
 /// the full enumeration (chunk << 32 | row), so the kept set and its order do not depend on which
 /// worker saw which chunk (docs/search.md section 4.1).
+/// rank()'s log score of (t, m, b) plus a constant of the space (its normalisers).
+inline double unnormalisedScore(const ObjectiveWeights &o, double t, double m, double b)
+{
+    return o.time * std::log(std::max(t, 1e-300)) + o.memory * std::log(std::max(m, 1e-300))
+        + o.balance * std::log(1.0 + std::max(0.0, b));
+}
+
+/// Rounding tolerance of a top-K threshold `kth`: rank()'s normalised score differs from the
+/// unnormalised one by a constant plus a few ulps of the logarithms.
+inline double scoreTolerance(const ObjectiveWeights &o, double kth)
+{
+    return 1e-9 * (1.0 + o.time + o.memory + o.balance) * (1.0 + std::abs(kth));
+}
+
 struct StreamKeeper {
     const StreamOptions *opt = nullptr;
+    /// Filter of incoming rows, from the last compaction: per objective the top-K threshold (a row
+    /// above every one is in no top K), some front points (a row one of them dominates is on no
+    /// front), and the largest T, M, B seen (the first row with a new largest is always kept).
+    std::vector<double> kth;
+    std::vector<std::array<double, 3>> guards;
+    double maxSeen[3] = {0, 0, 0};
+    bool seen = false;
     std::vector<double> t, m, b, bytes;
     std::vector<uint32_t> base, offset;
     std::vector<uint64_t> key;
@@ -216,19 +238,45 @@ struct StreamKeeper {
         return (row + 1 < offset.size() ? offset[row + 1] : layers.size()) - offset[row];
     }
 
+    /// Whether row (t, m, b) can still be kept; updates the largest values seen.
+    bool admit(double rt, double rm, double rb)
+    {
+        const double v[3] = {rt, rm, rb};
+        bool pass = !seen;
+        for (int k = 0; k < 3; ++k)
+            if (!seen || v[k] > maxSeen[k]) {
+                maxSeen[k] = v[k];
+                pass = true;
+            }
+        seen = true;
+        if (pass || kth.empty())
+            return true;
+        for (size_t o = 0; o < kth.size(); ++o) {
+            const ObjectiveWeights &w = opt->objectives[o];
+            if (unnormalisedScore(w, rt, rm, rb) <= kth[o] + scoreTolerance(w, kth[o]))
+                return true;
+        }
+        for (const std::array<double, 3> &g : guards)
+            if (g[0] <= rt && g[1] <= rm && g[2] <= rb && (g[0] < rt || g[1] < rm || g[2] < rb))
+                return false;
+        return true;
+    }
+
     void add(const ChunkOut &co, size_t chunk)
     {
-        const uint32_t shift = static_cast<uint32_t>(layers.size());
-        t.insert(t.end(), co.t.begin(), co.t.end());
-        m.insert(m.end(), co.m.begin(), co.m.end());
-        b.insert(b.end(), co.b.begin(), co.b.end());
-        bytes.insert(bytes.end(), co.bytes.begin(), co.bytes.end());
-        base.insert(base.end(), co.base.begin(), co.base.end());
-        for (uint32_t o : co.offset)
-            offset.push_back(o + shift);
-        layers.insert(layers.end(), co.layers.begin(), co.layers.end());
-        for (size_t r = 0; r < co.t.size(); ++r)
+        for (size_t r = 0; r < co.t.size(); ++r) {
+            if (!admit(co.t[r], co.m[r], co.b[r]))
+                continue;
+            t.push_back(co.t[r]);
+            m.push_back(co.m[r]);
+            b.push_back(co.b[r]);
+            bytes.push_back(co.bytes[r]);
+            base.push_back(co.base[r]);
+            offset.push_back(static_cast<uint32_t>(layers.size()));
+            const size_t end = r + 1 < co.offset.size() ? co.offset[r + 1] : co.layers.size();
+            layers.insert(layers.end(), co.layers.begin() + co.offset[r], co.layers.begin() + end);
             key.push_back(static_cast<uint64_t>(chunk) << 32 | r);
+        }
         enumerated += co.enumerated;
         pruned += co.pruned;
         evaluated += co.t.size();
@@ -274,8 +322,16 @@ struct StreamKeeper {
     {
         const size_t n = size();
         std::vector<char> keep(n, 0);
-        for (uint32_t i : paretoFront(MetricView {t.data(), m.data(), b.data(), n}))
+        const std::vector<uint32_t> front = paretoFront(MetricView {t.data(), m.data(), b.data(), n});
+        for (uint32_t i : front)
             keep[i] = 1;
+        guards.clear();
+        const size_t nGuards = std::min<size_t>(front.size(), 16);
+        for (size_t g = 0; g < nGuards; ++g) {
+            const uint32_t i = front[g * front.size() / nGuards];
+            guards.push_back({t[i], m[i], b[i]});
+        }
+        kth.clear();
         // The first row (by key) with the largest T, M and B: the objective's normalisers.
         size_t at[3] = {0, 0, 0};
         for (size_t i = 1; i < n; ++i) {
@@ -291,21 +347,19 @@ struct StreamKeeper {
         for (const ObjectiveWeights &o : opt->objectives) {
             if (n <= opt->topK) {
                 std::fill(keep.begin(), keep.end(), 1);
+                kth.clear(); // fewer rows than K: no threshold yet
                 break;
             }
-            // Unnormalised log score: rank()'s score plus a constant of the space (its normalisers).
             for (size_t i = 0; i < n; ++i)
-                score[i] = o.time * std::log(std::max(t[i], 1e-300)) + o.memory * std::log(std::max(m[i], 1e-300))
-                    + o.balance * std::log(1.0 + std::max(0.0, b[i]));
+                score[i] = unnormalisedScore(o, t[i], m[i], b[i]);
             std::vector<double> sorted = score;
             std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(opt->topK - 1), sorted.end());
-            const double kth = sorted[opt->topK - 1];
-            // Rounding tolerance: rank()'s normalised score differs from this one by a constant
-            // plus a few ulps of the logarithms.
-            const double tol = 1e-9 * (1.0 + o.time + o.memory + o.balance) * (1.0 + std::abs(kth));
+            const double q = sorted[opt->topK - 1];
+            const double tol = scoreTolerance(o, q);
             for (size_t i = 0; i < n; ++i)
-                if (score[i] <= kth + tol)
+                if (score[i] <= q + tol)
                     keep[i] = 1;
+            kth.push_back(q);
         }
         std::vector<uint32_t> order(n);
         std::iota(order.begin(), order.end(), 0u);
@@ -321,6 +375,10 @@ private:
         out.enumerated = enumerated;
         out.evaluated = evaluated;
         out.compactAt = compactAt;
+        out.kth = std::move(kth);
+        out.guards = std::move(guards);
+        std::copy(maxSeen, maxSeen + 3, out.maxSeen);
+        out.seen = seen;
         for (uint32_t i : order) {
             if (!keep[i])
                 continue;
