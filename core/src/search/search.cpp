@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -411,6 +412,11 @@ public:
         const int p = static_cast<int>(ps.stages.size());
         const int mb = r.space.microBatches[d.mbIndex];
         const bool distOpt = r.space.distributedOptimizer[d.distIndex];
+        if (d.pipeline != dpCachePipeline || d.mbIndex != dpCacheMb) {
+            dpCachePipeline = d.pipeline;
+            dpCacheMb = d.mbIndex;
+            dpCache.assign(static_cast<size_t>(p) * (c.layers + 1) * 2, std::numeric_limits<double>::quiet_NaN());
+        }
         auto prune = [&](uint64_t &reason) {
             ++out.enumerated;
             ++reason;
@@ -682,12 +688,20 @@ private:
                 // DP gradient bytes from the first part (estimatePlan: replica 0's device; the
                 // parameter count depends on TP only).
                 if (part == 0 && s.dp > 1) {
-                    const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
-                    for (const Link &l : s.dpLinks)
-                        maxDp = std::max(maxDp,
-                                         distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
-                                                 + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
-                                                 : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
+                    // The same for every recompute choice of the (pipeline, micro-batch): cached per
+                    // stage, layer count and optimizer (dpCache, reset in runBase).
+                    double &slot = dpCache[(static_cast<size_t>(i) * (c.layers + 1) + n) * 2 + (distOpt ? 1 : 0)];
+                    if (std::isnan(slot)) {
+                        const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
+                        double worst = 0;
+                        for (const Link &l : s.dpLinks)
+                            worst = std::max(worst,
+                                             distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
+                                                     + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
+                                                     : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
+                        slot = worst;
+                    }
+                    maxDp = std::max(maxDp, slot);
                 }
             }
             maxOpt = std::max(maxOpt, optMs);
@@ -832,6 +846,10 @@ private:
     const SearchRequest &r;
     int mbs[64] = {}, mbs2[64] = {}; ///< per stage: micro-batch of the first / second part's replicas
     int planBatch = 0; ///< the current base's global batch (the request's, or rounded)
+    /// DP synchronisation time per (stage, layer count, optimizer) of one (pipeline, micro-batch):
+    /// it depends on neither the recompute choice nor the rest of the split. NaN: not computed yet.
+    std::vector<double> dpCache;
+    size_t dpCachePipeline = SIZE_MAX, dpCacheMb = SIZE_MAX;
     RecomputeMethod methods[64] = {};
     Recompute rc[64];
     const LayerKernel *kern[2][64] = {}; ///< [part][stage]
