@@ -65,6 +65,9 @@ Options:
   --max-stages N        cap on the pipeline depth
   --sequence-parallel   plans use sequence parallelism
   --no-mixed-stages     every stage on one node group (no DP group mixing GPU types)
+  --round-batch         accept the nearest global batch each plan can run: its micro-batch
+                        count rounded (a tie rounds up) instead of pruning it for divisibility;
+                        the table and --json report every plan's global batch
   --target T            launch target: megatron, flagscale or any (the cost model's whole
                         space, plans marked with their launchers or "no launcher"); default:
                         from the cluster (one device type: megatron; types FlagScale runs:
@@ -95,7 +98,8 @@ nlohmann::json plannedJson(const PlannedSearchResult &p)
     for (const IdleSubset &s : p.subsets)
         subsets.push_back({{"label", s.label},
                            {"usedNodes", s.usedNodes},
-                           {"configurations", s.count},
+                           {"configurations", s.evaluated},
+                           {"kept", s.count},
                            {"enumerated", s.enumerated},
                            {"bestTimeMs", s.bestTimeMs}});
     j["subsets"] = subsets;
@@ -141,6 +145,7 @@ int printJson(const PlannedSearch &planned, const Shown &shown)
     j["cluster"] = req.cluster.name;
     j["model"] = req.model.id;
     j["globalBatch"] = res.globalBatch;
+    j["roundGlobalBatch"] = res.roundGlobalBatch;
     j["weights"] = {obj.time, obj.memory, obj.balance};
     j["cancelled"] = res.cancelled;
     j["narrowed"] = planned.narrowed;
@@ -191,6 +196,8 @@ int printJson(const PlannedSearch &planned, const Shown &shown)
                         {"B", res.imbalance[i]},
                         {"score", std::exp(scores[i])},
                         {"summary", plan.summary(req.cluster)},
+                        {"globalBatch", plan.globalBatch},
+                        {"batchRounded", plan.globalBatch != res.globalBatch},
                         {"launchers", launchers},
                         {"idleGpus", planned.idleGpus(i)},
                         {"idle", planned.idleText(i)},
@@ -239,7 +246,7 @@ int printTable(const PlannedSearch &planned, const Shown &shown)
     std::cout << "\n";
     std::cout << std::fixed << std::setprecision(1);
     for (const IdleSubset &s : planned.subsets) {
-        std::cout << "  subset " << s.label << ": " << s.count << " configurations";
+        std::cout << "  subset " << s.label << ": " << s.evaluated << " configurations";
         if (s.bestTimeMs > 0)
             std::cout << ", best " << s.bestTimeMs << " ms";
         std::cout << "\n";
@@ -267,16 +274,27 @@ int printTable(const PlannedSearch &planned, const Shown &shown)
                       << learnedStats.totalMs << " ms" << std::setprecision(2);
         std::cout << "\n";
     }
+    if (res.roundGlobalBatch) {
+        size_t rounded = 0;
+        for (uint32_t i : top)
+            rounded += res.globalBatchOf(i) != res.globalBatch ? 1 : 0;
+        std::cout << "  batch rounding on (--round-batch): " << rounded << " of the " << top.size()
+                  << " plans shown run a rounded global batch (column gbs)\n";
+    }
     std::cout << "  weights T,M,B = " << obj.time << "," << obj.memory << "," << obj.balance
               << "   M = peak device-used memory / capacity, B = CV of per-GPU utilisation\n\n";
     if (top.empty()) {
         std::cout << "  no plan fits this cluster; "
                   << (planned.advice ? planned.advice->text : std::string("the search was cancelled")) << "\n";
+        if (planned.advice && planned.advice->reason == "divisibility" && !res.roundGlobalBatch)
+            std::cout << "  (--round-batch accepts the nearest global batch each plan can run)\n";
         return res.cancelled ? Cancelled : Failure;
     }
     std::cout << "  " << std::right << std::setw(4) << "#" << std::setw(11) << "T ms" << std::setw(8) << "M"
-              << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB"
-              << "  plan\n";
+              << std::setw(8) << "B" << std::setw(9) << "score" << std::setw(8) << "peakGiB";
+    if (res.roundGlobalBatch)
+        std::cout << std::setw(7) << "gbs";
+    std::cout << "  plan\n";
     for (size_t k = 0; k < top.size(); ++k) {
         const uint32_t i = top[k];
         const Plan plan = res.materialize(i);
@@ -284,8 +302,10 @@ int printTable(const PlannedSearch &planned, const Shown &shown)
         const PlanFigures f = planFigures(res, i);
         std::cout << "  " << std::setw(4) << k + 1 << std::setw(11) << std::setprecision(1) << f.timeMs << std::setw(8)
                   << std::setprecision(3) << f.peakMemory << std::setw(8) << f.imbalance << std::setw(9)
-                  << std::setprecision(4) << std::exp(scores[i]) << std::setw(8) << fmtBytesGiB(f.peakBytes) << "  "
-                  << plan.summary(req.cluster) << (plan.distributedOptimizer ? " dist-opt" : "")
+                  << std::setprecision(4) << std::exp(scores[i]) << std::setw(8) << fmtBytesGiB(f.peakBytes);
+        if (res.roundGlobalBatch)
+            std::cout << std::setw(7) << plan.globalBatch;
+        std::cout << "  " << plan.summary(req.cluster) << (plan.distributedOptimizer ? " dist-opt" : "")
                   << (idle.empty() ? "" : "  [" + idle + "]")
                   << (planned.target == LaunchTarget::Any ? "  [" + launchersText(launchersOfPlan(planned, plan)) + "]"
                                                           : "")
@@ -337,6 +357,10 @@ SearchArgs parseSearchArgs(const std::vector<std::string> &argv)
     a.options.maxBases = static_cast<uint64_t>(args.intValue("max-bases", 1, 4000000000LL).value_or(kDefaultMaxBases));
     a.options.useCache = !args.has("no-cache");
     a.json = args.has("json");
+    // The analytic search streams: it keeps the top K of the objective shown and the Pareto front,
+    // never the whole space (a learned predictor re-scores every configuration: it keeps them all).
+    if (!a.project || !a.project->predictor)
+        a.request.search.stream = StreamOptions {{a.objective}, a.topK};
     return a;
 }
 

@@ -66,7 +66,8 @@ ObjectiveWeights weightsOption(const Args &args)
 
 const std::set<std::string> kSpaceValueOptions {"stages",   "tp",     "mbs",        "max-mbs", "recompute",
                                                 "dist-opt", "radius", "max-stages", "target",  "idle-groups"};
-const std::set<std::string> kSpaceSwitches {"no-permute", "no-memory-split", "sequence-parallel", "no-mixed-stages"};
+const std::set<std::string> kSpaceSwitches {"no-permute", "no-memory-split", "sequence-parallel", "no-mixed-stages",
+                                            "round-batch"};
 
 const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens one dimension; docs/search.md):
   --stages LIST         pipeline stages per node group, e.g. 1,2
@@ -81,6 +82,8 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --no-memory-split     skip the memory-aware layer split
   --sequence-parallel   plans use sequence parallelism
   --no-mixed-stages     every stage on one node group (no DP group mixing GPU types)
+  --round-batch         accept the nearest global batch a plan can run (its micro-batch count
+                        rounded; each plan's batch is reported) instead of pruning the plan
   --target T            launch target: megatron, flagscale or any (the cost model's whole space,
                         no launcher); default: from the cluster (one type: megatron; types
                         FlagScale runs: flagscale; see docs/search.md)
@@ -103,6 +106,8 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
         sp.sequenceParallel = true;
     if (args.has("no-mixed-stages"))
         sp.mixedStages = false;
+    if (args.has("round-batch"))
+        sp.roundGlobalBatch = true;
     if (const auto t = targetOption(args))
         sp.target = *t;
     if (auto v = args.value("recompute")) {

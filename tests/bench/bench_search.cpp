@@ -5,6 +5,7 @@
 #include "memx/io/formats.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
+#include "memx/util/diagnostic.h"
 
 #include <benchmark/benchmark.h>
 
@@ -34,6 +35,25 @@ double processCpuSeconds()
     timespec ts {};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/// A generated two-type cluster of `gpus` GPUs: a quarter A100 40GB, the rest V100 16GB, 8 per
+/// node, one 100 Gb/s fabric (the shape of the Sailor comparison clusters of issue 22).
+Cluster generatedCluster(int gpus)
+{
+    const int nodes = gpus / 8;
+    const nlohmann::json j
+        = {{"format", "memx.cluster/1"},
+           {"name", "generated " + std::to_string(gpus)},
+           {"nodes",
+            {{{"name", "a100"}, {"gpu", "a100-40gb-sxm"}, {"gpus", 8}, {"count", nodes / 4}},
+             {{"name", "v100"}, {"gpu", "v100-16gb-sxm2"}, {"gpus", 8}, {"count", nodes - nodes / 4}}}},
+           {"network", {{"interNode", {{"bandwidthGBps", 12.5}, {"latencyUs", 10}}}}}};
+    Diagnostics d;
+    Cluster c = parseCluster(j, builtinCatalogue(), d);
+    if (!d.empty())
+        throw std::runtime_error(d.items().front().toString());
+    return c;
 }
 
 /// Full search pipeline: runSearch + rank(top 10) + paretoFront.
@@ -97,6 +117,37 @@ void BM_Search512Narrow(benchmark::State &state)
     runFull(state, r);
 }
 BENCHMARK(BM_Search512Narrow)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+/// The 512-GPU sample's whole default space (no narrowing, ~48 M base configurations), streamed:
+/// the top 10 of memx search's default objective and of T alone, the Pareto front.
+void BM_Search512FullStreamed(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("cross-vendor-512gpu", 2);
+    r.stream = StreamOptions {{ObjectiveWeights {}, ObjectiveWeights::timeOnly()}, 10};
+    runFull(state, r);
+}
+BENCHMARK(BM_Search512FullStreamed)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+/// Set-up + search of a generated A100 + V100 cluster of range(0) GPUs (default space, gbs 1024),
+/// range(1) = 1: streamed.
+void BM_SearchGenerated(benchmark::State &state)
+{
+    SearchRequest r;
+    r.cluster = generatedCluster(static_cast<int>(state.range(0)));
+    r.model = resolveModel("llama2-7b");
+    r.threads = 2;
+    if (state.range(1))
+        r.stream = StreamOptions {};
+    runFull(state, r);
+}
+BENCHMARK(BM_SearchGenerated)
+    ->Args({512, 0})
+    ->Args({2048, 0})
+    ->Args({8192, 0})
+    ->Args({8192, 1})
+    ->Args({65536, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_SearchOneMillion(benchmark::State &state)
 {

@@ -125,6 +125,133 @@ private slots:
         QVERIFY(runSearch(off).evaluated < res.evaluated);
     }
 
+    /// Issue 22 item 3: 80 A100 + 240 V100 at global batch 1024 has no plan (no pipeline's
+    /// samples per step divide 1024); with roundGlobalBatch every plan runs the nearest multiple
+    /// of its step, reported per plan, and estimates as searched.
+    void roundedGlobalBatch()
+    {
+        // Hand-worked: round(1024 / 240) = 4 -> 960; round(1024 / 48) = 21 -> 1008; 10 / 4 = 2.5
+        // rounds up to 3; 1 / 8 rounds to 0, raised to 1; exact multiples stay.
+        QCOMPARE(roundedMicroBatchCount(1024, 240), 4);
+        QCOMPARE(roundedMicroBatchCount(1024, 48), 21);
+        QCOMPARE(roundedMicroBatchCount(10, 4), 3);
+        QCOMPARE(roundedMicroBatchCount(1, 8), 1);
+        QCOMPARE(roundedMicroBatchCount(1024, 64), 16);
+        SearchRequest r;
+        r.cluster = loadCluster(MEMX_SOURCE_DIR "/tests/data/a100-80-v100-240.json");
+        r.model = resolveModel("opt-350m");
+        r.globalBatch = 1024;
+        r.space.mixedStages = false;
+        r.threads = 2;
+        const SearchResult exact = runSearch(r);
+        QCOMPARE(exact.size(), size_t(0));
+        QVERIFY(exact.pruned.divisibility > 0);
+        r.space.roundGlobalBatch = true;
+        const SearchResult res = runSearch(r);
+        QVERIFY(res.size() > 0);
+        QVERIFY(res.roundGlobalBatch);
+        QCOMPARE(res.globalBatch, 1024);
+        QVERIFY(res.pruned.divisibility < exact.pruned.divisibility);
+        checkSearchInvariants(res);
+        for (size_t i = 0; i < res.size(); ++i) {
+            const Plan p = res.materialize(i);
+            QCOMPARE(p.globalBatch, res.globalBatchOf(i));
+            const int step = p.stages.front().replicas.front().microBatch * p.stages.front().dp(); // uniform split
+            QCOMPARE(p.globalBatch % step, 0);
+            QVERIFY(2 * std::abs(p.globalBatch - 1024) <= step);
+            QVERIFY(p.globalBatch != 1024); // 1024 itself is no plan's multiple here
+        }
+        for (uint32_t i : rank(res, ObjectiveWeights::timeOnly(), 5)) {
+            const Plan p = res.materialize(i);
+            const PlanEstimate e = estimatePlan(p, r.cluster, r.model, nullptr, r.cost);
+            QVERIFY(std::abs(e.iterationTimeMs - res.timeMs[i]) < 1e-9 * res.timeMs[i]);
+            QVERIFY(res.signatureKey(i).rfind("gbs=" + std::to_string(p.globalBatch) + ";", 0) == 0);
+        }
+        // Where the batch divides, rounding changes nothing: the 20-GPU space is the same bit for bit.
+        SearchRequest small = smallRequest(2);
+        const SearchResult a = runSearch(small);
+        small.space.roundGlobalBatch = true;
+        const SearchResult b = runSearch(small);
+        QVERIFY(b.size() >= a.size());
+        QVERIFY(b.pruned.divisibility <= a.pruned.divisibility);
+        size_t j = 0; // a's configurations appear in b in the same order with the same figures
+        for (size_t i = 0; i < a.size(); ++i) {
+            while (j < b.size() && (b.baseOf[j] != a.baseOf[i] || b.timeMs[j] != a.timeMs[i]))
+                ++j;
+            QVERIFY(j < b.size());
+            QCOMPARE(b.globalBatchOf(j), a.globalBatch);
+        }
+    }
+
+    /// Issue 22 item 2: a streamed search keeps only the top K per objective, the Pareto front and
+    /// the normalisers, and gives exactly the full enumeration's ranking, scores and front (the
+    /// full result, ranked by rank() and swept by paretoFront - itself checked against brute force
+    /// below - is the reference), for any thread count and a buffer small enough to compact often.
+    void streamedSearchEqualsFullSearch()
+    {
+        const std::vector<ObjectiveWeights> objectives
+            = {ObjectiveWeights {}, ObjectiveWeights::timeOnly(), ObjectiveWeights {0, 1, 0}, {1, 0.5, 0.2}};
+        for (const bool mixed : {false, true}) {
+            SearchRequest r = smallRequest(2);
+            r.space.mixedStages = mixed;
+            const SearchResult full = runSearch(r);
+            QVERIFY(full.size() > 5000);
+            for (const int threads : {1, 2}) {
+                SearchRequest sr = r;
+                sr.threads = threads;
+                sr.stream = StreamOptions {objectives, 10, 1024};
+                const SearchResult st = runSearch(sr);
+                QVERIFY(st.streamed);
+                QVERIFY(st.size() < full.size() / 4);
+                QCOMPARE(st.evaluated, full.evaluated);
+                QCOMPARE(st.enumerated, full.enumerated);
+                QCOMPARE(st.pruned.total(), full.pruned.total());
+                QCOMPARE(st.pruned.outOfMemory, full.pruned.outOfMemory);
+                checkSearchInvariants(st);
+                const auto same = [&](uint32_t i, uint32_t j) {
+                    return full.baseOf[i] == st.baseOf[j] && full.signatureKey(i) == st.signatureKey(j)
+                        && full.timeMs[i] == st.timeMs[j] && full.peakMemory[i] == st.peakMemory[j]
+                        && full.imbalance[i] == st.imbalance[j] && full.peakBytes[i] == st.peakBytes[j];
+                };
+                for (const ObjectiveWeights &o : objectives) {
+                    const std::vector<uint32_t> a = rank(full, o, 10), b = rank(st, o, 10);
+                    QCOMPARE(a.size(), b.size());
+                    const std::vector<double> sa = logScores(metricsOf(full), o), sb = logScores(metricsOf(st), o);
+                    for (size_t k = 0; k < a.size(); ++k) {
+                        QVERIFY(same(a[k], b[k]));
+                        QCOMPARE(sa[a[k]], sb[b[k]]); // the same normalisers: the same scores, bit for bit
+                    }
+                }
+                const std::vector<uint32_t> fa = paretoFront(full), fb = paretoFront(st);
+                QCOMPARE(fa.size(), fb.size());
+                for (size_t k = 0; k < fa.size(); ++k)
+                    QVERIFY(same(fa[k], fb[k]));
+            }
+        }
+        // A cancelled streamed search returns what it kept of the completed chunks.
+        SearchRequest c = request20(2);
+        c.stream = StreamOptions {};
+        const SearchResult cut = runSearch(c, [](size_t done, size_t total) { return total == 0 || done == 0; });
+        QVERIFY(cut.cancelled);
+        QVERIFY(cut.evaluated < mDefault.evaluated);
+        // Streaming and features do not mix (a learned predictor re-scores every configuration).
+        c.collectFeatures = true;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, runSearch(c));
+    }
+
+    /// Issue 22 item 1: clusters beyond the planner's limits are refused by name.
+    void clusterSizeLimits()
+    {
+        SearchRequest r = request20(1);
+        r.cluster.groups.front().count = kMaxSearchNodes; // 8192 nodes + the others
+        try {
+            runSearch(r);
+            QFAIL("an oversized cluster was searched");
+        } catch (const std::invalid_argument &e) {
+            QVERIFY(std::string(e.what()).find("at most 8192 nodes and 65536 GPUs") != std::string::npos);
+        }
+    }
+
     void paretoMatchesBruteForceOnRandomPointsWithTies()
     {
         std::mt19937 rng(42);

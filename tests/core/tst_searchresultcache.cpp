@@ -153,15 +153,16 @@ private slots:
         magic[1] = 'Y';
         QVERIFY_THROWS_EXCEPTION(std::runtime_error, deserializeSearchResult(magic));
         // Older blobs (version 1: no launcher count, no mixed stages, no extrapolation flags;
-        // version 2: one or the other) are refused: a miss, searched again.
-        for (std::uint8_t version : {1, 2}) {
+        // version 2: one or the other; version 3: no batch-rounding / streamed flags) are refused:
+        // a miss, searched again.
+        for (std::uint8_t version : {1, 2, 3}) {
             std::vector<std::uint8_t> old = bytes;
             old[4] = version;
             try {
                 deserializeSearchResult(old);
                 QFAIL("an older blob was accepted");
             } catch (const std::runtime_error &e) {
-                QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 3 header"));
+                QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 4 header"));
             }
         }
     }

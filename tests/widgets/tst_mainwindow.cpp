@@ -337,8 +337,8 @@ private slots:
         ClusterDocument *doc = mWindow->document();
         const memx::Cluster original = doc->cluster();
         QSignalSpy started(panel()->job(), &SearchJob::started);
-        // Before the edits: the re-search of the unchanged cluster can come from the what-if memo
-        // and be shown in the same event-loop turn as its start.
+        // Spied from before the edits: the re-search of the unchanged cluster comes back whole
+        // from the search memo within a few ms, often before QTRY below sees it start.
         QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
 
         const int index = doc->addNodeGroup("h100-sxm", QPointF(600, 300), 8);

@@ -89,7 +89,8 @@ std::vector<ScalePoint> runScale(const ScaleRequest &request, const ProgressFn &
             p.timeMs = res.timeMs[i];
             p.peakMemory = res.peakMemory[i];
             p.imbalance = res.imbalance[i];
-            p.samplesPerSecond = p.timeMs > 0 ? res.globalBatch / (p.timeMs / 1000.0) : 0.0;
+            p.samplesPerSecond
+                = p.timeMs > 0 ? p.best.globalBatch / (p.timeMs / 1000.0) : 0.0; // rounded with --round-batch
             p.idle = pr.idleText(i);
         }
         points.push_back(std::move(p));

@@ -42,12 +42,18 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
     std::string s = "memx.search-request/1\ncluster " + toJson(r.cluster).dump() + "\nmodel " + toJson(r.model).dump()
         + "\ngbs " + std::to_string(r.globalBatch);
     const SearchSpaceOptions &sp = r.space;
-    s += "\nspace stages=" + list(sp.stagesPerGroup) + ";tp=" + list(sp.tensorParallel) + ";mbs="
-        + list(sp.microBatches) + ";maxmbs=" + std::to_string(sp.maxReplicaMicroBatch) + ";rc=" + list(sp.recompute)
-        + ";do=" + list(sp.distributedOptimizer) + ";perm=" + (sp.permuteGroups ? "1" : "0")
-        + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
-        + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0")
-        + ";target=" + toString(sp.target) + ";mixed=" + (sp.mixedStages ? "1" : "0");
+    s += "\nspace stages=" + list(sp.stagesPerGroup) + ";tp=" + list(sp.tensorParallel)
+        + ";mbs=" + list(sp.microBatches) + ";maxmbs=" + std::to_string(sp.maxReplicaMicroBatch)
+        + ";rc=" + list(sp.recompute) + ";do=" + list(sp.distributedOptimizer)
+        + ";perm=" + (sp.permuteGroups ? "1" : "0") + ";radius=" + std::to_string(sp.neighbourRadius)
+        + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0") + ";maxstages=" + std::to_string(sp.maxStages)
+        + ";sp=" + (sp.sequenceParallel ? "1" : "0") + ";target=" + toString(sp.target)
+        + ";mixed=" + (sp.mixedStages ? "1" : "0") + ";round=" + (sp.roundGlobalBatch ? "1" : "0");
+    if (r.stream) {
+        s += "\nstream top=" + std::to_string(r.stream->topK) + ";objectives=";
+        for (const ObjectiveWeights &o : r.stream->objectives)
+            s += std::to_string(o.time) + "," + std::to_string(o.memory) + "," + std::to_string(o.balance) + ";";
+    }
     s += "\ncost " + costOptionsSignature(r.cost);
     std::string p;
     for (const LayerProfile &lp : r.profiles.profiles())
@@ -77,7 +83,7 @@ void validateMetrics(const SearchResult &r)
         || (!r.memSpread.empty() && r.memSpread.size() != n) || (!r.oomRisk.empty() && r.oomRisk.size() != n)
         || (!r.extrapolating.empty() && r.extrapolating.size() != n))
         corrupt("metric arrays of different lengths");
-    if (r.evaluated != n)
+    if (r.streamed ? r.evaluated < n : r.evaluated != n)
         corrupt("expected " + std::to_string(r.evaluated) + " evaluated configurations, found " + std::to_string(n));
     const auto check = [](const auto &values, const char *name, bool positive) {
         for (size_t i = 0; i < values.size(); ++i) {
@@ -180,9 +186,11 @@ void validateConfigurations(const SearchResult &r)
         const std::uint64_t rest = r.baseOf[i] / nDist / nCombos;
         const size_t p = rest / nMbs;
         const std::int64_t step = static_cast<std::int64_t>(r.microBatchSizes[rest % nMbs]) * maxDp[p];
-        if (r.globalBatch % step != 0)
-            corrupt(at + ": global batch " + std::to_string(r.globalBatch) + " is not a multiple of "
-                    + std::to_string(step));
+        const std::int64_t batch = r.globalBatch % step == 0 || !r.roundGlobalBatch
+            ? r.globalBatch
+            : roundedMicroBatchCount(r.globalBatch, static_cast<int>(step)) * step;
+        if (batch % step != 0)
+            corrupt(at + ": global batch " + std::to_string(batch) + " is not a multiple of " + std::to_string(step));
         const std::vector<SearchStage> &stages = r.pipelines[p].stages;
         if (r.splitOffset[i] > r.layerCounts.size() || stages.size() > r.layerCounts.size() - r.splitOffset[i])
             corrupt(at + ": layer split offset " + std::to_string(r.splitOffset[i]) + " out of range");
@@ -218,7 +226,7 @@ void validateSearchResult(const SearchResult &r)
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 {
-    ByteWriter w({'M', 'X', 'S', 'R', 3, 0, 0, 0});
+    ByteWriter w({'M', 'X', 'S', 'R', 4, 0, 0, 0});
     w.u64(r.enumerated);
     w.pod(std::vector<std::uint64_t> {r.pruned.divisibility, r.pruned.microBatchLimit, r.pruned.layers,
                                       r.pruned.outOfMemory, r.pruned.duplicates, r.pruned.launcher});
@@ -265,6 +273,7 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.str(toJson(r.model).dump());
     w.u64(static_cast<std::uint64_t>(r.globalBatch));
     w.u64(r.sequenceParallel ? 1 : 0);
+    w.u64((r.roundGlobalBatch ? 1u : 0u) | (r.streamed ? 2u : 0u));
     w.str(r.predictor);
     w.pod(r.timeSpread);
     w.pod(r.memSpread);
@@ -275,11 +284,12 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
 {
-    // Version 3: version 2's launcher prune count and mixed stages (second group, its replicas, the
-    // micro-batch weights, the second parts' replica classes) and the extrapolation flags. Older
-    // versions are refused like any unreadable blob: a miss, searched again.
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x03\0\0\0", 8) != 0)
-        throw std::runtime_error("search result: expected the MXSR version 3 header");
+    // Version 4: version 3 (version 2's launcher prune count and mixed stages - second group, its
+    // replicas, the micro-batch weights, the second parts' replica classes - and the extrapolation
+    // flags) and the batch-rounding and streamed flags. Older versions are refused like any
+    // unreadable blob: a miss, searched again.
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x04\0\0\0", 8) != 0)
+        throw std::runtime_error("search result: expected the MXSR version 4 header");
     ByteReader rd(bytes, "search result", 8);
     SearchResult r;
     r.enumerated = rd.u64();
@@ -356,6 +366,11 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     }
     r.globalBatch = static_cast<int>(rd.u64());
     r.sequenceParallel = rd.u64() != 0;
+    const std::uint64_t flags = rd.u64();
+    if (flags > 3)
+        throw std::runtime_error("search result: expected flags 0 to 3, found " + std::to_string(flags));
+    r.roundGlobalBatch = (flags & 1) != 0;
+    r.streamed = (flags & 2) != 0;
     r.predictor = rd.str();
     r.timeSpread = rd.pod<float>();
     r.memSpread = rd.pod<float>();

@@ -55,6 +55,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     m.model = r0.model;
     m.globalBatch = r0.globalBatch;
     m.sequenceParallel = r0.sequenceParallel;
+    m.roundGlobalBatch = r0.roundGlobalBatch;
     m.microBatchSizes = r0.microBatchSizes;
     m.recomputeChoices = r0.recomputeChoices;
     m.distOptChoices = r0.distOptChoices;
@@ -65,7 +66,8 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     bool features = true, learned = true;
     for (const SearchResult &r : results) {
         if (r.microBatchSizes != m.microBatchSizes || r.recomputeChoices != m.recomputeChoices
-            || r.distOptChoices != m.distOptChoices || r.globalBatch != m.globalBatch)
+            || r.distOptChoices != m.distOptChoices || r.globalBatch != m.globalBatch
+            || r.roundGlobalBatch != m.roundGlobalBatch)
             throw std::invalid_argument("mergeSubsetResults: the subsets were searched over different spaces");
         pipelines += r.pipelines.size();
         features = features && (r.size() == 0 || !r.features.empty());
@@ -125,6 +127,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
         m.enumerated += r.enumerated;
         m.pruned += r.pruned;
         m.evaluated += r.evaluated;
+        m.streamed = m.streamed || r.streamed;
         m.cancelled = m.cancelled || r.cancelled;
         m.enumerateEvaluateMs += r.enumerateEvaluateMs;
         m.threads = std::max(m.threads, r.threads);
@@ -639,6 +642,7 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
         s.parent = plan.subsets[k].parent;
         s.count = r.size();
         s.enumerated = r.enumerated;
+        s.evaluated = r.evaluated;
         for (size_t i = 0; i < r.size(); ++i)
             s.bestTimeMs = i == 0 ? r.timeMs[i] : std::min(s.bestTimeMs, r.timeMs[i]);
         out.subsets.push_back(s);

@@ -2,13 +2,16 @@
 
 #include "memx/cost/features.h"
 #include "memx/cost/linkkey.h"
+#include "memx/cost/linktable.h"
 #include "memx/util/diagnostic.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -90,6 +93,8 @@ struct PipelineShape {
 /// Everything precomputed before the hot loop; read-only while threads run.
 struct Context {
     const SearchRequest *req = nullptr;
+    /// Links among / between node sets by node class, built once per search (set-up linear in nodes).
+    const LinkTable *links = nullptr;
     int layers = 0;
     int gbs = 0;
     int maxMb = 1;
@@ -128,6 +133,21 @@ struct ChunkOut {
     std::vector<float> feats;
     PruneCounts pruned;
     uint64_t enumerated = 0;
+
+    /// Empty, keeping the capacity (a streamed search reuses one per worker).
+    void clear()
+    {
+        t.clear();
+        m.clear();
+        b.clear();
+        bytes.clear();
+        base.clear();
+        offset.clear();
+        layers.clear();
+        feats.clear();
+        pruned = PruneCounts {};
+        enumerated = 0;
+    }
 };
 
 struct Decoded {
@@ -178,6 +198,205 @@ void proportionalSplit(const double *weights, int p, int total, int *out)
     }
 }
 
+/// A streamed search's configurations of completed chunks (SearchRequest::stream): a buffer that
+/// drops what can no longer be shown whenever it holds too many rows. Rows carry their position in
+/// the full enumeration (chunk << 32 | row), so the kept set and its order do not depend on which
+/// worker saw which chunk (docs/search.md section 4.1).
+/// rank()'s log score of (t, m, b) plus a constant of the space (its normalisers).
+inline double unnormalisedScore(const ObjectiveWeights &o, double t, double m, double b)
+{
+    return o.time * std::log(std::max(t, 1e-300)) + o.memory * std::log(std::max(m, 1e-300))
+        + o.balance * std::log(1.0 + std::max(0.0, b));
+}
+
+/// Rounding tolerance of a top-K threshold `kth`: rank()'s normalised score differs from the
+/// unnormalised one by a constant plus a few ulps of the logarithms.
+inline double scoreTolerance(const ObjectiveWeights &o, double kth)
+{
+    return 1e-9 * (1.0 + o.time + o.memory + o.balance) * (1.0 + std::abs(kth));
+}
+
+struct StreamKeeper {
+    const StreamOptions *opt = nullptr;
+    /// Filter of incoming rows, from the last compaction: per objective the top-K threshold (a row
+    /// above every one is in no top K), some front points (a row one of them dominates is on no
+    /// front), and the largest T, M, B seen (the first row with a new largest is always kept).
+    std::vector<double> kth;
+    std::vector<std::array<double, 3>> guards;
+    double maxSeen[3] = {0, 0, 0};
+    bool seen = false;
+    std::vector<double> t, m, b, bytes;
+    std::vector<uint32_t> base, offset;
+    std::vector<uint64_t> key;
+    std::vector<uint8_t> layers;
+    PruneCounts pruned;
+    uint64_t enumerated = 0, evaluated = 0;
+    size_t compactAt = 0; ///< rows at which the next compaction runs
+
+    size_t size() const { return t.size(); }
+    size_t lengthOf(size_t row) const
+    {
+        return (row + 1 < offset.size() ? offset[row + 1] : layers.size()) - offset[row];
+    }
+
+    /// Whether row (t, m, b) can still be kept; updates the largest values seen.
+    bool admit(double rt, double rm, double rb)
+    {
+        const double v[3] = {rt, rm, rb};
+        bool pass = !seen;
+        for (int k = 0; k < 3; ++k)
+            if (!seen || v[k] > maxSeen[k]) {
+                maxSeen[k] = v[k];
+                pass = true;
+            }
+        seen = true;
+        if (pass || kth.empty())
+            return true;
+        for (size_t o = 0; o < kth.size(); ++o) {
+            const ObjectiveWeights &w = opt->objectives[o];
+            if (unnormalisedScore(w, rt, rm, rb) <= kth[o] + scoreTolerance(w, kth[o]))
+                return true;
+        }
+        for (const std::array<double, 3> &g : guards)
+            if (g[0] <= rt && g[1] <= rm && g[2] <= rb && (g[0] < rt || g[1] < rm || g[2] < rb))
+                return false;
+        return true;
+    }
+
+    void add(const ChunkOut &co, size_t chunk)
+    {
+        for (size_t r = 0; r < co.t.size(); ++r) {
+            if (!admit(co.t[r], co.m[r], co.b[r]))
+                continue;
+            t.push_back(co.t[r]);
+            m.push_back(co.m[r]);
+            b.push_back(co.b[r]);
+            bytes.push_back(co.bytes[r]);
+            base.push_back(co.base[r]);
+            offset.push_back(static_cast<uint32_t>(layers.size()));
+            const size_t end = r + 1 < co.offset.size() ? co.offset[r + 1] : co.layers.size();
+            layers.insert(layers.end(), co.layers.begin() + co.offset[r], co.layers.begin() + end);
+            key.push_back(static_cast<uint64_t>(chunk) << 32 | r);
+        }
+        enumerated += co.enumerated;
+        pruned += co.pruned;
+        evaluated += co.t.size();
+        if (compactAt == 0)
+            compactAt = std::max<size_t>(opt->bufferRows, 1024);
+        if (size() >= compactAt) {
+            compact();
+            compactAt = std::max(compactAt, 2 * size()); // a large front must not make every chunk compact
+        }
+    }
+
+    void append(StreamKeeper &&o)
+    {
+        const uint32_t shift = static_cast<uint32_t>(layers.size());
+        t.insert(t.end(), o.t.begin(), o.t.end());
+        m.insert(m.end(), o.m.begin(), o.m.end());
+        b.insert(b.end(), o.b.begin(), o.b.end());
+        bytes.insert(bytes.end(), o.bytes.begin(), o.bytes.end());
+        base.insert(base.end(), o.base.begin(), o.base.end());
+        key.insert(key.end(), o.key.begin(), o.key.end());
+        for (uint32_t off : o.offset)
+            offset.push_back(off + shift);
+        layers.insert(layers.end(), o.layers.begin(), o.layers.end());
+        enumerated += o.enumerated;
+        pruned += o.pruned;
+        evaluated += o.evaluated;
+        o = StreamKeeper();
+    }
+
+    /// Rows in enumeration order (after append).
+    void sortByKey()
+    {
+        std::vector<uint32_t> order(size());
+        std::iota(order.begin(), order.end(), 0u);
+        std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return key[x] < key[y]; });
+        std::vector<char> keep(size(), 1);
+        rebuild(order, keep);
+    }
+
+    /// Keeps the rows StreamOptions describes (a superset of what the whole enumeration would
+    /// keep among these rows' positions: see StreamOptions), in their current order.
+    void compact()
+    {
+        const size_t n = size();
+        std::vector<char> keep(n, 0);
+        const std::vector<uint32_t> front = paretoFront(MetricView {t.data(), m.data(), b.data(), n});
+        for (uint32_t i : front)
+            keep[i] = 1;
+        guards.clear();
+        const size_t nGuards = std::min<size_t>(front.size(), 16);
+        for (size_t g = 0; g < nGuards; ++g) {
+            const uint32_t i = front[g * front.size() / nGuards];
+            guards.push_back({t[i], m[i], b[i]});
+        }
+        kth.clear();
+        // The first row (by key) with the largest T, M and B: the objective's normalisers.
+        size_t at[3] = {0, 0, 0};
+        for (size_t i = 1; i < n; ++i) {
+            const double v[3] = {t[i], m[i], b[i]}, w[3] = {t[at[0]], m[at[1]], b[at[2]]};
+            for (int k = 0; k < 3; ++k)
+                if (v[k] > w[k] || (v[k] == w[k] && key[i] < key[at[k]]))
+                    at[k] = i;
+        }
+        if (n > 0)
+            for (size_t k : at)
+                keep[k] = 1;
+        std::vector<double> score(n);
+        for (const ObjectiveWeights &o : opt->objectives) {
+            if (n <= opt->topK) {
+                std::fill(keep.begin(), keep.end(), 1);
+                kth.clear(); // fewer rows than K: no threshold yet
+                break;
+            }
+            for (size_t i = 0; i < n; ++i)
+                score[i] = unnormalisedScore(o, t[i], m[i], b[i]);
+            std::vector<double> sorted = score;
+            std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(opt->topK - 1), sorted.end());
+            const double q = sorted[opt->topK - 1];
+            const double tol = scoreTolerance(o, q);
+            for (size_t i = 0; i < n; ++i)
+                if (score[i] <= q + tol)
+                    keep[i] = 1;
+            kth.push_back(q);
+        }
+        std::vector<uint32_t> order(n);
+        std::iota(order.begin(), order.end(), 0u);
+        rebuild(order, keep);
+    }
+
+private:
+    void rebuild(const std::vector<uint32_t> &order, const std::vector<char> &keep)
+    {
+        StreamKeeper out;
+        out.opt = opt;
+        out.pruned = pruned;
+        out.enumerated = enumerated;
+        out.evaluated = evaluated;
+        out.compactAt = compactAt;
+        out.kth = std::move(kth);
+        out.guards = std::move(guards);
+        std::copy(maxSeen, maxSeen + 3, out.maxSeen);
+        out.seen = seen;
+        for (uint32_t i : order) {
+            if (!keep[i])
+                continue;
+            out.t.push_back(t[i]);
+            out.m.push_back(m[i]);
+            out.b.push_back(b[i]);
+            out.bytes.push_back(bytes[i]);
+            out.base.push_back(base[i]);
+            out.key.push_back(key[i]);
+            out.offset.push_back(static_cast<uint32_t>(out.layers.size()));
+            const size_t len = lengthOf(i);
+            out.layers.insert(out.layers.end(), layers.begin() + offset[i], layers.begin() + offset[i] + len);
+        }
+        *this = std::move(out);
+    }
+};
+
 class Evaluator {
 public:
     explicit Evaluator(const Context &ctx)
@@ -193,6 +412,11 @@ public:
         const int p = static_cast<int>(ps.stages.size());
         const int mb = r.space.microBatches[d.mbIndex];
         const bool distOpt = r.space.distributedOptimizer[d.distIndex];
+        if (d.pipeline != dpCachePipeline || d.mbIndex != dpCacheMb) {
+            dpCachePipeline = d.pipeline;
+            dpCacheMb = d.mbIndex;
+            dpCache.assign(static_cast<size_t>(p) * (c.layers + 1) * 2, std::numeric_limits<double>::quiet_NaN());
+        }
         auto prune = [&](uint64_t &reason) {
             ++out.enumerated;
             ++reason;
@@ -208,9 +432,10 @@ public:
                     return prune(out.pruned.duplicates);
         }
         const int stepSamples = mb * ps.maxDp;
-        if (c.gbs % stepSamples != 0)
+        if (c.gbs % stepSamples != 0 && !r.space.roundGlobalBatch)
             return prune(out.pruned.divisibility);
-        const int m = c.gbs / stepSamples;
+        const int m = c.gbs % stepSamples == 0 ? c.gbs / stepSamples : roundedMicroBatchCount(c.gbs, stepSamples);
+        planBatch = m * stepSamples;
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             if (!s.mixed()) {
@@ -463,12 +688,20 @@ private:
                 // DP gradient bytes from the first part (estimatePlan: replica 0's device; the
                 // parameter count depends on TP only).
                 if (part == 0 && s.dp > 1) {
-                    const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
-                    for (const Link &l : s.dpLinks)
-                        maxDp = std::max(maxDp,
-                                         distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
-                                                 + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
-                                                 : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
+                    // The same for every recompute choice of the (pipeline, micro-batch): cached per
+                    // stage, layer count and optimizer (dpCache, reset in runBase).
+                    double &slot = dpCache[(static_cast<size_t>(i) * (c.layers + 1) + n) * 2 + (distOpt ? 1 : 0)];
+                    if (std::isnan(slot)) {
+                        const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
+                        double worst = 0;
+                        for (const Link &l : s.dpLinks)
+                            worst = std::max(worst,
+                                             distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
+                                                     + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
+                                                     : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
+                        slot = worst;
+                    }
+                    maxDp = std::max(maxDp, slot);
                 }
             }
             maxOpt = std::max(maxOpt, optMs);
@@ -509,7 +742,7 @@ private:
         in.layers = r.model.shape.layers;
         in.hidden = r.model.shape.hidden;
         in.seqLength = r.model.shape.seqLength;
-        in.globalBatch = c.gbs;
+        in.globalBatch = planBatch;
         in.minDp = 1 << 30;
         in.maxDp = 0;
         in.maxTp = 0;
@@ -612,6 +845,11 @@ private:
     const Context &c;
     const SearchRequest &r;
     int mbs[64] = {}, mbs2[64] = {}; ///< per stage: micro-batch of the first / second part's replicas
+    int planBatch = 0; ///< the current base's global batch (the request's, or rounded)
+    /// DP synchronisation time per (stage, layer count, optimizer) of one (pipeline, micro-batch):
+    /// it depends on neither the recompute choice nor the rest of the split. NaN: not computed yet.
+    std::vector<double> dpCache;
+    size_t dpCachePipeline = SIZE_MAX, dpCacheMb = SIZE_MAX;
     RecomputeMethod methods[64] = {};
     Recompute rc[64];
     const LayerKernel *kern[2][64] = {}; ///< [part][stage]
@@ -746,7 +984,7 @@ void addPipeline(Context &ctx, SearchResult &res, const std::vector<Node> &nodes
             }
             s.group = un.a;
             s.group2 = un.b;
-            s.dpLinks = linksAmong(s.nodes, nodes, cl, r.cost);
+            s.dpLinks = ctx.links->linksAmong(s.nodes);
             ps.maxDp = std::max(ps.maxDp, s.dp);
             SearchStage st {un.a, sl, slices, s.tp, s.dp};
             st.group2 = un.b;
@@ -756,7 +994,7 @@ void addPipeline(Context &ctx, SearchResult &res, const std::vector<Node> &nodes
         }
     }
     for (size_t i = 0; i + 1 < ps.stages.size(); ++i)
-        ps.p2pLinks.push_back(linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes, nodes, cl, r.cost));
+        ps.p2pLinks.push_back(ctx.links->linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes));
     {
         std::vector<std::vector<int>> stageNodes;
         std::vector<int> stageTp;
@@ -932,15 +1170,33 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.model = req.model;
     res.globalBatch = req.globalBatch > 0 ? req.globalBatch : req.model.training.globalBatch;
     res.sequenceParallel = req.space.sequenceParallel;
+    res.roundGlobalBatch = req.space.roundGlobalBatch;
     res.microBatchSizes = req.space.microBatches;
     res.recomputeChoices = req.space.recompute;
     res.distOptChoices = req.space.distributedOptimizer;
     if (req.cluster.groups.empty() || req.cluster.totalGpus() <= 0)
         throw std::invalid_argument("cluster '" + req.cluster.name + "' has no GPUs to search over");
+    {
+        long long nodeCount = 0, gpuCount = 0;
+        for (const NodeGroup &g : req.cluster.groups) {
+            nodeCount += g.count;
+            gpuCount += static_cast<long long>(g.count) * g.gpusPerNode;
+        }
+        if (nodeCount > kMaxSearchNodes || gpuCount > kMaxSearchGpus)
+            throw std::invalid_argument("cluster '" + req.cluster.name + "' has " + std::to_string(nodeCount)
+                                        + " nodes and " + std::to_string(gpuCount) + " GPUs; the search takes at most "
+                                        + std::to_string(kMaxSearchNodes) + " nodes and "
+                                        + std::to_string(kMaxSearchGpus) + " GPUs");
+    }
     if (res.globalBatch <= 0)
         throw std::invalid_argument("expected a positive global batch, found " + std::to_string(res.globalBatch));
     if (req.model.shape.layers <= 0 || req.model.shape.heads <= 0)
         throw std::invalid_argument("model '" + req.model.id + "' has no layers or heads");
+    if (req.stream && (req.collectFeatures || req.stream->topK < 1 || req.stream->objectives.empty()))
+        throw std::invalid_argument("a streamed search needs top K >= 1 and an objective, and collects no features");
+    if (req.stream)
+        for (const ObjectiveWeights &o : req.stream->objectives)
+            checkObjective(o);
     if (req.space.microBatches.empty() || req.space.recompute.empty() || req.space.distributedOptimizer.empty()
         || req.space.tensorParallel.empty() || req.space.stagesPerGroup.empty())
         throw std::invalid_argument("every search dimension needs at least one value");
@@ -978,6 +1234,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     if (poll.cancelled())
         return cancelledInSetup();
     const std::vector<Node> nodes = req.cluster.nodes();
+    const LinkTable links(req.cluster, nodes, req.cost);
+    ctx.links = &links;
     if (!buildPipelines(ctx, res, nodes, poll))
         return cancelledInSetup();
     ctx.modelParams = static_cast<double>(req.model.totalParams());
@@ -1035,8 +1293,10 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     const size_t nChunks = static_cast<size_t>((ctx.totalBases + kBasesPerChunk - 1) / kBasesPerChunk);
     if (poll.cancelled())
         return cancelledInSetup();
-    std::vector<ChunkOut> chunks(nChunks);
-    std::vector<char> chunkDone(nChunks, 0);
+    // Streamed: each worker evaluates into one reused chunk and keeps what can be shown.
+    const bool streaming = req.stream.has_value();
+    std::vector<ChunkOut> chunks(streaming ? 0 : nChunks);
+    std::vector<char> chunkDone(streaming ? 0 : nChunks, 0);
     std::atomic<size_t> next {0};
     std::atomic<size_t> basesDone {0};
     std::atomic<bool> cancel {false};
@@ -1046,15 +1306,21 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(nChunks, 1)));
     res.threads = threads;
     std::atomic<int> running {threads};
-    auto worker = [&] {
+    std::vector<StreamKeeper> keepers(streaming ? static_cast<size_t>(threads) : 0);
+    for (StreamKeeper &k : keepers)
+        k.opt = &*req.stream;
+    auto worker = [&](size_t wi) {
         Evaluator ev(ctx);
+        ChunkOut local;
         while (!cancel.load(std::memory_order_relaxed)) {
             const size_t ci = next.fetch_add(1);
             if (ci >= nChunks)
                 break;
             const uint64_t b0 = ci * kBasesPerChunk;
             const uint64_t b1 = std::min<uint64_t>(b0 + kBasesPerChunk, ctx.totalBases);
-            ChunkOut &co = chunks[ci];
+            if (streaming)
+                local.clear();
+            ChunkOut &co = streaming ? local : chunks[ci];
             const size_t guess = static_cast<size_t>(b1 - b0) * 8;
             co.t.reserve(guess);
             co.m.reserve(guess);
@@ -1073,7 +1339,10 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
                 ev.runBase(b, co);
             if (b < b1)
                 break;
-            chunkDone[ci] = 1;
+            if (streaming)
+                keepers[wi].add(co, ci);
+            else
+                chunkDone[ci] = 1;
             basesDone.fetch_add(static_cast<size_t>(b1 - b0));
         }
         if (running.fetch_sub(1) == 1) {
@@ -1083,7 +1352,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     };
     std::vector<std::thread> pool;
     for (int i = 0; i < threads; ++i)
-        pool.emplace_back(worker);
+        pool.emplace_back(worker, static_cast<size_t>(i));
     {
         // The callback is polled every 10 ms: a cancel waits at most that long to be seen.
         std::unique_lock<std::mutex> lock(mu);
@@ -1103,6 +1372,34 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.cancelled = cancel.load();
     if (progress && !res.cancelled)
         progress(static_cast<size_t>(ctx.totalBases), static_cast<size_t>(ctx.totalBases));
+
+    if (streaming) {
+        // One final compaction over every worker's rows in enumeration order: the kept set is
+        // what the whole enumeration keeps, whatever the thread count.
+        StreamKeeper all;
+        all.opt = &*req.stream;
+        for (StreamKeeper &k : keepers)
+            all.append(std::move(k));
+        all.sortByKey();
+        all.compact();
+        res.streamed = true;
+        res.enumerated += all.enumerated;
+        res.pruned += all.pruned;
+        res.timeMs = std::move(all.t);
+        res.peakMemory = std::move(all.m);
+        res.imbalance = std::move(all.b);
+        res.peakBytes = std::move(all.bytes);
+        res.baseOf = std::move(all.base);
+        res.splitOffset = std::move(all.offset);
+        res.layerCounts = std::move(all.layers);
+        res.evaluated = all.evaluated;
+#ifndef NDEBUG
+        checkSearchInvariants(res);
+#endif
+        res.enumerateEvaluateMs
+            = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        return res;
+    }
 
     size_t total = 0, totalLayers = 0;
     for (size_t ci = 0; ci < nChunks; ++ci)
@@ -1257,9 +1554,15 @@ void checkSearchInvariants(const SearchResult &r)
             if (!st.mixed() && step % st.dp != 0) // a mixed stage splits its samples by speed
                 fail("DP " + std::to_string(st.dp) + " does not divide the " + std::to_string(step)
                      + " samples per step");
-        if (r.globalBatch % step != 0)
-            fail("the global batch " + std::to_string(r.globalBatch) + " is not a multiple of the "
-                 + std::to_string(step) + " samples per step");
+        const int batch = r.globalBatchOf(i);
+        if (batch % step != 0)
+            fail("the global batch " + std::to_string(batch) + " is not a multiple of the " + std::to_string(step)
+                 + " samples per step");
+        if (batch != r.globalBatch
+            && (!r.roundGlobalBatch || 2LL * std::abs(batch - r.globalBatch) > step
+                || batch / step != roundedMicroBatchCount(r.globalBatch, static_cast<int>(step))))
+            fail("the global batch " + std::to_string(batch) + " is not the nearest multiple of the "
+                 + std::to_string(step) + " samples per step to the requested " + std::to_string(r.globalBatch));
     }
 }
 
@@ -1359,6 +1662,26 @@ std::vector<StageBatch> stageBatches(const SearchResult &r, const Decoded &d)
 
 } // namespace
 
+int roundedMicroBatchCount(int globalBatch, int stepSamples)
+{
+    if (stepSamples < 1)
+        throw std::invalid_argument("expected positive samples per step, found " + std::to_string(stepSamples));
+    const long long m = (2LL * globalBatch + stepSamples) / (2LL * stepSamples); // floor(gbs / step + 1/2)
+    return static_cast<int>(std::max(1LL, m));
+}
+
+int SearchResult::globalBatchOfBase(uint64_t base) const
+{
+    if (!roundGlobalBatch)
+        return globalBatch;
+    const BaseParts bp = decodeBase(base);
+    int maxDp = 1;
+    for (const SearchStage &s : pipelines.at(bp.pipeline).stages)
+        maxDp = std::max(maxDp, s.dp);
+    const int step = microBatchSizes.at(bp.microBatch) * maxDp;
+    return globalBatch % step == 0 ? globalBatch : roundedMicroBatchCount(globalBatch, step) * step;
+}
+
 std::vector<RecomputeMethod> SearchResult::recomputeOf(size_t index) const
 {
     const size_t nRc = recomputeChoices.size();
@@ -1376,7 +1699,7 @@ Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
     const Pipeline &pl = pipelines.at(d.pipeline);
     const std::vector<StageBatch> batches = stageBatches(*this, d);
     Plan plan;
-    plan.globalBatch = globalBatch;
+    plan.globalBatch = globalBatchOfBase(base);
     plan.sequenceParallel = sequenceParallel;
     plan.distributedOptimizer = distOptChoices[d.distIndex];
     int layer = 0;
@@ -1429,7 +1752,8 @@ std::string SearchResult::signatureKey(size_t index) const
     // Same layout as planSignature() (memx/predict/predictioncache.cpp, link classes: memx/cost/linkkey.h).
     std::string key;
     key.reserve(96 * pl.stages.size() + 48);
-    key += "gbs=" + std::to_string(globalBatch) + ";m=" + std::to_string(globalBatch / step)
+    const int batch = globalBatchOfBase(baseOf.at(index));
+    key += "gbs=" + std::to_string(batch) + ";m=" + std::to_string(batch / step)
         + ";do=" + (distOptChoices[d.distIndex] ? "1" : "0") + ";sp=" + (sequenceParallel ? "1" : "0");
     int layer = 0;
     const uint8_t *split = &layerCounts.at(splitOffset.at(index));
@@ -1476,8 +1800,10 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
         maxDp = std::max(maxDp, s.dp);
     const int step = microBatchSizes[d.mbIndex] * maxDp;
     out.clear();
-    out.push_back(static_cast<uint32_t>(globalBatch));
-    out.push_back(static_cast<uint32_t>(globalBatch / step));
+    const int batch
+        = globalBatch % step == 0 || !roundGlobalBatch ? globalBatch : roundedMicroBatchCount(globalBatch, step) * step;
+    out.push_back(static_cast<uint32_t>(batch));
+    out.push_back(static_cast<uint32_t>(batch / step));
     out.push_back(distOptChoices[d.distIndex] ? 1u : 0u);
     out.push_back(sequenceParallel ? 1u : 0u);
     out.push_back(static_cast<uint32_t>(pl.stages.size()));

@@ -43,6 +43,7 @@ struct IdleSubset {
     int parent = -1; ///< the subset (index into subsets) this one leaves more groups idle than, -1: none
     size_t first = 0, count = 0; ///< its configurations in the merged result: [first, first + count)
     uint64_t enumerated = 0; ///< candidates it considered
+    uint64_t evaluated = 0; ///< its valid configurations (> count when the search streamed)
     double bestTimeMs = 0; ///< its fastest plan's T (0: no plan)
 };
 

@@ -6,6 +6,7 @@
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
 #include "memx/profile/layerprofile.h"
+#include "memx/search/objective.h"
 #include "memx/util/progress.h"
 
 #include <cstdint>
@@ -50,6 +51,31 @@ struct SearchSpaceOptions {
     /// Mixed stages: two node groups of different device types may form one stage's
     /// data-parallel group where the target runs that (docs/search.md section 2.1).
     bool mixedStages = true;
+    /// Batch flexibility: a base whose samples per step (micro-batch x largest DP) do not divide
+    /// the global batch runs roundedMicroBatchCount(globalBatch, step) micro-batches instead of
+    /// being pruned for "divisibility"; its plan's global batch is that count x the step
+    /// (SearchResult::globalBatchOf, the nearest multiple of the step). Off: only exact batches.
+    bool roundGlobalBatch = false;
+};
+
+/// The micro-batch count of a step of `stepSamples` sequences nearest to `globalBatch`
+/// sequences: round(globalBatch / stepSamples), a tie going up, at least 1. A plan with it runs
+/// count x stepSamples sequences per iteration (SearchSpaceOptions::roundGlobalBatch).
+int roundedMicroBatchCount(int globalBatch, int stepSamples);
+
+/// Streaming search (SearchRequest::stream): configurations are evaluated and dropped unless they
+/// can still be shown. Kept: every configuration whose score is within a rounding tolerance of the
+/// topK-th best for some objective in `objectives` (ranking ties broken as rank() does), every
+/// configuration of the exact (T, M, B) Pareto front, and the first configuration with the largest
+/// T, M and B (so the objective's normalisers, objectiveScaleOf, are those of the whole space).
+/// rank() and paretoFront() of the streamed result then give the same plans, in the same order and
+/// with the same scores, as on the full result (tst_search: streamedSearchEqualsFullSearch).
+struct StreamOptions {
+    std::vector<ObjectiveWeights> objectives = {ObjectiveWeights {}};
+    size_t topK = 100;
+    /// Rows (configurations) a worker buffers before it drops what can no longer be shown; the
+    /// memory of the search is about threads x bufferRows x ~60 bytes plus what is kept.
+    size_t bufferRows = 1 << 16;
 };
 
 /// Everything a search needs: an immutable snapshot.
@@ -64,6 +90,10 @@ struct SearchRequest {
     /// Also fill SearchResult::features (kFeatureCount floats per configuration, the learned
     /// predictor's input; memx/cost/features.h). Off: the analytic search is unchanged.
     bool collectFeatures = false;
+    /// Set: stream the space through evaluation and keep only what StreamOptions says (the
+    /// result's size() is then far below `evaluated`; SearchResult::streamed). Not with
+    /// collectFeatures (a learned predictor re-scores every configuration).
+    std::optional<StreamOptions> stream;
 };
 
 /// Why candidate configurations were rejected.
@@ -102,6 +132,12 @@ struct SearchStage {
 /// the slower part's pace max(b1 / w1, b2 / w2) (Metis-style: faster replicas take larger
 /// micro-batches); the smallest b1 among equals. std::nullopt when no such pair exists.
 std::optional<std::pair<int, int>> mixedMicroBatches(int samples, int dp1, int dp2, double w1, double w2);
+
+/// Largest cluster runSearch accepts (the cluster reader's limits, memx/io/formats.h): more nodes
+/// or GPUs are refused with std::invalid_argument naming the cluster. Set-up is linear in nodes
+/// (one LinkTable, memx/cost/linktable.h, per search).
+constexpr int kMaxSearchNodes = 8192;
+constexpr int kMaxSearchGpus = 65536;
 
 /// Most transformer layers one pipeline stage of a searched plan may hold (SearchResult stores
 /// layer counts in 8 bits). A split that would put more on one stage is pruned for "layers"
@@ -149,8 +185,14 @@ struct SearchResult {
     std::vector<std::string> deviceTypes; ///< device ids, the recompute choice is per entry
     Cluster cluster;
     Model model;
-    int globalBatch = 0;
+    int globalBatch = 0; ///< the requested global batch
     bool sequenceParallel = false;
+    /// SearchSpaceOptions::roundGlobalBatch of the search: a configuration's global batch is
+    /// globalBatchOf(index), the nearest multiple of its samples per step.
+    bool roundGlobalBatch = false;
+    /// A streamed search (SearchRequest::stream): only the configurations that can be shown were
+    /// kept (size() < evaluated).
+    bool streamed = false;
 
     /// Learned predictor's input, size() x kFeatureCount, row-major (SearchRequest::collectFeatures).
     std::vector<float> features;
@@ -188,6 +230,10 @@ struct SearchResult {
     uint64_t encodeBase(const BaseParts &parts) const;
     /// The Plan of base configuration `base` with the given layer count per stage.
     Plan planOfBase(uint64_t base, const uint8_t *layerCounts) const;
+    /// Sequences per iteration of a plan of base `base`: globalBatch, or with roundGlobalBatch the
+    /// rounded micro-batch count x the samples per step.
+    int globalBatchOfBase(uint64_t base) const;
+    int globalBatchOf(size_t index) const { return globalBatchOfBase(baseOf.at(index)); }
     /// Recompute choice of each device type for configuration `index` (parallel to deviceTypes).
     std::vector<RecomputeMethod> recomputeOf(size_t index) const;
 };
