@@ -98,6 +98,16 @@ static Cluster syntheticCluster()
     return c;
 }
 
+/// 4 layers, h 1024, 16 heads, f 4096, vocab 32000, s 1024: every dimension a multiple of 128.
+static Model tinyModel()
+{
+    Model m;
+    m.id = "tiny";
+    m.shape = ModelShape {
+        4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
+    return m;
+}
+
 class TestCostModel : public QObject {
     Q_OBJECT
 
@@ -185,10 +195,7 @@ private slots:
         // 0.5 (measured) of 100 TFLOP/s, HBM 1000 GB/s x 0.7, every dimension a multiple of 128.
         Cluster c = syntheticCluster();
         c.devices[0].computeUnits = 1;
-        Model m;
-        m.id = "tiny";
-        m.shape = ModelShape {
-            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
+        Model m = tinyModel();
         m.training.globalBatch = 8;
         m.training.attention = AttentionBackend::Flash;
         CostOptions o;
@@ -238,10 +245,7 @@ private slots:
         // latency). T = 1024 tokens, h = 1024: 2Th = 2,097,152 bytes.
         Cluster c = syntheticCluster();
         c.devices[0].computeUnits = 1;
-        Model m;
-        m.id = "tiny";
-        m.shape = ModelShape {
-            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
+        Model m = tinyModel();
         m.training.attention = AttentionBackend::Flash;
         CostOptions o;
         o.hostOpMicroseconds = 0;
@@ -344,10 +348,7 @@ private slots:
     void profileReplacesAnalyticCompute()
     {
         const Cluster c = syntheticCluster();
-        Model m;
-        m.id = "tiny";
-        m.shape = ModelShape {
-            4, 1024, 16, 16, 4096, 32000, 1024, false, true, Normalization::LayerNorm, PositionEmbedding::Rope};
+        Model m = tinyModel();
         m.training.globalBatch = 8;
         ProfileSet ps;
         LayerProfile lp;
