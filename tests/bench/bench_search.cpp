@@ -3,6 +3,7 @@
 // Run: build/tests/bench/bench_search --benchmark_counters_tabular=true
 // Figures go to docs/performance.md.
 #include "memx/io/formats.h"
+#include "memx/profiling/minimalset.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 #include "memx/util/diagnostic.h"
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <thread>
 
 using namespace memx;
@@ -166,7 +168,9 @@ BENCHMARK(BM_SearchOneMillion)->Unit(benchmark::kMillisecond)->UseRealTime()->It
 /// evaluation was reached, maxMs = worst latency, kept = mean configurations in the cancelled
 /// result (runSearch hands back the chunks completed before the cancel: copying them into the
 /// result's flat arrays is the part of the latency that grows with the time searched).
-void cancelLatency(benchmark::State &state, const SearchRequest &req)
+/// `run(progress)` does the work under test and returns how many configurations it kept, or -1
+/// when it finished without seeing the cancel.
+void cancelLatencyOf(benchmark::State &state, const std::function<double(const ProgressFn &)> &run)
 {
     using Clock = std::chrono::steady_clock;
     const auto delay = std::chrono::milliseconds(state.range(0));
@@ -181,7 +185,7 @@ void cancelLatency(benchmark::State &state, const SearchRequest &req)
             cancelAt = Clock::now();
             cancel = true;
         });
-        const SearchResult r = runSearch(req, [&](size_t, size_t total) {
+        const double keptNow = run([&](size_t, size_t total) {
             if (total > 0 && !evaluating) {
                 evaluating = true;
                 evaluationAt = Clock::now();
@@ -193,14 +197,14 @@ void cancelLatency(benchmark::State &state, const SearchRequest &req)
         });
         const Clock::time_point end = Clock::now();
         canceller.join();
-        if (!r.cancelled) {
+        if (keptNow < 0) {
             state.SkipWithError("the search finished before the cancel: use a shorter delay");
             break;
         }
         const double ms = std::chrono::duration<double, std::milli>(end - cancelAt).count();
         state.SetIterationTime(ms / 1000);
         worstMs = std::max(worstMs, ms);
-        kept += static_cast<double>(r.size());
+        kept += keptNow;
         inSetup += refusedInSetup ? 1 : 0;
         if (evaluating) {
             setupMs += std::chrono::duration<double, std::milli>(evaluationAt - start).count();
@@ -213,6 +217,62 @@ void cancelLatency(benchmark::State &state, const SearchRequest &req)
     state.counters["kept"] = kept / std::max<double>(1, static_cast<double>(state.iterations()));
 }
 
+void cancelLatency(benchmark::State &state, const SearchRequest &req)
+{
+    cancelLatencyOf(state, [&](const ProgressFn &progress) {
+        const SearchResult r = runSearch(req, progress);
+        return r.cancelled ? static_cast<double>(r.size()) : -1.0;
+    });
+}
+
+/// `memx profile plan` on the 512-GPU sample as the CLI runs it (narrowed to 500 k base
+/// configurations; ~0.4 s in all: the search, then the kernels of the space and the end-to-end
+/// picks, which poll the same callback). A cancel throws memx::Cancelled (kept = 0).
+void cancelProfilePlan(benchmark::State &state, const std::string &model, uint64_t maxBases)
+{
+    SearchRequest r = makeRequest("cross-vendor-512gpu", 2);
+    r.model = resolveModel(model);
+    narrowToBudget(r, maxBases);
+    MinimalSetOptions o;
+    o.space = r.space;
+    o.threads = 2;
+    cancelLatencyOf(state, [&](const ProgressFn &progress) {
+        try {
+            planMinimalSet(r.cluster, r.model, o, progress);
+        } catch (const Cancelled &) {
+            return 0.0;
+        }
+        return -1.0;
+    });
+}
+
+void BM_CancelProfilePlan512(benchmark::State &state)
+{
+    cancelProfilePlan(state, "gpt3-1.3b", 500000);
+}
+BENCHMARK(BM_CancelProfilePlan512)
+    ->Arg(5)
+    ->Arg(150)
+    ->Arg(300)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(5);
+
+/// A wider space (`memx profile plan --model llama2-7b --max-bases 4000000`: ~1.7 s of search,
+/// then ~2 s over its 6 M configurations; ~1.7 GiB at its peak; tests/cli/tst_scale.cpp cancels
+/// it 1.5 s in).
+void BM_CancelProfilePlan512Wide(benchmark::State &state)
+{
+    cancelProfilePlan(state, "llama2-7b", 4000000);
+}
+BENCHMARK(BM_CancelProfilePlan512Wide)
+    ->Arg(1000)
+    ->Arg(1500)
+    ->Arg(2500)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(3);
+
 /// The 512-GPU sample as `memx search` runs it by default: narrowed to 500 k base configurations
 /// (in-process: set-up ~0.1 s, then ~0.4 s of evaluation on 2 threads).
 void BM_Cancel512(benchmark::State &state)
@@ -221,14 +281,7 @@ void BM_Cancel512(benchmark::State &state)
     narrowToBudget(r, 500000);
     cancelLatency(state, r);
 }
-BENCHMARK(BM_Cancel512)
-    ->Arg(5)
-    ->Arg(50)
-    ->Arg(150)
-    ->Arg(300)
-    ->Unit(benchmark::kMillisecond)
-    ->UseManualTime()
-    ->Iterations(5);
+BENCHMARK(BM_Cancel512)->Arg(5)->Arg(25)->Arg(50)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
 
 /// A wider space on the same cluster (`--radius 3 --max-bases 4000000`, tests/cli/tst_scale.cpp):
 /// minutes of evaluation, cancelled during it.
@@ -239,10 +292,21 @@ void BM_Cancel512Wide(benchmark::State &state)
     narrowToBudget(r, 4000000);
     cancelLatency(state, r);
 }
-BENCHMARK(BM_Cancel512Wide)
+BENCHMARK(BM_Cancel512Wide)->Arg(1000)->Arg(2000)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+
+/// The same wide space streamed, as `memx search` runs it (top 10 of the default objective and
+/// the Pareto front kept): a cancelled result holds what the workers kept, nothing to gather.
+void BM_Cancel512WideStreamed(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("cross-vendor-512gpu", 2);
+    r.space.neighbourRadius = 3;
+    narrowToBudget(r, 4000000);
+    r.stream = StreamOptions {{ObjectiveWeights {}}, 10};
+    cancelLatency(state, r);
+}
+BENCHMARK(BM_Cancel512WideStreamed)
     ->Arg(1000)
     ->Arg(2000)
-    ->Arg(5000)
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(5);

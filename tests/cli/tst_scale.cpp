@@ -7,6 +7,7 @@
 #include "memx/search/search.h"
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -163,6 +164,32 @@ private slots:
         const QJsonObject j = parse(c);
         QVERIFY(j[QStringLiteral("cancelled")].toBool());
         qInfo("SIGINT -> exit: %.1f ms (peak RSS %ld MiB)", c.cancelLatencyMs, c.peakRssKiB / 1024);
+    }
+
+    /// `memx profile plan` on the 512-GPU sample: by default (narrowed to 500 k bases) it completes
+    /// under 1 GiB; over a wider space (4 M bases, ~10 s) Ctrl-C exits 130 with a message and
+    /// writes nothing. How fast: bench_search's BM_CancelProfilePlan512.
+    void profilePlan512BoundedAndCancellable()
+    {
+        const Child d = runMemx({"profile", "plan", "--cluster", kCluster512, "--model", "gpt3-1.3b", "--json"},
+                                mTmp.filePath(QStringLiteral("pp512.json")));
+        QCOMPARE(d.exitCode, 0);
+        const QJsonObject j = parse(d);
+        QVERIFY(!j[QStringLiteral("jobs")].toArray().isEmpty());
+        const long boundMiB = sanitized() ? 3072 : 1024;
+        QVERIFY2(d.peakRssKiB / 1024 < boundMiB,
+                 qPrintable(QStringLiteral("peak RSS %1 MiB").arg(d.peakRssKiB / 1024)));
+        qInfo("512-GPU profile plan: %.0f ms wall, peak RSS %ld MiB", d.wallMs, d.peakRssKiB / 1024);
+
+        const QString out = mTmp.filePath(QStringLiteral("pp512-jobs"));
+        const Child c = runMemx({"profile", "plan", "--cluster", kCluster512, "--model", "llama2-7b", "--max-bases",
+                                 "4000000", "--threads", "2", "--out", out.toStdString()},
+                                mTmp.filePath(QStringLiteral("pp512-cancel.txt")), 1500);
+        QVERIFY2(c.cancelLatencyMs >= 0, "the profile plan finished before SIGINT: make the space wider");
+        QCOMPARE(c.signal, 0);
+        QCOMPARE(c.exitCode, 130);
+        QVERIFY(!QFileInfo::exists(out)); // nothing written
+        qInfo("profile plan SIGINT -> exit: %.1f ms (peak RSS %ld MiB)", c.cancelLatencyMs, c.peakRssKiB / 1024);
     }
 
     /// Cancel at the very first progress call: it comes from the set-up phase (total 0, before

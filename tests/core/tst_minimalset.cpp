@@ -92,6 +92,41 @@ private slots:
         checkCoversSpace(loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json"), resolveModel("llama2-7b"), o);
     }
 
+    /// Every phase polls the callback: the search, then the kernels of the space and the
+    /// end-to-end picks (the 512-GPU sample spent ~8 s there deaf to Ctrl-C). Cancelling at the
+    /// last call of a complete run, or at one half-way, throws Cancelled.
+    void cancelledInEveryPhase()
+    {
+        const Cluster c = loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json");
+        const Model m = resolveModel("llama2-7b");
+        MinimalSetOptions o;
+        size_t calls = 0;
+        size_t lastTotal = 0;
+        planMinimalSet(c, m, o, [&](size_t, size_t total) {
+            ++calls;
+            lastTotal = total;
+            return true;
+        });
+        QVERIFY(calls > 2);
+        SearchRequest req;
+        req.cluster = c;
+        req.model = m;
+        const size_t configurations = runSearch(req).size();
+        QCOMPARE(lastTotal, configurations); // the last call comes after the search, per configuration
+        for (const size_t stopAt : {calls / 2, calls}) {
+            size_t n = 0;
+            try {
+                planMinimalSet(c, m, o, [&](size_t, size_t) { return ++n < stopAt; });
+                QFAIL("expected Cancelled");
+            } catch (const Cancelled &) {
+            }
+            // At most one call after the refusal: runSearch's closing (total, total) report of a
+            // completed search does not ask; the next poll (the kernels of the space) stops.
+            QVERIFY2(n == stopAt || n == stopAt + 1,
+                     qPrintable(QString::number(n) + " calls, stop at " + QString::number(stopAt)));
+        }
+    }
+
     void costArithmetic()
     {
         const Cluster c = loadCluster(kSamples + "/h100-8x.json");

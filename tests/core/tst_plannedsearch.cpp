@@ -65,6 +65,46 @@ bool exportsTo(const Plan &plan, const SearchResult &r, LaunchTarget target, std
 
 } // namespace
 
+/// Searches each subset of `full` (small space) and checks that mergeSubsetResults gives back
+/// each subset's plans (sub-cluster node names renamed by `rename`), metrics and counts.
+static void checkMerge(const Cluster &full, const std::vector<std::vector<int>> &used,
+                       const std::map<std::string, std::string> &rename)
+{
+    std::vector<SearchResult> parts;
+    std::vector<SearchRequest> reqs;
+    for (const auto &u : used) {
+        SearchRequest r;
+        r.cluster = subCluster(full, u);
+        r.model = resolveModel("llama2-7b");
+        r.space.stagesPerGroup = {1, 2};
+        r.space.microBatches = {1, 2};
+        r.threads = 2;
+        reqs.push_back(r);
+        parts.push_back(runSearch(r));
+    }
+    const std::vector<SearchResult> copies = parts;
+    const SearchResult m = mergeSubsetResults(full, used, std::move(parts));
+    size_t at = 0;
+    uint64_t enumerated = 0;
+    for (size_t k = 0; k < copies.size(); ++k) {
+        const SearchResult &p = copies[k];
+        enumerated += p.enumerated;
+        QVERIFY(p.size() > 0);
+        for (size_t i = 0; i < p.size(); i += p.size() / 40 + 1) {
+            QCOMPARE(planText(m.materialize(at + i)), planText(p.materialize(i), rename));
+            QCOMPARE(m.timeMs[at + i], p.timeMs[i]);
+            QCOMPARE(m.peakMemory[at + i], p.peakMemory[i]);
+            // The plan is valid in the whole cluster and costs the same there.
+            const PlanEstimate e = estimatePlan(m.materialize(at + i), full, m.model, nullptr, CostOptions {});
+            QVERIFY(std::abs(e.iterationTimeMs - p.timeMs[i]) < 1e-9 * p.timeMs[i]);
+        }
+        at += p.size();
+    }
+    QCOMPARE(m.size(), at);
+    QCOMPARE(m.enumerated, enumerated);
+    QCOMPARE(m.enumerated, m.evaluated + m.pruned.total());
+}
+
 class TestPlannedSearch : public QObject {
     Q_OBJECT
 
@@ -92,40 +132,11 @@ private slots:
         QCOMPARE(sub.groups[1].count, 1);
         QCOMPARE(nodeName(sub.groups[1], 0), std::string("h100"));
         QCOMPARE(sub.network.overrides.back().a, std::string("h100")); // follows the renamed node
-        std::vector<SearchResult> parts;
-        std::vector<SearchRequest> reqs;
-        for (const auto &u : used) {
-            SearchRequest r;
-            r.cluster = subCluster(full, u);
-            r.model = resolveModel("llama2-7b");
-            r.space.stagesPerGroup = {1, 2};
-            r.space.microBatches = {1, 2};
-            r.threads = 2;
-            reqs.push_back(r);
-            parts.push_back(runSearch(r));
-        }
-        const std::vector<SearchResult> copies = parts;
-        const SearchResult m = mergeSubsetResults(full, used, std::move(parts));
-        size_t at = 0;
-        uint64_t enumerated = 0;
-        for (size_t k = 0; k < copies.size(); ++k) {
-            const SearchResult &p = copies[k];
-            enumerated += p.enumerated;
-            std::map<std::string, std::string> rename {{"h100", "h100-0"}}; // sub names -> cluster names
-            QVERIFY(p.size() > 0);
-            for (size_t i = 0; i < p.size(); i += p.size() / 40 + 1) {
-                QCOMPARE(planText(m.materialize(at + i)), planText(p.materialize(i), rename));
-                QCOMPARE(m.timeMs[at + i], p.timeMs[i]);
-                QCOMPARE(m.peakMemory[at + i], p.peakMemory[i]);
-                // The plan is valid in the whole cluster and costs the same there.
-                const PlanEstimate e = estimatePlan(m.materialize(at + i), full, m.model, nullptr, CostOptions {});
-                QVERIFY(std::abs(e.iterationTimeMs - p.timeMs[i]) < 1e-9 * p.timeMs[i]);
-            }
-            at += p.size();
-        }
-        QCOMPARE(m.size(), at);
-        QCOMPARE(m.enumerated, enumerated);
-        QCOMPARE(m.enumerated, m.evaluated + m.pruned.total());
+        checkMerge(full, used, {{"h100", "h100-0"}});
+        // One subset on every group (what --target any searches) is taken as it is; a group
+        // partly used keeps the cluster's node names.
+        checkMerge(full, {{2, 1, 2}}, {});
+        checkMerge(full, {{1, 1, 1}}, {{"a100", "a100-0"}, {"h100", "h100-0"}});
     }
 
     /// The 20-GPU sample under its default target: FlagScale (no ROCm), the MI250X group idle,

@@ -46,25 +46,32 @@ bool tpInterpolationAllowed(const GpuSpec &device, const MinimalSetOptions &opti
         || device.scaleUpKind == ScaleUpKind::InfinityFabric;
 }
 
-std::set<KernelPoint> kernelsOfSpace(const SearchResult &result)
+std::set<KernelPoint> kernelsOfSpace(const SearchResult &result, const ProgressFn &progress)
 {
     std::set<KernelPoint> out;
-    std::vector<bool> seen;
-    const std::vector<Node> nodes = result.cluster.nodes();
+    std::set<std::pair<size_t, size_t>> seen; // (pipeline, micro-batch index) looked at
+    auto deviceOfGroup = [&](int g) -> const std::string & {
+        return result.cluster.deviceOf(result.cluster.groups.at(static_cast<size_t>(g))).id;
+    };
+    constexpr size_t kPollEvery = 4096;
     for (size_t i = 0; i < result.size(); ++i) {
+        if (i % kPollEvery == 0)
+            reportOrThrow(progress, i, result.size());
         const uint32_t base = result.baseOf[i];
-        if (base >= seen.size())
-            seen.resize(static_cast<size_t>(base) + 1, false);
-        if (seen[base])
+        const SearchResult::BaseParts parts = result.decodeBase(base);
+        if (!seen.insert({parts.pipeline, parts.microBatch}).second)
             continue;
-        seen[base] = true;
-        const Plan plan = result.materialize(i);
-        for (const Stage &st : plan.stages)
-            for (const Replica &r : st.replicas) {
-                const auto node = result.cluster.findNode(r.node);
-                out.insert({result.cluster.devices[static_cast<size_t>(node->device)].id, r.tp, r.microBatch});
-            }
+        const SearchResult::Pipeline &pl = result.pipelines.at(parts.pipeline);
+        const std::vector<std::pair<int, int>> mbs = result.stageMicroBatchesOfBase(base);
+        for (size_t s = 0; s < pl.stages.size(); ++s) {
+            const SearchStage &st = pl.stages[s];
+            if (st.dp - st.dp2 > 0)
+                out.insert({deviceOfGroup(st.group), st.tp, mbs[s].first});
+            if (st.mixed() && st.dp2 > 0)
+                out.insert({deviceOfGroup(st.group2), st.tp, mbs[s].second});
+        }
     }
+    reportOrThrow(progress, result.size(), result.size());
     return out;
 }
 
@@ -267,16 +274,13 @@ void addMemoryJobs(ProfilingPlan &plan, const Cluster &cluster, const Model &mod
 /// End-to-end runs: the best analytic plan per pipeline depth + the memory extremes. Only plans
 /// that can be launched (Megatron-LM, else FlagScale) are picked.
 void addEndToEndJobs(ProfilingPlan &plan, const SearchResult &result, const Cluster &cluster, const Model &model,
-                     const MinimalSetOptions &options)
+                     const MinimalSetOptions &options, const ProgressFn &progress)
 {
-    std::unordered_map<uint32_t, int> ppOfBase;
     auto ppOf = [&](size_t i) {
-        auto it = ppOfBase.find(result.baseOf[i]);
-        if (it == ppOfBase.end())
-            it = ppOfBase.emplace(result.baseOf[i], result.materialize(i).pp()).first;
-        return it->second;
+        return static_cast<int>(result.pipelines.at(result.decodeBase(result.baseOf[i]).pipeline).stages.size());
     };
     auto launchable = [&](size_t i) {
+        reportOrThrow(progress, result.size(), result.size()); // a check costs ~ms on 512 GPUs
         ExportRequest req;
         req.plan = result.materialize(i);
         req.cluster = cluster;
@@ -290,47 +294,65 @@ void addEndToEndJobs(ProfilingPlan &plan, const SearchResult &result, const Clus
         checkFlagScaleExpressible(req, flagscale);
         return flagscale.empty();
     };
-    std::vector<size_t> order(result.size());
-    for (size_t i = 0; i < order.size(); ++i)
-        order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return result.timeMs[a] < result.timeMs[b]; });
     // An export check costs ~ms on a large cluster: look at the kLaunchChecks fastest plans of
     // each depth (and of each memory end) at most, so a cluster no launcher supports (e.g. AMD
-    // GPUs, which FlagScale cannot run) does not scan the whole space.
-    constexpr int kLaunchChecks = 32;
-    std::map<int, size_t> bestPerPp;
-    std::map<int, int> checked;
-    std::set<int> allDepths;
-    for (size_t i : order) {
-        const int pp = ppOf(i);
-        allDepths.insert(pp);
-        if (!bestPerPp.count(pp) && checked[pp] < kLaunchChecks) {
-            ++checked[pp];
-            if (launchable(i))
-                bestPerPp[pp] = i;
+    // GPUs, which FlagScale cannot run) does not scan the whole space. Only those few are
+    // ordered (bounded heaps in one pass that polls `progress`; sorting the 6 M configurations
+    // of a wide 512-GPU space took seconds and could not be cancelled), in the order a stable
+    // sort by time, then by memory, would give them.
+    constexpr size_t kLaunchChecks = 32;
+    auto byTime = [&](size_t a, size_t b) { return std::tie(result.timeMs[a], a) < std::tie(result.timeMs[b], b); };
+    auto byMemory = [&](size_t a, size_t b) {
+        return std::tie(result.peakMemory[a], result.timeMs[a], a)
+            < std::tie(result.peakMemory[b], result.timeMs[b], b);
+    };
+    auto byMemoryDown = [&](size_t a, size_t b) { return byMemory(b, a); };
+    // Keeps the kLaunchChecks first indices under `less` in a max-heap.
+    auto keep = [&](std::vector<size_t> &heap, size_t i, const auto &less) {
+        if (heap.size() < kLaunchChecks) {
+            heap.push_back(i);
+            std::push_heap(heap.begin(), heap.end(), less);
+        } else if (less(i, heap.front())) {
+            std::pop_heap(heap.begin(), heap.end(), less);
+            heap.back() = i;
+            std::push_heap(heap.begin(), heap.end(), less);
         }
+    };
+    std::map<int, std::vector<size_t>> fastestPerPp;
+    std::vector<size_t> lowMemory, highMemory;
+    for (size_t i = 0; i < result.size(); ++i) {
+        if (i % 4096 == 0)
+            reportOrThrow(progress, i, result.size());
+        keep(fastestPerPp[ppOf(i)], i, byTime);
+        keep(lowMemory, i, byMemory);
+        keep(highMemory, i, byMemoryDown);
     }
-    if (bestPerPp.size() < allDepths.size())
-        plan.notes.push_back(std::to_string(allDepths.size() - bestPerPp.size())
+    reportOrThrow(progress, result.size(), result.size());
+    std::map<int, size_t> bestPerPp;
+    for (auto &[pp, candidates] : fastestPerPp) {
+        std::sort_heap(candidates.begin(), candidates.end(), byTime);
+        for (size_t i : candidates)
+            if (launchable(i)) {
+                bestPerPp[pp] = i;
+                break;
+            }
+    }
+    if (bestPerPp.size() < fastestPerPp.size())
+        plan.notes.push_back(std::to_string(fastestPerPp.size() - bestPerPp.size())
                              + " pipeline depth(s) have no plan expressible in Megatron-LM or FlagScale among their "
                              + std::to_string(kLaunchChecks) + " fastest");
     std::vector<std::pair<size_t, std::string>> picks;
-    std::vector<std::pair<int, size_t>> byTime(bestPerPp.begin(), bestPerPp.end());
-    std::sort(byTime.begin(), byTime.end(),
-              [&](const auto &a, const auto &b) { return result.timeMs[a.second] < result.timeMs[b.second]; });
+    std::vector<std::pair<int, size_t>> depthsByTime(bestPerPp.begin(), bestPerPp.end());
+    std::sort(depthsByTime.begin(), depthsByTime.end(),
+              [&](const auto &a, const auto &b) { return byTime(a.second, b.second); });
     const int k = std::max(0, options.endToEndRuns);
-    for (const auto &[pp, i] : byTime)
+    for (const auto &[pp, i] : depthsByTime)
         if (k > 0 && static_cast<int>(picks.size()) < std::max(1, k - 2))
             picks.push_back({i, "fastest analytic plan with PP " + std::to_string(pp)});
     if (k >= 2) {
-        std::vector<size_t> byMem = order;
-        std::stable_sort(byMem.begin(), byMem.end(),
-                         [&](size_t a, size_t b) { return result.peakMemory[a] < result.peakMemory[b]; });
-        auto pickFirst = [&](auto begin, auto end, const char *why) {
-            int tries = 0;
-            for (auto it = begin; it != end && tries++ < kLaunchChecks; ++it) {
-                const size_t i = *it;
+        auto pickFirst = [&](std::vector<size_t> candidates, const auto &less, const char *why) {
+            std::sort_heap(candidates.begin(), candidates.end(), less);
+            for (size_t i : candidates) {
                 if (std::any_of(picks.begin(), picks.end(), [&](const auto &p) { return p.first == i; }))
                     return;
                 if (launchable(i)) {
@@ -339,8 +361,8 @@ void addEndToEndJobs(ProfilingPlan &plan, const SearchResult &result, const Clus
                 }
             }
         };
-        pickFirst(byMem.begin(), byMem.end(), "lowest peak memory");
-        pickFirst(byMem.rbegin(), byMem.rend(), "highest peak memory");
+        pickFirst(lowMemory, byMemory, "lowest peak memory");
+        pickFirst(highMemory, byMemoryDown, "highest peak memory");
     }
     int e2e = 0;
     for (const auto &[i, why] : picks) {
@@ -385,6 +407,7 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
     req.space = options.space;
     req.cost = options.cost;
     req.threads = options.threads;
+    req.keepPartialOnCancel = false; // a cancelled plan is thrown away
     SearchResult result;
     if (options.target) {
         PlannedSearchRequest planned;
@@ -408,13 +431,13 @@ ProfilingPlan planMinimalSet(const Cluster &cluster, const Model &model, const M
     plan.globalBatch = result.globalBatch;
     plan.configurations = result.evaluated;
     plan.clusterGpus = cluster.totalGpus();
-    const std::set<KernelPoint> needed = kernelsOfSpace(result);
+    const std::set<KernelPoint> needed = kernelsOfSpace(result, progress);
     plan.needed.assign(needed.begin(), needed.end());
 
     chooseMeasuredPoints(plan, needed, cluster, options);
     addPerLayerJobs(plan, cluster, model, options);
     addMemoryJobs(plan, cluster, model, options);
-    addEndToEndJobs(plan, result, cluster, model, options);
+    addEndToEndJobs(plan, result, cluster, model, options, progress);
     addCost(plan, options);
     return plan;
 }

@@ -88,9 +88,12 @@ bool kernelCovered(const std::set<KernelPoint> &measured, const KernelPoint &poi
 /// Whether TP interpolation is allowed on `device` under `options`.
 bool tpInterpolationAllowed(const GpuSpec &device, const MinimalSetOptions &options);
 
-/// Every kernel point the configurations of `result` use (brute force over materialised plans:
-/// one per base configuration, since the layer split does not change the kernels).
-std::set<KernelPoint> kernelsOfSpace(const SearchResult &result);
+/// Every kernel point (device, TP, replica micro-batch) the configurations of `result` use: one
+/// look per distinct (pipeline, micro-batch) of their bases, since neither the layer split nor the
+/// recompute or optimizer choice changes the kernels; read from the decoding tables without
+/// materialising plans. `progress` is called every few thousand configurations (done, size());
+/// returning false throws Cancelled.
+std::set<KernelPoint> kernelsOfSpace(const SearchResult &result, const ProgressFn &progress = {});
 
 /// Chooses the smallest set of per-layer measurements covering the space (per device and TP:
 /// micro-batch endpoints and steps of at most maxMicroBatchRatio; TP endpoints and steps of at most
