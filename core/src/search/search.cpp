@@ -1162,18 +1162,11 @@ bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
 
 } // namespace
 
-SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
+namespace {
+
+/// Refuses a request runSearch cannot search (std::invalid_argument naming what is wrong).
+void checkSearchRequest(const SearchRequest &req, int globalBatch)
 {
-    const auto t0 = std::chrono::steady_clock::now();
-    SearchResult res;
-    res.cluster = req.cluster;
-    res.model = req.model;
-    res.globalBatch = req.globalBatch > 0 ? req.globalBatch : req.model.training.globalBatch;
-    res.sequenceParallel = req.space.sequenceParallel;
-    res.roundGlobalBatch = req.space.roundGlobalBatch;
-    res.microBatchSizes = req.space.microBatches;
-    res.recomputeChoices = req.space.recompute;
-    res.distOptChoices = req.space.distributedOptimizer;
     if (req.cluster.groups.empty() || req.cluster.totalGpus() <= 0)
         throw std::invalid_argument("cluster '" + req.cluster.name + "' has no GPUs to search over");
     {
@@ -1188,8 +1181,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
                                         + std::to_string(kMaxSearchNodes) + " nodes and "
                                         + std::to_string(kMaxSearchGpus) + " GPUs");
     }
-    if (res.globalBatch <= 0)
-        throw std::invalid_argument("expected a positive global batch, found " + std::to_string(res.globalBatch));
+    if (globalBatch <= 0)
+        throw std::invalid_argument("expected a positive global batch, found " + std::to_string(globalBatch));
     if (req.model.shape.layers <= 0 || req.model.shape.heads <= 0)
         throw std::invalid_argument("model '" + req.model.id + "' has no layers or heads");
     if (req.stream && (req.collectFeatures || req.stream->topK < 1 || req.stream->objectives.empty()))
@@ -1203,49 +1196,13 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     for (int v : req.space.microBatches)
         if (v < 1)
             throw std::invalid_argument("micro-batch sizes must be positive, found " + std::to_string(v));
-    for (const NodeGroup &g : req.cluster.groups) {
-        const std::string id = req.cluster.deviceOf(g).id;
-        if (std::find(res.deviceTypes.begin(), res.deviceTypes.end(), id) == res.deviceTypes.end())
-            res.deviceTypes.push_back(id);
-    }
+}
 
-    Context ctx;
-    ctx.req = &req;
-    ctx.layers = req.model.shape.layers;
-    ctx.gbs = res.globalBatch;
-    ctx.maxMb = std::max(1, req.space.maxReplicaMicroBatch);
-    ctx.tpValues = usableTpDegrees(req);
-    ctx.target = req.space.target;
-    if (ctx.tpValues.empty())
-        throw std::invalid_argument("no tensor-parallel degree divides the model's heads");
-
-    // Set-up, before the first chunk: cancel is polled throughout (the 48 M-base space of the
-    // 512-GPU sample takes ~40 s here). A result cancelled in set-up holds nothing.
-    SetupPoll poll(progress);
-    auto cancelledInSetup = [&] {
-        res.cancelled = true;
-        res.pipelines.clear();
-        res.enumerated = 0;
-        res.pruned = PruneCounts {};
-        res.enumerateEvaluateMs
-            = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        return res;
-    };
-    if (poll.cancelled())
-        return cancelledInSetup();
-    const std::vector<Node> nodes = req.cluster.nodes();
-    const LinkTable links(req.cluster, nodes, req.cost);
-    ctx.links = &links;
-    if (!buildPipelines(ctx, res, nodes, poll))
-        return cancelledInSetup();
-    ctx.modelParams = static_cast<double>(req.model.totalParams());
-    for (const NodeGroup &g : req.cluster.groups) {
-        const GpuSpec &dev = req.cluster.deviceOf(g);
-        const bool bf16 = req.model.training.precision == Precision::BF16;
-        ctx.groupPeakTflops.push_back(dev.peakTflops(bf16).value_or(dev.peakTflops(!bf16).value_or(0.0)));
-    }
-
-    // Kernel tables.
+/// The per-layer time and memory kernels of every group x TP x micro-batch (memory per pipeline
+/// position class too). False when cancelled through `poll`.
+bool buildKernelTables(Context &ctx, SetupPoll &poll)
+{
+    const SearchRequest &req = *ctx.req;
     const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
     const size_t G = req.cluster.groups.size(), nTp = ctx.tpValues.size();
     ctx.layerKernels.resize(G * nTp * (ctx.maxMb + 1));
@@ -1255,7 +1212,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         for (size_t ti = 0; ti < nTp; ++ti)
             for (int mb = 1; mb <= ctx.maxMb; ++mb) {
                 if (poll.cancelled())
-                    return cancelledInSetup();
+                    return false;
                 ctx.layerKernels[(g * nTp + ti) * (ctx.maxMb + 1) + mb]
                     = makeLayerKernel(req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb,
                                       req.space.sequenceParallel, profiles, req.cost);
@@ -1269,30 +1226,93 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
                     ctx.memKernels[((g * nTp + ti) * (ctx.maxMb + 1) + mb) * 2 + pg]
                         = makeMemoryKernel(req.model, req.cluster.deviceOf(req.cluster.groups[g]), ctx.tpValues[ti], mb,
                                            req.space.sequenceParallel, pg ? 2 : 1, profiles, req.cost);
+    return true;
+}
 
-    ctx.nMbs = req.space.microBatches.size();
-    ctx.nRc = req.space.recompute.size();
-    ctx.nTypes = res.deviceTypes.size();
-    ctx.nRcCombos = 1;
-    for (size_t i = 0; i < ctx.nTypes; ++i)
-        ctx.nRcCombos *= ctx.nRc;
-    ctx.nDist = req.space.distributedOptimizer.size();
-    ctx.hasPlainOptimizer
-        = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(), false)
-        != req.space.distributedOptimizer.end();
-    if (!preparePipelines(ctx, res, poll))
-        return cancelledInSetup();
-    ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nDist;
-    if (ctx.totalBases > 0xFFFFFFFFull)
-        throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)
-                                    + " base configurations, more than 2^32; narrow it (fewer TP degrees, "
-                                      "stages per group, recompute choices or no group permutations)");
+/// A streamed search's result: one final compaction over every worker's kept rows.
+void finishStreamed(SearchResult &res, std::vector<StreamKeeper> &keepers, const StreamOptions &options)
+{
+    // One final compaction over every worker's rows in enumeration order: the kept set is
+    // what the whole enumeration keeps, whatever the thread count.
+    StreamKeeper all;
+    all.opt = &options;
+    for (StreamKeeper &k : keepers)
+        all.append(std::move(k));
+    all.sortByKey();
+    all.compact();
+    res.streamed = true;
+    res.enumerated += all.enumerated;
+    res.pruned += all.pruned;
+    res.timeMs = std::move(all.t);
+    res.peakMemory = std::move(all.m);
+    res.imbalance = std::move(all.b);
+    res.peakBytes = std::move(all.bytes);
+    res.baseOf = std::move(all.base);
+    res.splitOffset = std::move(all.offset);
+    res.layerCounts = std::move(all.layers);
+    res.evaluated = all.evaluated;
+}
 
-    // Parallel evaluation over fixed chunks of bases; chunk outputs are concatenated in order,
-    // so the result does not depend on the thread count.
+/// Concatenates the completed chunks' rows into the result's flat arrays, in chunk order (so the
+/// result does not depend on the thread count), releasing each chunk as it goes.
+void gatherChunks(SearchResult &res, std::vector<ChunkOut> &chunks, const std::vector<char> &chunkDone,
+                  bool collectFeatures)
+{
+    size_t total = 0, totalLayers = 0;
+    for (size_t ci = 0; ci < chunks.size(); ++ci)
+        if (chunkDone[ci]) {
+            total += chunks[ci].t.size();
+            totalLayers += chunks[ci].layers.size();
+        }
+    res.timeMs.reserve(total);
+    res.peakMemory.reserve(total);
+    res.imbalance.reserve(total);
+    res.peakBytes.reserve(total);
+    res.baseOf.reserve(total);
+    res.splitOffset.reserve(total);
+    res.layerCounts.reserve(totalLayers);
+    if (collectFeatures)
+        res.features.reserve(total * kFeatureCount);
+    for (size_t ci = 0; ci < chunks.size(); ++ci) {
+        if (!chunkDone[ci])
+            continue;
+        ChunkOut &c = chunks[ci];
+        const uint32_t shift = static_cast<uint32_t>(res.layerCounts.size());
+        res.timeMs.insert(res.timeMs.end(), c.t.begin(), c.t.end());
+        res.peakMemory.insert(res.peakMemory.end(), c.m.begin(), c.m.end());
+        res.imbalance.insert(res.imbalance.end(), c.b.begin(), c.b.end());
+        res.peakBytes.insert(res.peakBytes.end(), c.bytes.begin(), c.bytes.end());
+        res.baseOf.insert(res.baseOf.end(), c.base.begin(), c.base.end());
+        for (uint32_t o : c.offset)
+            res.splitOffset.push_back(o + shift);
+        res.layerCounts.insert(res.layerCounts.end(), c.layers.begin(), c.layers.end());
+        res.features.insert(res.features.end(), c.feats.begin(), c.feats.end());
+        res.enumerated += c.enumerated;
+        res.pruned += c.pruned;
+        ChunkOut().t.swap(c.t); // release memory early
+        c = ChunkOut();
+    }
+}
+
+} // namespace
+
+namespace {
+
+/// What the evaluation phase hands back: the chunks (completed ones flagged) or, streamed, each
+/// worker's kept rows; the thread count used and whether the callback cancelled it.
+struct Evaluation {
+    std::vector<ChunkOut> chunks;
+    std::vector<char> chunkDone;
+    std::vector<StreamKeeper> keepers;
+    int threads = 1;
+    bool cancelled = false;
+};
+
+/// Evaluates every base of `ctx` over fixed chunks on a worker pool; the calling thread polls
+/// `progress` every 10 ms (a false return cancels: workers stop before their next base).
+Evaluation evaluateChunks(const Context &ctx, const SearchRequest &req, const ProgressFn &progress)
+{
     const size_t nChunks = static_cast<size_t>((ctx.totalBases + kBasesPerChunk - 1) / kBasesPerChunk);
-    if (poll.cancelled())
-        return cancelledInSetup();
     // Streamed: each worker evaluates into one reused chunk and keeps what can be shown.
     const bool streaming = req.stream.has_value();
     std::vector<ChunkOut> chunks(streaming ? 0 : nChunks);
@@ -1304,7 +1324,6 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     std::condition_variable cv;
     int threads = req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(nChunks, 1)));
-    res.threads = threads;
     std::atomic<int> running {threads};
     std::vector<StreamKeeper> keepers(streaming ? static_cast<size_t>(threads) : 0);
     for (StreamKeeper &k : keepers)
@@ -1369,39 +1388,114 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     }
     for (std::thread &t : pool)
         t.join();
-    res.cancelled = cancel.load();
+    Evaluation out;
+    out.chunks = std::move(chunks);
+    out.chunkDone = std::move(chunkDone);
+    out.keepers = std::move(keepers);
+    out.threads = threads;
+    out.cancelled = cancel.load();
+    return out;
+}
+
+} // namespace
+
+SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    SearchResult res;
+    res.cluster = req.cluster;
+    res.model = req.model;
+    res.globalBatch = req.globalBatch > 0 ? req.globalBatch : req.model.training.globalBatch;
+    res.sequenceParallel = req.space.sequenceParallel;
+    res.roundGlobalBatch = req.space.roundGlobalBatch;
+    res.microBatchSizes = req.space.microBatches;
+    res.recomputeChoices = req.space.recompute;
+    res.distOptChoices = req.space.distributedOptimizer;
+    checkSearchRequest(req, res.globalBatch);
+    for (const NodeGroup &g : req.cluster.groups) {
+        const std::string id = req.cluster.deviceOf(g).id;
+        if (std::find(res.deviceTypes.begin(), res.deviceTypes.end(), id) == res.deviceTypes.end())
+            res.deviceTypes.push_back(id);
+    }
+
+    Context ctx;
+    ctx.req = &req;
+    ctx.layers = req.model.shape.layers;
+    ctx.gbs = res.globalBatch;
+    ctx.maxMb = std::max(1, req.space.maxReplicaMicroBatch);
+    ctx.tpValues = usableTpDegrees(req);
+    ctx.target = req.space.target;
+    if (ctx.tpValues.empty())
+        throw std::invalid_argument("no tensor-parallel degree divides the model's heads");
+
+    // Set-up, before the first chunk: cancel is polled throughout (the 48 M-base space of the
+    // 512-GPU sample takes ~40 s here). A result cancelled in set-up holds nothing.
+    SetupPoll poll(progress);
+    auto cancelledInSetup = [&] {
+        res.cancelled = true;
+        res.pipelines.clear();
+        res.enumerated = 0;
+        res.pruned = PruneCounts {};
+        res.enumerateEvaluateMs
+            = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        return res;
+    };
+    if (poll.cancelled())
+        return cancelledInSetup();
+    const std::vector<Node> nodes = req.cluster.nodes();
+    const LinkTable links(req.cluster, nodes, req.cost);
+    ctx.links = &links;
+    if (!buildPipelines(ctx, res, nodes, poll))
+        return cancelledInSetup();
+    ctx.modelParams = static_cast<double>(req.model.totalParams());
+    for (const NodeGroup &g : req.cluster.groups) {
+        const GpuSpec &dev = req.cluster.deviceOf(g);
+        const bool bf16 = req.model.training.precision == Precision::BF16;
+        ctx.groupPeakTflops.push_back(dev.peakTflops(bf16).value_or(dev.peakTflops(!bf16).value_or(0.0)));
+    }
+
+    if (!buildKernelTables(ctx, poll))
+        return cancelledInSetup();
+
+    ctx.nMbs = req.space.microBatches.size();
+    ctx.nRc = req.space.recompute.size();
+    ctx.nTypes = res.deviceTypes.size();
+    ctx.nRcCombos = 1;
+    for (size_t i = 0; i < ctx.nTypes; ++i)
+        ctx.nRcCombos *= ctx.nRc;
+    ctx.nDist = req.space.distributedOptimizer.size();
+    ctx.hasPlainOptimizer
+        = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(), false)
+        != req.space.distributedOptimizer.end();
+    if (!preparePipelines(ctx, res, poll))
+        return cancelledInSetup();
+    ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nDist;
+    if (ctx.totalBases > 0xFFFFFFFFull)
+        throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)
+                                    + " base configurations, more than 2^32; narrow it (fewer TP degrees, "
+                                      "stages per group, recompute choices or no group permutations)");
+
+    // Parallel evaluation over fixed chunks of bases; chunk outputs are concatenated in order,
+    // so the result does not depend on the thread count.
+    if (poll.cancelled())
+        return cancelledInSetup();
+    Evaluation ev = evaluateChunks(ctx, req, progress);
+    res.threads = ev.threads;
+    res.cancelled = ev.cancelled;
     if (progress && !res.cancelled)
         progress(static_cast<size_t>(ctx.totalBases), static_cast<size_t>(ctx.totalBases));
     if (res.cancelled && !req.keepPartialOnCancel) {
         // Returning the pages of ~1 GB of chunk rows takes ~0.13 s (BM_CancelProfilePlan512Wide):
         // a caller that discards the result (Ctrl-C) does not wait for it; a detached thread frees them.
-        std::thread([rows = std::move(chunks)]() mutable { std::vector<ChunkOut>().swap(rows); }).detach();
+        std::thread([rows = std::move(ev.chunks)]() mutable { std::vector<ChunkOut>().swap(rows); }).detach();
         res.pipelines.clear();
         res.enumerateEvaluateMs
             = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         return res;
     }
 
-    if (streaming) {
-        // One final compaction over every worker's rows in enumeration order: the kept set is
-        // what the whole enumeration keeps, whatever the thread count.
-        StreamKeeper all;
-        all.opt = &*req.stream;
-        for (StreamKeeper &k : keepers)
-            all.append(std::move(k));
-        all.sortByKey();
-        all.compact();
-        res.streamed = true;
-        res.enumerated += all.enumerated;
-        res.pruned += all.pruned;
-        res.timeMs = std::move(all.t);
-        res.peakMemory = std::move(all.m);
-        res.imbalance = std::move(all.b);
-        res.peakBytes = std::move(all.bytes);
-        res.baseOf = std::move(all.base);
-        res.splitOffset = std::move(all.offset);
-        res.layerCounts = std::move(all.layers);
-        res.evaluated = all.evaluated;
+    if (req.stream) {
+        finishStreamed(res, ev.keepers, *req.stream);
 #ifndef NDEBUG
         checkSearchInvariants(res);
 #endif
@@ -1410,40 +1504,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         return res;
     }
 
-    size_t total = 0, totalLayers = 0;
-    for (size_t ci = 0; ci < nChunks; ++ci)
-        if (chunkDone[ci]) {
-            total += chunks[ci].t.size();
-            totalLayers += chunks[ci].layers.size();
-        }
-    res.timeMs.reserve(total);
-    res.peakMemory.reserve(total);
-    res.imbalance.reserve(total);
-    res.peakBytes.reserve(total);
-    res.baseOf.reserve(total);
-    res.splitOffset.reserve(total);
-    res.layerCounts.reserve(totalLayers);
-    if (req.collectFeatures)
-        res.features.reserve(total * kFeatureCount);
-    for (size_t ci = 0; ci < nChunks; ++ci) {
-        if (!chunkDone[ci])
-            continue;
-        ChunkOut &c = chunks[ci];
-        const uint32_t shift = static_cast<uint32_t>(res.layerCounts.size());
-        res.timeMs.insert(res.timeMs.end(), c.t.begin(), c.t.end());
-        res.peakMemory.insert(res.peakMemory.end(), c.m.begin(), c.m.end());
-        res.imbalance.insert(res.imbalance.end(), c.b.begin(), c.b.end());
-        res.peakBytes.insert(res.peakBytes.end(), c.bytes.begin(), c.bytes.end());
-        res.baseOf.insert(res.baseOf.end(), c.base.begin(), c.base.end());
-        for (uint32_t o : c.offset)
-            res.splitOffset.push_back(o + shift);
-        res.layerCounts.insert(res.layerCounts.end(), c.layers.begin(), c.layers.end());
-        res.features.insert(res.features.end(), c.feats.begin(), c.feats.end());
-        res.enumerated += c.enumerated;
-        res.pruned += c.pruned;
-        ChunkOut().t.swap(c.t); // release memory early
-        c = ChunkOut();
-    }
+    gatherChunks(res, ev.chunks, ev.chunkDone, req.collectFeatures);
     res.evaluated = res.timeMs.size();
 #ifndef NDEBUG
     checkSearchInvariants(res);
