@@ -176,40 +176,27 @@ void BM_LearnedSearchAddNodeCold(benchmark::State &state)
     learnedSearch(state, requestPlusNode(), nullptr, true);
 }
 
-/// The planned search (memx search, the workbench) of the cluster with one more H100 node: default
-/// target (FlagScale, the MI250X group idle), the cluster before the edit as the what-if baseline,
-/// every subset learned-predicted. `results` (whole subset results, as the project's search-result
-/// blobs) and `cache` (per-plan predictions) are used and filled when given.
-PlannedSearchResult plannedLearned(const SearchRequest &req, const Cluster *baseline, SearchResultCache *results,
-                                   PredictionCache *cache, LearnedSearchStats &stats, bool anyTarget = false)
+const SearchProject &project();
+
+/// The engine's planned search (memx search --project, the workbench: plannedSearch) of `req`:
+/// default target (FlagScale, the MI250X group idle) or target "any", `baseline` as the what-if
+/// baseline, every subset learned-predicted with the project's predictor. `caches` stands for the
+/// project's store (its stored subset results and prediction cache are read and written); null:
+/// no caches.
+PlannedSearch plannedLearned(const SearchRequest &req, const Cluster *baseline, Store *caches, bool anyTarget = false)
 {
     PlannedSearchRequest p;
     p.search = req;
+    p.search.collectFeatures = false; // planSearch asks for them with a predictor
     if (anyTarget) {
         p.autoTarget = false;
         p.search.space.target = LaunchTarget::Any;
     }
     if (baseline)
         p.baseline = *baseline;
-    return runPlannedSearch(p, {}, [&](const SearchRequest &sub, const ProgressFn &f) {
-        SearchRequest r = sub;
-        r.collectFeatures = true;
-        const SearchRequestKey key = searchRequestKey(r, predictor().digest());
-        if (results)
-            if (std::optional<SearchResult> hit = results->find(key)) {
-                stats.configurations += hit->size();
-                stats.cacheHits += hit->size();
-                return std::move(*hit);
-            }
-        SearchResult res = runSearch(r, f);
-        const LearnedSearchStats s = applyLearnedPredictor(res, predictor(), cache);
-        stats.configurations += s.configurations;
-        stats.cacheHits += s.cacheHits;
-        stats.predicted += s.predicted;
-        if (results)
-            results->insert(key, res);
-        return res;
-    });
+    PlannedSearchOptions options;
+    options.useCache = caches != nullptr;
+    return plannedSearch(p, &project(), caches, options);
 }
 
 /// Re-search after adding one H100 node with a warm project: the caches hold what the search of
@@ -221,30 +208,32 @@ void BM_PlannedAddNodeWarm(benchmark::State &state)
 {
     const SearchRequest before = request();
     SearchRequest after = requestPlusNode();
-    SearchResultCache warmResults(8);
-    PredictionCache warmCache(1);
-    LearnedSearchStats ignored;
     const bool any = state.range(1) == 1;
-    plannedLearned(before, nullptr, &warmResults, &warmCache, ignored, any);
+    MemoryStore warm;
+    plannedLearned(before, nullptr, &warm, any);
     const bool whole = state.range(0) == 0;
+    if (!whole) // per-plan predictions only: drop the stored subset results
+        for (const std::string &key : warm.blobKeys(kSearchResultBlobKind))
+            warm.removeBlob(kSearchResultBlobKind, key);
     double cpu = 0;
     LearnedSearchStats st;
-    size_t n = 0;
+    size_t n = 0, fromStore = 0;
     for (auto _ : state) {
         state.PauseTiming();
-        SearchResultCache results = warmResults; // each iteration starts from the same warm project
-        PredictionCache cache = warmCache;
-        st = LearnedSearchStats {};
+        MemoryStore store = warm; // each iteration starts from the same warm project
         state.ResumeTiming();
         const double c0 = processCpuSeconds();
-        PlannedSearchResult p = plannedLearned(after, &before.cluster, whole ? &results : nullptr, &cache, st, any);
+        const PlannedSearch p = plannedLearned(after, &before.cluster, &store, any);
         benchmark::DoNotOptimize(rank(p.result, ObjectiveWeights {1, 0.5, 0.2}, 10));
         benchmark::DoNotOptimize(paretoFront(p.result));
         cpu += processCpuSeconds() - c0;
         n = p.result.size();
+        st = p.learned;
+        fromStore = p.subsetsFromCache;
     }
     state.counters["configs"] = static_cast<double>(n);
     state.counters["hitRate"] = st.hitRate();
+    state.counters["subsetsStored"] = static_cast<double>(fromStore);
     state.counters["processCpuS"] = cpu / static_cast<double>(state.iterations());
 }
 
@@ -260,15 +249,15 @@ void BM_PlannedAddNodeCold(benchmark::State &state)
     size_t n = 0;
     for (auto _ : state) {
         state.PauseTiming();
-        PredictionCache cache(1);
-        st = LearnedSearchStats {};
+        MemoryStore store; // an empty project
         state.ResumeTiming();
         const double c0 = processCpuSeconds();
-        PlannedSearchResult p = plannedLearned(after, &before.cluster, nullptr, &cache, st, any);
+        const PlannedSearch p = plannedLearned(after, &before.cluster, &store, any);
         benchmark::DoNotOptimize(rank(p.result, ObjectiveWeights {1, 0.5, 0.2}, 10));
         benchmark::DoNotOptimize(paretoFront(p.result));
         cpu += processCpuSeconds() - c0;
         n = p.result.size();
+        st = p.learned;
     }
     state.counters["configs"] = static_cast<double>(n);
     state.counters["hitRate"] = st.hitRate();
