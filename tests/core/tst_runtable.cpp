@@ -146,6 +146,26 @@ private slots:
         QCOMPARE(QString::fromStdString(d.message), message);
     }
 
+    /// fuzz_runtable's finding (CI, 2026-12-02): a vTrain row whose micro-batch x data-parallel
+    /// product overflows (464 x 77777777777777777) was undefined behaviour while the grad_accum
+    /// column was derived; it is now refused like any out-of-range degree.
+    void vTrainRowWithOverflowingStepIsRefused()
+    {
+        const std::string text = "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence "
+                                 "length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+                                 "4,16,464,64,4,4,128,2,77777777777777777,1,21.0\n";
+        try {
+            importVTrainTable(text, "v.csv");
+            QFAIL("expected LoadError");
+        } catch (const LoadError &e) {
+            const std::string w = e.what();
+            QCOMPARE(w,
+                     std::string(
+                         "v.csv: line 2, column dp: expected an integer in [1, 65536], found \"77777777777777777\""));
+            qInfo("%s", e.what());
+        }
+    }
+
     void headerAndShapeConflicts()
     {
         QCOMPARE(QString::fromStdString(firstProblem("a,b\n1,2\n").message),

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -385,7 +386,10 @@ ImportBatch importVTrainTable(const std::string &text, const std::string &file, 
         std::from_chars(c[1].data(), c[1].data() + c[1].size(), gbs);
         std::from_chars(c[2].data(), c[2].data() + c[2].size(), mbs);
         std::from_chars(c[8].data(), c[8].data() + c[8].size(), dp);
-        const long long ga = mbs > 0 && dp > 0 ? std::max(1LL, gbs / (mbs * dp)) : 1;
+        // mbs x dp checked for overflow (fuzz_runtable: 464 x 77777777777777777 was UB); a row
+        // whose step does not fit is left to importRunTable's range checks with grad_accum 1.
+        const bool stepFits = mbs > 0 && dp > 0 && mbs <= std::numeric_limits<long long>::max() / dp;
+        const long long ga = stepFits ? std::max(1LL, gbs / (mbs * dp)) : 1;
         out += c[0] + "gpu,L" + std::to_string(lineNo) + ",,gpt-h" + c[3] + "-L" + c[5] + "," + c[5] + "," + c[3] + ","
             + c[4] + "," + c[6] + "," + c[0] + "," + c[7] + ",0," + c[9] + ",,1,," + c[8] + ",0,full," + c[1] + ","
             + c[2] + "," + std::to_string(ga) + ",," + c[10] + ",\n";
