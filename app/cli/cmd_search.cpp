@@ -58,6 +58,9 @@ Options:
   --mbs LIST            micro-batch sizes (default 1,2,4)
   --max-mbs N           largest micro-batch of any replica (default 32)
   --recompute LIST      none,selective,full (default all three, chosen per device type)
+  --vpp LIST            model chunks per pipeline rank, the interleaved 1F1B schedule, e.g.
+                        1,2,4 (default 1; a value > 1 applies to pipelines of 3+ stages whose
+                        micro-batches come in groups of the stage count, whole chunks per stage)
   --dist-opt LIST       off,on (default both)
   --radius N            layer-split neighbourhood: layers moved across a boundary (default 1)
   --no-permute          keep the cluster file's group order along the pipeline

@@ -64,7 +64,7 @@ ObjectiveWeights weightsOption(const Args &args)
     return ObjectiveWeights {v[0], v[1], v[2]};
 }
 
-const std::set<std::string> kSpaceValueOptions {"stages",   "tp",     "mbs",        "max-mbs", "recompute",
+const std::set<std::string> kSpaceValueOptions {"stages",   "tp",     "mbs",        "max-mbs", "recompute",  "vpp",
                                                 "dist-opt", "radius", "max-stages", "target",  "idle-groups"};
 const std::set<std::string> kSpaceSwitches {"no-permute", "no-memory-split", "sequence-parallel", "no-mixed-stages",
                                             "round-batch"};
@@ -75,6 +75,7 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --mbs LIST            micro-batch sizes, e.g. 1,2,4,8
   --max-mbs N           largest per-replica micro-batch
   --recompute LIST      none,selective,full (chosen per device type)
+  --vpp LIST            model chunks per pipeline rank (interleaved 1F1B), e.g. 1,2,4
   --dist-opt LIST       off,on
   --radius N            layers moved between neighbouring stages around each split
   --max-stages N        deepest pipeline
@@ -95,6 +96,7 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
     sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
     sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
     sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
+    sp.virtualStages = intList(args, "vpp", sp.virtualStages, 1, 64);
     sp.maxReplicaMicroBatch = static_cast<int>(args.intValue("max-mbs", 1, 1024).value_or(sp.maxReplicaMicroBatch));
     sp.neighbourRadius = static_cast<int>(args.intValue("radius", 0, 64).value_or(sp.neighbourRadius));
     sp.maxStages = static_cast<int>(args.intValue("max-stages", 1, 64).value_or(sp.maxStages));

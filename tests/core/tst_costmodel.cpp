@@ -5,6 +5,7 @@
 #include "memx/cost/linktable.h"
 #include "memx/io/formats.h"
 #include "memx/profile/layerprofile.h"
+#include "memx/util/diagnostic.h"
 
 #include <QTest>
 
@@ -293,13 +294,191 @@ private slots:
         QNEAR(e.stages[0].dpSyncMs, 2.0 * 1 / 2 * psi0 * 4 / 100e9 * 1e3);
         const double sbh2 = 2048.0 * 4096 * 2;
         QNEAR(e.stages[1].tpCommMs, 16 * 4 * (2.0 * 1 / 2 * sbh2 / 100e9 * 1e3));
-        QNEAR(e.stages[0].p2pMs, sbh2 / 100e9 * 1e3);
+        // Each send: its bytes + the fixed cost of one pipeline send (CostOptions::p2pOpOverheadMs, 1 ms).
+        QNEAR(e.stages[0].p2pMs, sbh2 / 100e9 * 1e3 + 1.0);
         // 1F1B with blocking sends: (m - 1) (max step + its send or receive) + sum steps + 2 p2p
         // per boundary.
         const double s0 = e.stages[0].stepMs, s1 = e.stages[1].stepMs, x = e.stages[0].p2pMs;
         QNEAR(e.pipelineMs, 31 * (std::max(s0, s1) + x) + s0 + s1 + 2 * x);
         QNEAR(e.iterationTimeMs, e.pipelineMs + e.dpSyncMs + e.optimizerMs + CostOptions {}.iterationOverheadMs);
         QNEAR(e.stages[0].bubbleMs, e.pipelineMs - 32 * s0);
+    }
+
+    void interleavedPipelineByHand()
+    {
+        // Interleaved 1F1B (Narayanan et al. 2021): p = 4 equal stages of 8 layers, v = 2 chunks
+        // per rank, m = 4. With sends free of cost beyond their bytes and not exposed, the
+        // makespan is the paper's (m + (p - 1) / v) x step + the fill/drain sends 2 (p - 1) x send.
+        const Cluster c = syntheticCluster();
+        const Model m = megatronModel();
+        CostOptions o;
+        o.exposedP2pFraction = 0;
+        o.p2pOpOverheadMs = 0;
+        Plan plan = simplePlan("n", {8, 8, 8, 8}, 1, 1, 1, 4);
+        const PlanEstimate plain = estimatePlan(plan, c, m, nullptr, o);
+        plan.virtualStages = 2;
+        const PlanEstimate e = estimatePlan(plan, c, m, nullptr, o);
+        // Middle stages have neither embedding nor head: their steps are equal; the pipeline is set
+        // by the slowest (the last, with the output layer): use the general form with every step.
+        double sum = 0, slowest = 0, sends = 0;
+        for (const StageEstimate &s : e.stages) {
+            sum += s.stepMs;
+            slowest = std::max(slowest, s.stepMs);
+            sends += s.p2pMs;
+        }
+        QNEAR(e.pipelineMs, (4 - 0.5) * slowest + sum / 2 + 2 * sends);
+        // Without interleaving: (m - 1) x slowest + sum + 2 sends; the bubble shrinks by (sum - slowest) / 2.
+        QNEAR(plain.pipelineMs, 3 * slowest + sum + 2 * sends);
+        QNEAR(plain.pipelineMs - e.pipelineMs, (sum - slowest) / 2);
+        // Exposed sends: every rank sends and receives v times per micro-batch, the last rank to
+        // the first as well. Link 100 GB/s without latency: a send of 2 b s h = 16,777,216 bytes is
+        // 0.16777216 ms; + 1 ms fixed per send. Stage 3 receives from 2 and sends to 0 (wrap).
+        CostOptions x;
+        const double send = 16777216.0 / 100e9 * 1e3 + x.p2pOpOverheadMs;
+        const PlanEstimate ex = estimatePlan(plan, c, m, nullptr, x);
+        double sumX = 0, slowX = 0;
+        for (const StageEstimate &s : ex.stages) {
+            sumX += s.stepMs;
+            slowX = std::max(slowX, s.stepMs + 2 * 2 * send);
+        }
+        QNEAR(ex.stages[0].p2pMs, send);
+        QNEAR(ex.pipelineMs, 3.5 * slowX + sumX / 2 + 2 * 3 * send);
+        QNEAR(pipelineMakespanMs(4, 4, std::vector<double> {1, 1, 1, 1}.data(), std::vector<double> {0, 0, 0}.data(),
+                                 1.0, 2, 0.0),
+              4 + 3.0 / 2);
+
+        // Memory: Megatron-LM's warm-up of the interleaved schedule holds 2 (p - i - 1) + (v - 1) p + 1
+        // chunks of layerCount / v layers (at most m v). m = 4: stage 0 min(8, 11) = 8 chunks = 4
+        // micro-batches; stage 2 min(8, 7) = 3.5 (plain 1F1B: p - i = 2); stage 3 min(8, 5) = 2.5.
+        QCOMPARE(inFlightMicroBatches(4, 0, 4, 2), 4.0);
+        QCOMPARE(inFlightMicroBatches(4, 2, 4, 2), 3.5);
+        QCOMPARE(inFlightMicroBatches(4, 3, 4, 2), 2.5);
+        QCOMPARE(inFlightMicroBatches(4, 2, 4, 1), 2.0);
+        // m = 8: stage 0 holds 11 / 2 = 5.5 = p (1 + (p - 1) / (p v)), theoretical_memory_usage.py's
+        // interleaved penalty.
+        QCOMPARE(inFlightMicroBatches(4, 0, 8, 2), 4.0 * (1 + 3.0 / 8));
+        QCOMPARE(e.stages[2].microBatchesInFlight, 4); // 3.5 rounded up
+        // Stage 2 (no embedding, no logits, no recompute) keeps in-flight x 8 layers x per layer.
+        QNEAR(e.gpus[2].activationBytes / plain.gpus[2].activationBytes, 3.5 / 2);
+
+        // Megatron-LM's rules: p > 2, equal chunks, micro-batches in groups of p.
+        const auto firstProblem = [&](const Plan &p) {
+            Diagnostics d;
+            validatePlan(p, c, m, d);
+            return d.empty() ? std::string() : d.items().front().pointer + ": " + d.items().front().message;
+        };
+        QCOMPARE(firstProblem(plan), std::string());
+        Plan two = simplePlan("n", {16, 16}, 1, 1, 1, 4);
+        two.virtualStages = 2;
+        QVERIFY(firstProblem(two).find("/virtualStages: expected 1 with 2 pipeline stages") == 0);
+        Plan odd = simplePlan("n", {9, 7, 8, 8}, 1, 1, 1, 4);
+        odd.virtualStages = 2;
+        QCOMPARE(firstProblem(odd),
+                 std::string("/stages/0/layerCount: expected a multiple of the 2 virtual stages "
+                             "(each rank holds equal model chunks), found 9"));
+        Plan six = simplePlan("n", {8, 8, 8, 8}, 1, 1, 1, 6);
+        six.virtualStages = 2;
+        QVERIFY(firstProblem(six).find("/globalBatch: expected micro-batches in whole groups of the 4") == 0);
+    }
+
+    void contextParallelByHand()
+    {
+        // The tiny model (s = 1024, h = 1024, 16 heads of d = 64) on the synthetic GPU, one
+        // compute unit, no host cost, flash attention: a CP rank holds s / cp tokens and its
+        // queries attend to the whole sequence, so at CP 2 every kernel does half the work.
+        Cluster c = syntheticCluster();
+        c.devices[0].computeUnits = 1;
+        Model m = tinyModel();
+        m.training.globalBatch = 8;
+        m.training.attention = AttentionBackend::Flash;
+        CostOptions o;
+        o.hostOpMicroseconds = 0;
+        const Link link {100, 0, {}};
+        const LayerKernel one = makeLayerKernel(c.devices[0], link, m, 1, 1, false, nullptr, o);
+        const LayerKernel ag = makeLayerKernel(c.devices[0], link, m, 1, 1, false, nullptr, o, 2, CpComm::AllGather);
+        QNEAR(ag.forwardPrefixMs[1], one.forwardPrefixMs[1] / 2);
+        // Backward: the same, except that the weight-gradient GEMMs reduce over the rank's tokens,
+        // whose short-reduction factor k / (k + 96) drops from 1024 / 1120 to 512 / 608: a little
+        // more than half, at most the forward half of the weight-gradient part over that factor.
+        QVERIFY(ag.backwardPrefixMs[1] > one.backwardPrefixMs[1] / 2);
+        QVERIFY(ag.backwardPrefixMs[1] < one.backwardPrefixMs[1] / 2 * (1024.0 / 1120) / (512.0 / 608));
+        // all_gather: local K/V = 2 x b (s / cp) d g / tp x 2 bytes = 2 x 512 x 64 x 16 x 2 =
+        // 2,097,152; the gather of the whole 4,194,304 bytes over 2 ranks = 1/2 x 4,194,304 /
+        // 100 GB/s = 0.02097152 ms forward, again in backward + the gradients' reduce-scatter.
+        QNEAR(ag.cpCommPerLayerMs, 3 * 0.02097152);
+        QNEAR(ag.cpCommRecomputePerLayerMs, 0.02097152);
+        // p2p (ring): 1 step sending the 2,097,152-byte K/V block (0.02097152 ms) while the
+        // step's attention runs: b (heads / tp) s^2 / cp = 8,388,608 scores, causal flash
+        // 2 x scores x d = 1,073,741,824 FLOPs at 100 TFLOP/s x 0.5 x 0.6 = 0.0357913941 ms,
+        // / cp = 0.0178956971 ms per step -> 0.0030758229 ms exposed forward; backward sends
+        // 2x the bytes (0.04194304 ms) against 2.5x the step (0.0447392427 ms): hidden.
+        const LayerKernel ring = makeLayerKernel(c.devices[0], link, m, 1, 1, false, nullptr, o, 2, CpComm::P2P);
+        QVERIFY(near(ring.cpCommPerLayerMs, 0.02097152 - 1073741824.0 / 3e13 * 1e3 / 2, 1e-9));
+        // a2a (Ulysses): Q, K, V in and the output out, b (s / cp) (2 q + 2 kv) x 2 bytes =
+        // 512 x 4096 x 2 = 4,194,304 per rank, (cp - 1) / cp of it crosses: 0.02097152 ms each way.
+        const LayerKernel a2a = makeLayerKernel(c.devices[0], link, m, 1, 1, false, nullptr, o, 2, CpComm::A2A);
+        QNEAR(a2a.cpCommPerLayerMs, 2 * 0.02097152);
+
+        // Memory: every activation holds s / cp tokens (an unfused score tensor (s / cp) x s), so
+        // at CP 2 the activations halve, the weights do not, and the distributed optimizer
+        // shards over DP x CP.
+        Plan plan = simplePlan("n", {4}, 1, 1, 1, 8);
+        plan.distributedOptimizer = true;
+        const PlanEstimate e1 = estimatePlan(plan, c, m, nullptr, o);
+        Plan cp = plan;
+        cp.contextParallel = 2;
+        cp.cpComm = CpComm::AllGather;
+        cp.stages[0].replicas[0].gpus = {0, 1};
+        for (AttentionBackend backend : {AttentionBackend::Flash, AttentionBackend::Unfused}) {
+            m.training.attention = backend;
+            const PlanEstimate a = estimatePlan(plan, c, m, nullptr, o);
+            const PlanEstimate b = estimatePlan(cp, c, m, nullptr, o);
+            QCOMPARE(b.gpus.size(), size_t(2));
+            QNEAR(b.gpus[1].activationBytes, a.gpus[0].activationBytes / 2);
+            QNEAR(b.gpus[0].paramsBytes, a.gpus[0].paramsBytes);
+            QNEAR(b.gpus[0].optimizerBytes, a.gpus[0].optimizerBytes / 2);
+        }
+        m.training.attention = AttentionBackend::Flash;
+        // Time: the layers' halved compute + their exchange; the gradients now reduce over the 2
+        // CP ranks (reduce-scatter + all-gather with the distributed optimizer).
+        const PlanEstimate e2 = estimatePlan(cp, c, m, nullptr, o);
+        QNEAR(e2.stages[0].cpCommMs, 4 * 3 * 0.02097152);
+        QVERIFY(e2.dpSyncMs > 0 && e1.dpSyncMs == 0);
+        QVERIFY(e2.iterationTimeMs < e1.iterationTimeMs);
+
+        // Rules: 2 x cp chunks divide the sequence; a2a needs the heads per TP rank to divide by cp;
+        // a replica has tp x cp GPUs of one node.
+        const auto firstProblem = [&](const Plan &p) {
+            Diagnostics d;
+            validatePlan(p, c, m, d);
+            return d.empty() ? std::string() : d.items().front().pointer + ": " + d.items().front().message;
+        };
+        QCOMPARE(firstProblem(cp), std::string());
+        Plan three = cp;
+        three.contextParallel = 3;
+        three.stages[0].replicas[0].gpus = {0, 1, 2};
+        QVERIFY(firstProblem(three).find("/contextParallel: expected a size whose 2 x cp chunks divide the sequence "
+                                         "of 1024 tokens")
+                == 0);
+        Plan few = cp;
+        few.stages[0].replicas[0].gpus = {0};
+        QCOMPARE(firstProblem(few),
+                 std::string("/stages/0/replicas/0/gpus: expected 2 GPU indices (TP x CP: one per "
+                             "TP rank of each CP rank), found 1"));
+        Plan heads = cp;
+        heads.cpComm = CpComm::A2A;
+        heads.contextParallel = 32;
+        QVERIFY(firstProblem(heads).find("/cpComm: expected p2p or all_gather: a2a spreads heads over the CP ranks, "
+                                         "and stage 0's 16 heads (16 KV groups) per TP rank do not divide by cp 32")
+                == 0);
+        Plan wide = cp;
+        wide.contextParallel = 16;
+        wide.stages[0].replicas[0].gpus.clear();
+        for (int g = 0; g < 16; ++g)
+            wide.stages[0].replicas[0].gpus.push_back(g);
+        QCOMPARE(firstProblem(wide),
+                 std::string("/stages/0/replicas/0/tp: expected at most 8 GPUs for TP x CP (a "
+                             "replica stays within node 'n'), found 16"));
     }
 
     void slowestReplicaLimitsStage()

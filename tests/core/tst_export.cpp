@@ -147,10 +147,14 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
     const int world = scripts.front().nnodes * scripts.front().nprocPerNode;
     if (static_cast<int>(scripts.size()) != scripts.front().nnodes)
         problems += "expected one script per node\n";
-    const int dp = world / (a.tp * a.pp);
+    const int cp = a.contextParallel;
+    const int dp = world / (a.tp * a.pp * cp);
     p.globalBatch = a.globalBatch;
     p.sequenceParallel = a.sequenceParallel;
     p.distributedOptimizer = a.distributedOptimizer;
+    p.virtualStages = a.virtualStages;
+    p.contextParallel = cp;
+    p.cpComm = a.cpComm;
     int first = 0;
     for (int s = 0; s < a.pp; ++s) {
         Stage st;
@@ -162,7 +166,7 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
         for (Replica &r : st.replicas) {
             r.tp = a.tp;
             r.microBatch = a.microBatch;
-            r.gpus.assign(static_cast<size_t>(a.tp), -1);
+            r.gpus.assign(static_cast<size_t>(a.tp * cp), -1);
         }
         p.stages.push_back(st);
     }
@@ -172,12 +176,13 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
         for (int l = 0; l < s.nprocPerNode && l < static_cast<int>(s.visibleDevices.size()); ++l) {
             // torchrun: global rank = node rank x nproc + local rank; then Megatron's rank order.
             const int g = s.nodeRank * s.nprocPerNode + l;
-            const int t = g % a.tp, rest = g / a.tp;
+            // tp fastest, then cp, then dp and pp (or pp and dp with --use-tp-pp-dp-mapping).
+            const int t = g % a.tp, c = (g / a.tp) % cp, rest = g / a.tp / cp;
             const int stage = a.tpPpDpMapping ? rest % a.pp : rest / dp;
             const int d = a.tpPpDpMapping ? rest / a.pp : rest % dp;
             Replica &r = p.stages[static_cast<size_t>(stage)].replicas[static_cast<size_t>(d)];
             r.node = s.nodeName;
-            r.gpus[static_cast<size_t>(t)] = s.visibleDevices[static_cast<size_t>(l)];
+            r.gpus[static_cast<size_t>(c * a.tp + t)] = s.visibleDevices[static_cast<size_t>(l)];
         }
     }
     return p;
@@ -485,7 +490,11 @@ private slots:
         for (const Case &c : cases().cases)
             if (!c.refused.count("megatron")) {
                 QTest::newRow((c.name + "/layout").c_str()) << QString::fromStdString(c.name) << 0;
-                QTest::newRow((c.name + "/first-last").c_str()) << QString::fromStdString(c.name) << 1;
+                // An uneven interleaved split has no first-last form (refused, tested below).
+                ExportRequest r = requestFor(c, ExportFormat::Megatron);
+                r.options.splitStyle = LayerSplitStyle::FirstLast;
+                if (refusal(r).empty())
+                    QTest::newRow((c.name + "/first-last").c_str()) << QString::fromStdString(c.name) << 1;
             }
     }
 
@@ -526,7 +535,9 @@ private slots:
         QTest::newRow("empty stage") << "E||t*12|L" << 4 << "0,0,12,0";
         QTest::newRow("missing L") << "Et*6|t*4|t*2" << 3 << "error";
         QTest::newRow("wrong layer count") << "Et*6|t*4|t*1L" << 3 << "error";
-        QTest::newRow("virtual stages") << "Et*3|t*3|t*3|t*3L" << 2 << "error";
+        // p x v virtual stages: stage j x p + i is rank i's chunk j.
+        QTest::newRow("virtual stages") << "Et*3|t*2|t*4|t*3L" << 2 << "7,5";
+        QTest::newRow("not p x v stages") << "Et*3|t*3|t*3|t*3L" << 3 << "error";
     }
 
     void layoutGrammar()
@@ -594,6 +605,15 @@ private slots:
         QTest::newRow("non-CUDA vendor") << "h100-8x-tp2pp2dp2"
                                          << "gaudi2"
                                          << "expected NVIDIA (CUDA) or AMD (ROCm)";
+        QTest::newRow("uneven interleaved in first-last style") << "h100-6x-tp2pp3-vpp2-uneven"
+                                                                << "first-last"
+                                                                << "/virtualStages: expected 1 with an uneven split in "
+                                                                   "the first-last style";
+        QTest::newRow("context parallelism needs flash/fused attention")
+            << "h100-8x-tp2cp2dp2-a2a"
+            << "unfused"
+            << "/contextParallel: expected 1 with unfused attention on h100-sxm (Megatron-LM's context parallelism "
+               "runs inside flash/fused attention), found 2";
     }
 
     void megatronRefusals()
@@ -630,6 +650,10 @@ private slots:
             r.plan.stages[1].replicas = {{"v100-0", {4, 5}, 2, 4}, {"v100-1", {0, 1}, 2, 4}};
         } else if (m == "reuse GPU") {
             r.plan.stages[1].replicas[0].gpus = {0, 5};
+        } else if (m == "first-last") {
+            r.options.splitStyle = LayerSplitStyle::FirstLast;
+        } else if (m == "unfused") {
+            r.model.training.attention = AttentionBackend::Unfused;
         } else if (m == "gaudi2") {
             r.cluster.devices[0] = *builtinCatalogue().find("gaudi2");
             r.cluster.groups[0].gpu = "gaudi2";

@@ -1,6 +1,7 @@
 // Search engine, objective and Pareto front: brute-force Pareto check, objective invariances,
 // determinism across thread counts, fast path == estimatePlan, space size, sensible plans.
 #include "memx/io/formats.h"
+#include "memx/predict/predictioncache.h"
 #include "memx/search/objective.h"
 #include "memx/search/search.h"
 #include "memx/util/diagnostic.h"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 using namespace memx;
 
@@ -419,6 +421,62 @@ private slots:
             QVERIFY2(std::abs(e.imbalance - r.imbalance[i]) < 1e-9, plan.summary(req.cluster).c_str());
             QVERIFY(rel(e.peakBytes, r.peakBytes[i]) < 1e-9);
         }
+    }
+
+    /// Issue 17 item 1: the interleaved schedule as a dimension. On 8 x H100 with llama2-7b
+    /// (32 layers), virtual stages {1, 2, 4}: the v = 1 rows are exactly the plain search's, every
+    /// v > 1 row is a valid Megatron-LM interleaved plan (p >= 3, micro-batches in groups of p,
+    /// whole chunks per stage) whose time and memory the fast path computes as estimatePlan does.
+    void interleavedDimension()
+    {
+        SearchRequest plain;
+        plain.cluster = loadCluster(kSamples + "/h100-8x.json");
+        plain.model = resolveModel("llama2-7b");
+        plain.model.training.globalBatch = 32;
+        plain.space.stagesPerGroup = {1, 2, 4, 8};
+        plain.space.tensorParallel = {1, 2};
+        plain.space.microBatches = {1, 2};
+        plain.space.recompute = {RecomputeMethod::None, RecomputeMethod::Full};
+        plain.threads = 2;
+        SearchRequest vpp = plain;
+        vpp.space.virtualStages = {1, 2, 4};
+        QCOMPARE(baseConfigurationBound(vpp), 3 * baseConfigurationBound(plain));
+        const SearchResult a = runSearch(plain), b = runSearch(vpp);
+        std::multiset<std::string> plainKeys, vppPlainKeys;
+        for (size_t i = 0; i < a.size(); ++i)
+            plainKeys.insert(a.signatureKey(i));
+        size_t interleaved = 0;
+        double bestPlain8 = 1e300, bestInterleaved8 = 1e300; // PP 8 plans
+        for (size_t i = 0; i < b.size(); ++i) {
+            const Plan plan = b.materialize(i);
+            if (plan.pp() == 8)
+                (plan.virtualStages > 1 ? bestInterleaved8 : bestPlain8)
+                    = std::min(plan.virtualStages > 1 ? bestInterleaved8 : bestPlain8, b.timeMs[i]);
+            QCOMPARE(b.signatureKey(i), planSignature(plan, b.cluster).key);
+            if (plan.virtualStages == 1) {
+                vppPlainKeys.insert(b.signatureKey(i));
+                continue;
+            }
+            ++interleaved;
+            Diagnostics d;
+            validatePlan(plan, vpp.cluster, vpp.model, d);
+            QVERIFY2(d.empty(),
+                     (plan.summary(vpp.cluster) + (d.empty() ? "" : ": " + d.items().front().message)).c_str());
+            QVERIFY(plan.pp() >= 3 && plan.microBatches() % plan.pp() == 0);
+            if (i % 7 == 0) {
+                const PlanEstimate e = estimatePlan(plan, vpp.cluster, vpp.model, nullptr, vpp.cost);
+                const auto rel = [](double x, double y) { return std::abs(x - y) / std::max(std::abs(y), 1e-12); };
+                QVERIFY2(rel(e.iterationTimeMs, b.timeMs[i]) < 1e-9, plan.summary(vpp.cluster).c_str());
+                QVERIFY2(rel(e.peakBytes, b.peakBytes[i]) < 1e-9, plan.summary(vpp.cluster).c_str());
+            }
+        }
+        QVERIFY2(interleaved > 100, std::to_string(interleaved).c_str());
+        QVERIFY(plainKeys == vppPlainKeys);
+        // At PP 8 with up to 32 micro-batches the bubble (7 of 39 steps) shrinks more than the
+        // extra sends cost: the fastest PP 8 plan is interleaved.
+        QVERIFY2(bestInterleaved8 < bestPlain8,
+                 (std::to_string(bestInterleaved8) + " vs " + std::to_string(bestPlain8)).c_str());
+        checkSearchInvariants(b);
     }
 
     void defaultSpaceSizeAndCounts()

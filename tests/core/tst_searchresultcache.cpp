@@ -162,7 +162,7 @@ private slots:
                 deserializeSearchResult(old);
                 QFAIL("an older blob was accepted");
             } catch (const std::runtime_error &e) {
-                QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 4 header"));
+                QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 5 header"));
             }
         }
     }

@@ -55,10 +55,15 @@ PassSeconds LayerSeconds::pass() const
 }
 
 LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
-                                     bool sequenceParallel, AttentionBackend attention, const CostOptions &o)
+                                     bool sequenceParallel, AttentionBackend attention, const CostOptions &o,
+                                     int contextParallel)
 {
     const ModelShape &s = model.shape;
-    const double T = static_cast<double>(microBatch) * s.seqLength, h = s.hidden, f = s.ffnHidden;
+    // Context parallelism: each rank holds seqLength / cp tokens of every sequence; its queries
+    // attend to the keys of the whole sequence (load-balanced causal chunks), so the attention
+    // work per rank is 1/cp of the whole, like every other kernel.
+    const double cp = std::max(1, contextParallel);
+    const double T = static_cast<double>(microBatch) * s.seqLength / cp, h = s.hidden, f = s.ffnHidden;
     const double d = model.kvChannels(), q = d * s.heads, kv = d * s.kvGroups;
     const double headsLocal = static_cast<double>(s.heads) / tp, seq = s.seqLength;
     struct G {
@@ -71,7 +76,8 @@ LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model,
         gpu.forward += gemmSeconds(p, g.m, g.n, g.k);
         gpu.backward += gemmSeconds(p, g.m, g.k, g.n) + gemmSeconds(p, g.k, g.n, g.m); // data + weight gradient
     }
-    const double scores = microBatch * headsLocal * seq * seq; // elements of one s x s tensor per local head
+    // Elements of the (s / cp) x s score tensor per local head (s x s without CP).
+    const double scores = microBatch * headsLocal * seq * seq / cp;
     if (storesNoScores(attention)) {
         // Causal flash attention computes half of QK^T and PV: 2 x 2 x s^2 d / 2 per head;
         // backward recomputes QK^T and runs 4 more products (2.5x).
@@ -81,9 +87,9 @@ LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model,
     } else {
         // Batched QK^T (s x s x d) and PV (s x d x s) over every local head and sequence, and the
         // score, softmax, dropout mask and dropout output through HBM (~11 bytes per element).
-        const double count = microBatch * headsLocal;
-        const double qk = gemmSeconds(p, ceilTo(seq, p.tile) * count, seq, d) * seq / ceilTo(seq, p.tile);
-        const double pv = gemmSeconds(p, ceilTo(seq, p.tile) * count, d, seq) * seq / ceilTo(seq, p.tile);
+        const double count = microBatch * headsLocal, rows = seq / cp;
+        const double qk = gemmSeconds(p, ceilTo(rows, p.tile) * count, seq, d) * rows / ceilTo(rows, p.tile);
+        const double pv = gemmSeconds(p, ceilTo(rows, p.tile) * count, d, seq) * rows / ceilTo(rows, p.tile);
         const double bytes = 11.0 * scores;
         gpu.forward += qk + pv + bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
         gpu.backward += 2.0 * (qk + pv) + 2.0 * bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);

@@ -64,19 +64,75 @@ double allGatherMs(int n, double bytes, const Link &link)
     return (k * bytes / bw + (n - 1) * link.latencyUs * 1e-6) * 1e3;
 }
 
+namespace {
+
+/// The exposed communication of one layer's context-parallel exchange (per micro-batch, on the
+/// node's intra-node link; CP groups stay inside a node), into k.cpComm*. Local K/V of a rank:
+/// 2 tensors x b x (s / cp) x kv channels x KV groups / tp x 2 bytes.
+/// - p2p (ring attention): cp - 1 ring steps, each sending the K/V block on while the previous
+///   block's attention runs; only what the step's attention does not cover is exposed.
+///   Backward sends K/V and their gradients (2x) against the backward attention.
+/// - all_gather: gather the whole K/V before attention (forward, again in backward) and
+///   reduce-scatter its gradient; nothing overlaps.
+/// - a2a (Ulysses): all-to-alls of Q, K, V in and of the output back (forward), the same volume
+///   of gradients in backward; nothing overlaps.
+void contextParallelComm(LayerKernel &k, const Model &model, int tp, int microBatch, int cp, CpComm comm,
+                         const Link &link, AttentionBackend attention, const ComputeParams &params)
+{
+    const ModelShape &s = model.shape;
+    const double d = model.kvChannels();
+    const double tokens = static_cast<double>(microBatch) * s.seqLength / cp;
+    const double kvBytes = 2.0 * tokens * d * s.kvGroups / tp * 2.0;
+    double fwd = 0, bwd = 0;
+    switch (comm) {
+    case CpComm::P2P: {
+        // Attention seconds of one ring step: the rank's attention over one K/V block.
+        const double scores = static_cast<double>(microBatch) * s.heads / tp * s.seqLength * s.seqLength / cp;
+        const double attnFwd = storesNoScores(attention)
+            ? 2.0 * scores * d / (params.peakFlops * params.attentionEfficiency)
+            : 4.0 * scores * d / (params.peakFlops * params.gemmEfficiency);
+        const double stepFwd = attnFwd / cp * 1e3, stepBwd = 2.5 * attnFwd / cp * 1e3;
+        const double sendFwd = link.transferSeconds(kvBytes) * 1e3, sendBwd = link.transferSeconds(2.0 * kvBytes) * 1e3;
+        fwd = (cp - 1) * std::max(0.0, sendFwd - stepFwd);
+        bwd = (cp - 1) * std::max(0.0, sendBwd - stepBwd);
+        break;
+    }
+    case CpComm::AllGather:
+        fwd = allGatherMs(cp, kvBytes * cp, link);
+        bwd = 2.0 * allGatherMs(cp, kvBytes * cp, link);
+        break;
+    case CpComm::A2A: {
+        const double q = d * s.heads / tp, kv = d * s.kvGroups / tp;
+        const double bytes = tokens * (2.0 * q + 2.0 * kv) * 2.0; // Q, K, V in + output out
+        fwd = allGatherMs(cp, bytes, link);
+        bwd = allGatherMs(cp, bytes, link);
+        break;
+    }
+    }
+    k.cpCommPerLayerMs = fwd + bwd;
+    k.cpCommRecomputePerLayerMs = fwd;
+}
+
+} // namespace
+
 LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const Model &model, int tp, int microBatch,
-                            bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options)
+                            bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options,
+                            int contextParallel, CpComm cpComm)
 {
     const ModelShape &s = model.shape;
     const int L = s.layers;
+    const int cp = std::max(1, contextParallel);
+    // A profile is measured at the whole sequence per GPU: it does not describe a CP rank.
+    if (cp > 1)
+        profiles = nullptr;
     LayerKernel k;
     k.forwardPrefixMs.assign(static_cast<size_t>(L) + 1, 0.0);
     k.backwardPrefixMs.assign(static_cast<size_t>(L) + 1, 0.0);
 
-    const double fwdFlops = layerForwardFlops(model, tp, microBatch);
+    const double fwdFlops = layerForwardFlops(model, tp, microBatch) / cp;
     // Selective (core_attn) recompute re-runs the attention score part only.
     const double coreFlops
-        = static_cast<double>(microBatch) * s.seqLength * 2.0 * model.kvChannels() * s.heads * s.seqLength / tp;
+        = static_cast<double>(microBatch) * s.seqLength * 2.0 * model.kvChannels() * s.heads * s.seqLength / tp / cp;
     k.selectiveFraction = fwdFlops > 0 ? coreFlops / fwdFlops : 0;
 
     const LayerProfile *prof = nullptr;
@@ -101,18 +157,28 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
     } else {
         // Kernel-level model (memx/cost/compute.h): GEMMs with tile and wave quantisation,
         // attention by backend, memory-bound kernels, the host time of each pass.
-        const ComputeParams cp = computeParams(device, model, options);
-        layer = transformerLayerSeconds(cp, model, tp, microBatch, sequenceParallel, resolveAttention(model, device),
-                                        options);
+        const ComputeParams params = computeParams(device, model, options);
+        layer = transformerLayerSeconds(params, model, tp, microBatch, sequenceParallel,
+                                        resolveAttention(model, device), options, cp);
+        if (cp > 1) {
+            // The CP exchange is more framework ops per layer: a ring step (send, receive,
+            // block attention, softmax correction) per peer, or the gather / the all-to-alls.
+            const double steps = cpComm == CpComm::P2P ? cp - 1.0 : cpComm == CpComm::A2A ? 2.0 : 1.0;
+            layer->host.forward += steps * options.opsPerContextParallelStep * params.hostOpSeconds;
+            layer->host.backward += 2.0 * steps * options.opsPerContextParallelStep * params.hostOpSeconds;
+        }
         const PassSeconds pass = layer->pass();
         for (int i = 0; i < L; ++i) {
             k.forwardPrefixMs[i + 1] = k.forwardPrefixMs[i] + pass.forward * 1e3;
             k.backwardPrefixMs[i + 1] = k.backwardPrefixMs[i] + pass.backward * 1e3;
         }
-        const PassSeconds head = headSeconds(cp, model, tp, microBatch, options);
+        // The output layer and the embedding see the rank's seqLength / cp tokens.
+        Model rankTokens = model;
+        rankTokens.shape.seqLength = std::max(1, s.seqLength / cp);
+        const PassSeconds head = headSeconds(params, rankTokens, tp, microBatch, options);
         k.headForwardMs = head.forward * 1e3;
         k.headBackwardMs = head.backward * 1e3;
-        const PassSeconds emb = embeddingSeconds(cp, model, microBatch, options);
+        const PassSeconds emb = embeddingSeconds(params, rankTokens, microBatch, options);
         k.embeddingForwardMs = emb.forward * 1e3;
         k.embeddingBackwardMs = emb.backward * 1e3;
     }
@@ -124,7 +190,7 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
     // the 2 forward all-reduces again.
     // A profile measured inside its TP group already contains these collectives.
     if (tp > 1 && !(prof && k.profiled && prof->includesTpCommunication)) {
-        const double bytes = static_cast<double>(microBatch) * s.seqLength * s.hidden * 2.0;
+        const double bytes = static_cast<double>(microBatch) * s.seqLength / cp * s.hidden * 2.0;
         const double one
             = sequenceParallel ? 2.0 * allGatherMs(tp, bytes, intraLink) : allReduceMs(tp, bytes, intraLink);
         double fwd = 2.0 * one, bwd = 2.0 * one;
@@ -143,6 +209,9 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
         k.tpCommPerLayerMs = fwd + bwd;
         k.tpCommRecomputePerLayerMs = fwd;
     }
+    if (cp > 1 && layer)
+        contextParallelComm(k, model, tp, microBatch, cp, cpComm, intraLink, resolveAttention(model, device),
+                            computeParams(device, model, options));
     return k;
 }
 
@@ -156,12 +225,27 @@ AttentionBackend resolveAttention(const Model &model, const GpuSpec &device)
 std::string costOptionsSignature(const CostOptions &o)
 {
     std::string s;
-    for (double v :
-         {o.nvidiaGemmEfficiency, o.amdGemmEfficiency, o.otherGemmEfficiency, o.attentionKernelEfficiency,
-          o.memoryBoundEfficiency, static_cast<double>(o.gemmTile), o.hostOpMicroseconds, o.opsPerLayerForward,
-          o.opsPerLayerBackward, o.opsPerHead, o.opsPerEmbedding, o.iterationOverheadMs, o.optimizerBandwidthEfficiency,
-          o.optimizerBytesPerParam, o.gradReduceBytesPerParam, o.runtimeContextBytes, o.communicatorBytesPerGroup,
-          o.allocatorReserveFraction, static_cast<double>(o.vocabDivisibleBy)})
+    for (double v : {o.nvidiaGemmEfficiency,
+                     o.amdGemmEfficiency,
+                     o.otherGemmEfficiency,
+                     o.attentionKernelEfficiency,
+                     o.memoryBoundEfficiency,
+                     static_cast<double>(o.gemmTile),
+                     o.hostOpMicroseconds,
+                     o.opsPerLayerForward,
+                     o.opsPerLayerBackward,
+                     o.opsPerHead,
+                     o.opsPerEmbedding,
+                     o.iterationOverheadMs,
+                     o.optimizerBandwidthEfficiency,
+                     o.optimizerBytesPerParam,
+                     o.gradReduceBytesPerParam,
+                     o.runtimeContextBytes,
+                     o.communicatorBytesPerGroup,
+                     o.allocatorReserveFraction,
+                     static_cast<double>(o.vocabDivisibleBy),
+                     o.opsPerContextParallelStep,
+                     o.p2pOpOverheadMs})
         s += exactNumber(v) + " ";
     return s;
 }
@@ -232,8 +316,12 @@ double measuredLayerActivationBytes(const LayerProfile &prof, int layers)
 } // namespace
 
 MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
-                              int pipelineStages, const ProfileSet *profiles, const CostOptions &options)
+                              int pipelineStages, const ProfileSet *profiles, const CostOptions &options,
+                              int contextParallel)
 {
+    const double cp = std::max(1, contextParallel);
+    if (cp > 1)
+        profiles = nullptr; // measured at the whole sequence per GPU
     const ModelShape &s = model.shape;
     MemoryKernel k;
     const double h = s.hidden, a = s.heads, g = s.kvGroups, f = s.ffnHidden;
@@ -257,7 +345,9 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
     // Unfused attention adds the score/softmax/dropout term 5as/(ht); flash/fused kernels never
     // store it (they keep only the softmax statistics, b x a x s fp32, negligible).
     k.attention = resolveAttention(model, device);
-    const double sbh = static_cast<double>(s.seqLength) * microBatch * h;
+    // Context parallelism: every stored tensor holds the rank's s / cp tokens; an unfused score
+    // tensor is (s / cp) x s, so the score term keeps the whole s.
+    const double sbh = static_cast<double>(s.seqLength) / cp * microBatch * h;
     const double sharded = 4.0 + 4.0 * g / a + (s.swiglu ? 6.0 : 4.0) * f / h;
     const double scores = storesNoScores(k.attention) ? 0.0 : 5.0 * a * s.seqLength / h;
     const double selective = sequenceParallel ? sbh * (10.0 + sharded) / tp : sbh * (10.0 + sharded / tp);
@@ -278,7 +368,7 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
     k.layerActivationBytes[static_cast<int>(RecomputeMethod::Full)] = 2.0 * sbh / (sequenceParallel ? tp : 1);
     k.fullWorkingSetBytes = k.layerActivationBytes[static_cast<int>(RecomputeMethod::None)];
     // Input ids (8 bytes each) + embedding dropout mask (1 byte per element), per micro-batch.
-    k.embeddingActivationBytes = 8.0 * s.seqLength * microBatch + sbh;
+    k.embeddingActivationBytes = 8.0 * s.seqLength / cp * microBatch + sbh;
     // Last stage at the loss: the 16-bit logits of the output layer (2 bytes) and their fp32 copy
     // in vocab-parallel cross-entropy (4 bytes, kept as the softmax for backward) over the padded
     // vocabulary, plus the fp32 gradient of the output layer's input (4 sbh).
@@ -301,19 +391,30 @@ ReplicaStep replicaStep(const LayerKernel &k, int first, int count, bool hasEmbe
     r.backwardMs = k.backwardPrefixMs[last] - k.backwardPrefixMs[first] + (hasEmbedding ? k.embeddingBackwardMs : 0)
         + (hasHead ? k.headBackwardMs : 0);
     r.tpCommMs = count * k.tpCommPerLayerMs;
+    r.cpCommMs = count * k.cpCommPerLayerMs;
     if (rc.method == RecomputeMethod::Full) {
         // "block": the first n layers of the stage are recomputed (n = 0 means all).
         const int n = rc.layers > 0 ? std::min(rc.layers, count) : count;
         r.recomputeMs = k.forwardPrefixMs[first + n] - k.forwardPrefixMs[first];
         r.tpCommMs += n * k.tpCommRecomputePerLayerMs;
+        r.cpCommMs += n * k.cpCommRecomputePerLayerMs;
     } else if (rc.method == RecomputeMethod::Selective) {
         r.recomputeMs = k.selectiveFraction * fwdLayers;
     }
     return r;
 }
 
+double inFlightMicroBatches(int p, int stage, int m, int virtualStages)
+{
+    if (virtualStages <= 1)
+        return std::min(p - stage, m);
+    const long long v = virtualStages;
+    const long long chunks = std::min<long long>(m * v, 2LL * (p - stage - 1) + (v - 1) * p + 1);
+    return static_cast<double>(chunks) / static_cast<double>(v);
+}
+
 MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbedding, bool hasHead, Recompute rc,
-                          int inFlight, int dp, bool distributedOptimizer, int groups)
+                          double inFlight, int dp, bool distributedOptimizer, int groups)
 {
     MemoryBreakdown m;
     const double params
@@ -415,21 +516,31 @@ std::vector<int> dpNicFlows(const std::vector<std::vector<int>> &stageNodes, con
     return flows;
 }
 
-double pipelineMakespanMs(int p, int m, const double *stepMs, const double *p2pMs, double exposed)
+double pipelineMakespanMs(int p, int m, const double *stepMs, const double *p2pMs, double exposed, int virtualStages,
+                          double wrapP2pMs)
 {
-    double slowest = 0, sumStep = 0, sumP2p = 0, maxP2p = 0;
+    const double v = std::max(1, virtualStages);
+    const bool wraps = virtualStages > 1 && p > 1;
+    double slowest = 0, sumStep = 0, sumP2p = 0, maxP2p = wraps ? wrapP2pMs : 0.0;
     for (int i = 0; i < p; ++i) {
-        const double in = i > 0 ? p2pMs[i - 1] : 0.0, out = i + 1 < p ? p2pMs[i] : 0.0;
-        // Steady state: every micro-batch a stage receives and sends both ways (activation in,
-        // activation out, gradient in, gradient out); blocking sends add to its step.
-        slowest = std::max(slowest, stepMs[i] + exposed * (in + out));
+        double in = i > 0 ? p2pMs[i - 1] : 0.0, out = i + 1 < p ? p2pMs[i] : 0.0;
+        if (wraps && i == 0)
+            in = wrapP2pMs;
+        if (wraps && i == p - 1)
+            out = wrapP2pMs;
+        // Steady state: every micro-batch (every chunk of it, interleaved) a stage receives and
+        // sends both ways (activation in, activation out, gradient in, gradient out); blocking
+        // sends add to its step.
+        slowest = std::max(slowest, stepMs[i] + v * exposed * (in + out));
         sumStep += stepMs[i];
         if (i + 1 < p) {
             sumP2p += p2pMs[i];
             maxP2p = std::max(maxP2p, p2pMs[i]);
         }
     }
-    return (m - 1) * std::max(slowest, maxP2p) + sumStep + 2.0 * sumP2p;
+    if (!wraps)
+        return (m - 1) * std::max(slowest, maxP2p) + sumStep + 2.0 * sumP2p;
+    return (m - 1.0 / v) * std::max(slowest, v * maxP2p) + sumStep / v + 2.0 * sumP2p;
 }
 
 double worstCollectiveMs(const std::vector<Link> &links, int n, double bytes, double (*fn)(int, double, const Link &))
@@ -478,27 +589,32 @@ public:
         e.stages.resize(static_cast<size_t>(p));
         const std::vector<int> flows = nicFlows();
         std::vector<double> steps(static_cast<size_t>(p)), sends(static_cast<size_t>(std::max(p - 1, 1)), 0.0);
+        std::vector<int> lastStageNodes;
         for (int i = 0; i < p; ++i) {
             const Stage &st = plan.stages[static_cast<size_t>(i)];
             StageEstimate &se = e.stages[static_cast<size_t>(i)];
             se.stage = i;
             se.firstLayer = st.firstLayer;
             se.layerCount = st.layerCount;
-            se.microBatchesInFlight = std::min(p - i, m);
+            se.microBatchesInFlight = static_cast<int>(std::ceil(inFlightMicroBatches(p, i, m, v) - 1e-9));
             se.profiled = true;
             std::vector<int> stageNodes;
             for (size_t r = 0; r < st.replicas.size(); ++r)
                 stageNodes.push_back(replica(i, r, se, e.gpus));
-            if (st.dp() > 1)
+            if (st.dp() * cp > 1)
                 se.dpSyncMs = dpSyncMs(i, stageNodes, flows[static_cast<size_t>(i)]);
             steps[static_cast<size_t>(i)] = se.stepMs;
+            if (i == p - 1)
+                lastStageNodes = stageNodes;
             if (i + 1 < p) {
-                se.p2pMs = p2pMs(i, stageNodes);
+                se.p2pMs = p2pMs(i, stageNodes, i + 1);
                 sends[static_cast<size_t>(i)] = se.p2pMs;
             }
         }
-        // Section 5, heterogeneous 1F1B with blocking sends (pipelineMakespanMs).
-        e.pipelineMs = pipelineMakespanMs(p, m, steps.data(), sends.data(), options.exposedP2pFraction);
+        // Section 5, heterogeneous 1F1B with blocking sends (pipelineMakespanMs); interleaved:
+        // the last rank also sends to the first.
+        const double wrap = v > 1 && p > 1 ? p2pMs(p - 1, lastStageNodes, 0) : 0.0;
+        e.pipelineMs = pipelineMakespanMs(p, m, steps.data(), sends.data(), options.exposedP2pFraction, v, wrap);
         for (StageEstimate &se : e.stages) {
             se.bubbleMs = e.pipelineMs - m * se.stepMs;
             e.dpSyncMs = std::max(e.dpSyncMs, se.dpSyncMs);
@@ -519,7 +635,7 @@ private:
             it = kernels
                      .emplace(key,
                               makeLayerKernel(cluster.devices[static_cast<size_t>(n.device)], n.intraLink, model, tp,
-                                              mbs, plan.sequenceParallel, profiles, options))
+                                              mbs, plan.sequenceParallel, profiles, options, cp, plan.cpComm))
                      .first;
         }
         return it->second;
@@ -556,16 +672,19 @@ private:
             se.backwardMs = step.backwardMs;
             se.recomputeMs = step.recomputeMs;
             se.tpCommMs = step.tpCommMs;
+            se.cpCommMs = step.cpCommMs;
             se.slowestReplica = static_cast<int>(r);
         }
         // Memory of this replica's GPUs.
         const Node &node = nodes[static_cast<size_t>(ni)];
         const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
         const MemoryKernel mk
-            = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles, options);
-        const int groups = (rep.tp > 1) + (dp > 1) + (p > 1);
-        const MemoryBreakdown mb = gpuMemory(mk, st.layerCount, first, last, st.recompute, se.microBatchesInFlight, dp,
-                                             plan.distributedOptimizer, groups);
+            = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles, options, cp);
+        // Communicators: TP, CP (the K/V exchange), DP x CP (gradients), PP.
+        const int groups = (rep.tp > 1) + (cp > 1) + (dp * cp > 1) + (p > 1);
+        const MemoryBreakdown mb
+            = gpuMemory(mk, st.layerCount, first, last, st.recompute,
+                        inFlightMicroBatches(p, i, plan.microBatches(), v), dp * cp, plan.distributedOptimizer, groups);
         for (int gpu : rep.gpus) {
             GpuMemory g;
             g.node = rep.node;
@@ -591,7 +710,7 @@ private:
         // Optimizer step: measured per-layer update times, else HBM-bound analytic.
         const double localParams
             = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
-        const double optShare = plan.distributedOptimizer ? 1.0 / dp : 1.0;
+        const double optShare = plan.distributedOptimizer ? 1.0 / (dp * cp) : 1.0;
         double optMs;
         if (!k.optimizerPrefixMs.empty())
             optMs = (k.optimizerPrefixMs[st.firstLayer + st.layerCount] - k.optimizerPrefixMs[st.firstLayer]
@@ -605,11 +724,12 @@ private:
 
     /// DP gradient synchronisation of stage i over the bottleneck link of its replica set
     /// (section 5): every TP rank index reduces in its own ring; rings of a node share its NIC.
+    /// With CP the gradients reduce over DP x CP ranks (a replica's CP ranks share its node).
     double dpSyncMs(int i, const std::vector<int> &stageNodes, int flows) const
     {
         const Stage &st = plan.stages[static_cast<size_t>(i)];
         const bool first = i == 0, last = i == p - 1;
-        const int dp = st.dp();
+        const int dp = st.dp() * cp;
         const Replica &r0 = st.replicas.front();
         const GpuSpec &dev0
             = cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(stageNodes.front())].device)];
@@ -627,12 +747,12 @@ private:
         return ms;
     }
 
-    /// P2P from stage i to the next: one activation of b*s*h*2 bytes (/t with SP) over the
-    /// slowest link between the two stages' nodes.
-    double p2pMs(int i, const std::vector<int> &stageNodes) const
+    /// P2P from stage i to stage `to` (the next, or stage 0 from the last when interleaved): one
+    /// activation of b*(s/cp)*h*2 bytes (/t with SP) over the slowest link between their nodes.
+    double p2pMs(int i, const std::vector<int> &stageNodes, int to) const
     {
         const Stage &st = plan.stages[static_cast<size_t>(i)];
-        const Stage &nx = plan.stages[static_cast<size_t>(i) + 1];
+        const Stage &nx = plan.stages[static_cast<size_t>(to)];
         const ModelShape &s = model.shape;
         int maxMb = 0, minTp = 1 << 20;
         for (const Replica &r : st.replicas) {
@@ -640,11 +760,11 @@ private:
             minTp = std::min(minTp, r.tp);
         }
         const double bytes
-            = static_cast<double>(maxMb) * s.seqLength * s.hidden * 2.0 / (plan.sequenceParallel ? minTp : 1);
+            = static_cast<double>(maxMb) * s.seqLength / cp * s.hidden * 2.0 / (plan.sequenceParallel ? minTp : 1);
         std::vector<int> nextNodes;
         for (const Replica &r : nx.replicas)
             nextNodes.push_back(nodeByName.at(r.node));
-        return worstTransferMs(linkTable.linksBetween(stageNodes, nextNodes), bytes);
+        return worstTransferMs(linkTable.linksBetween(stageNodes, nextNodes), bytes) + options.p2pOpOverheadMs;
     }
 
     /// The fullest GPU, peak, OOM, verdict and the imbalance CV over every GPU.
@@ -683,6 +803,8 @@ private:
     const std::vector<Node> nodes;
     const LinkTable linkTable;
     const int p;
+    const int v = std::max(1, plan.virtualStages);
+    const int cp = std::max(1, plan.contextParallel);
     std::map<std::string, int> nodeByName;
     std::map<std::tuple<int, int, int>, LayerKernel> kernels; ///< (node, tp, mbs)
 };

@@ -540,6 +540,10 @@ std::vector<MethodOutcome> methodOutcomes(const CompareRequest &request, const M
 
 CompareReport runCompare(const CompareRequest &request, const ProgressFn &progressFn)
 {
+    for (int v : request.search.space.virtualStages)
+        if (v > 1)
+            throw std::invalid_argument("compare judges the picks on the virtual testbed, which does not simulate the "
+                                        "interleaved schedule: search without virtual stages (--vpp 1)");
     CompareReport report;
     report.memxWeights = request.memxWeights;
     CompareProgress progress(progressFn);

@@ -124,7 +124,8 @@ std::string heteroYaml(const ExportRequest &request, const FlagScaleShape &f)
     t << "    # mesh format [tp, cp, ep, dp, pp] per mesh, meshes in device-type order\n";
     t << "    hetero_process_meshes: [";
     for (size_t i = 0; i < f.meshes.size(); ++i)
-        t << (i ? ", " : "") << f.meshes[i].tp << ", 1, 1, " << f.meshes[i].dp << ", " << f.meshes[i].stages.size();
+        t << (i ? ", " : "") << f.meshes[i].tp << ", " << std::max(1, request.plan.contextParallel) << ", 1, "
+          << f.meshes[i].dp << ", " << f.meshes[i].stages.size();
     t << "]\n";
     t << "    hetero_pipeline_layer_split: [";
     for (size_t s = 0; s < request.plan.stages.size(); ++s)
@@ -156,7 +157,9 @@ std::string trainYaml(const ExportRequest &request, const FlagScaleShape &f)
     t << "system:\n";
     t << "  tensor_model_parallel_size: " << f.meshes.front().tp << "\n";
     t << "  pipeline_model_parallel_size: " << plan.pp() << "\n";
-    t << "  context_parallel_size: 1\n";
+    t << "  context_parallel_size: " << std::max(1, plan.contextParallel) << "\n";
+    if (plan.contextParallel > 1)
+        t << "  cp_comm_type: " << toString(plan.cpComm) << "\n";
     t << "  sequence_parallel: " << yamlBool(plan.sequenceParallel) << "\n";
     t << "  use_distributed_optimizer: " << yamlBool(plan.distributedOptimizer) << "\n";
     t << "  distributed_backend: nccl\n";

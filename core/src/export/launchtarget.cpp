@@ -3,6 +3,8 @@
 // FlagScale's flagscale/runner/runner_train.py + train/arguments.py (see docs/export.md).
 #include "memx/export/launchtarget.h"
 
+#include "memx/cost/costmodel.h"
+
 #include "memx/export/megatronargs.h"
 #include "memx/export/quoting.h"
 #include "memx/util/diagnostic.h"
@@ -194,15 +196,17 @@ std::string stageList(const std::vector<int> &stages)
 /// Global rank -> slot for one rank order. `tpPpDp`: rank = t + TP*(s + PP*d), else t + TP*(d + DP*s).
 std::vector<RankSlot> rankSlots(const Plan &plan, int tp, int dp, bool tpPpDp)
 {
-    const int pp = plan.pp();
-    std::vector<RankSlot> slots(static_cast<size_t>(tp * dp * pp));
+    const int pp = plan.pp(), cp = std::max(1, plan.contextParallel);
+    std::vector<RankSlot> slots(static_cast<size_t>(tp * cp * dp * pp));
     for (int s = 0; s < pp; ++s)
         for (int d = 0; d < dp; ++d)
-            for (int t = 0; t < tp; ++t) {
-                const Replica &r = plan.stages[static_cast<size_t>(s)].replicas[static_cast<size_t>(d)];
-                const int rank = tpPpDp ? t + tp * (s + pp * d) : t + tp * (d + dp * s);
-                slots[static_cast<size_t>(rank)] = {s, d, t, r.node, r.gpus[static_cast<size_t>(t)]};
-            }
+            for (int c = 0; c < cp; ++c)
+                for (int t = 0; t < tp; ++t) {
+                    const Replica &r = plan.stages[static_cast<size_t>(s)].replicas[static_cast<size_t>(d)];
+                    const int inner = t + tp * c; // tp fastest, then cp (Replica::gpus' order)
+                    const int rank = tpPpDp ? inner + tp * cp * (s + pp * d) : inner + tp * cp * (d + dp * s);
+                    slots[static_cast<size_t>(rank)] = {s, d, t, r.node, r.gpus[static_cast<size_t>(inner)], c};
+                }
     return slots;
 }
 
@@ -315,6 +319,24 @@ void checkMegatronVendors(const Plan &plan, const Cluster &cluster, Diagnostics 
         }
 }
 
+/// Megatron-LM runs context parallelism inside Transformer Engine's flash/fused attention only.
+void checkContextParallelAttention(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &d)
+{
+    if (plan.contextParallel <= 1)
+        return;
+    for (const Stage &st : plan.stages)
+        for (const Replica &r : st.replicas) {
+            const int dev = deviceOfNode(cluster, r.node);
+            if (dev >= 0 && !storesNoScores(resolveAttention(model, deviceAt(cluster, dev)))) {
+                d.error("/contextParallel",
+                        "expected 1 with unfused attention on " + printableText(deviceAt(cluster, dev).id)
+                            + " (Megatron-LM's context parallelism runs inside flash/fused attention), found "
+                            + std::to_string(plan.contextParallel));
+                return;
+            }
+        }
+}
+
 /// Same TP and micro-batch on every replica, same DP on every stage.
 void checkMegatronUniform(const Plan &plan, MegatronShape &shape, Diagnostics &d)
 {
@@ -358,6 +380,14 @@ void checkMegatronSplit(const Plan &plan, LayerSplitStyle style, MegatronShape &
         shape.stageLayers.push_back(st.layerCount);
     const bool even = std::all_of(shape.stageLayers.begin(), shape.stageLayers.end(),
                                   [&](int n) { return n == shape.stageLayers.front(); });
+    if (!even && plan.virtualStages > 1 && style == LayerSplitStyle::FirstLast) {
+        d.error("/virtualStages",
+                "expected 1 with an uneven split in the first-last style (--decoder-first/last-pipeline-num-layers "
+                "do not combine with --num-layers-per-virtual-pipeline-stage), found "
+                    + std::to_string(plan.virtualStages)
+                    + " - use the layout style (--pipeline-model-parallel-layout)");
+        return;
+    }
     if (even || style != LayerSplitStyle::FirstLast)
         return;
     for (size_t s = 2; s + 1 < shape.stageLayers.size(); ++s)
@@ -379,7 +409,7 @@ bool placeMegatronRanks(const Plan &plan, const Cluster &cluster, MegatronShape 
     std::map<std::string, int> gpusPerNode;
     for (const Stage &st : plan.stages)
         for (const Replica &r : st.replicas)
-            gpusPerNode[r.node] += r.tp;
+            gpusPerNode[r.node] += r.tp * std::max(1, plan.contextParallel);
     shape.nprocPerNode = gpusPerNode.begin()->second;
     for (const auto &[node, n] : gpusPerNode)
         if (n != shape.nprocPerNode) {
@@ -571,10 +601,11 @@ void placeHosts(const Plan &plan, const Cluster &cluster, FlagScaleShape &f, Dia
     for (const FlagScaleMesh &m : f.meshes)
         for (int s : m.stages)
             for (int dpi = 0; dpi < m.dp; ++dpi)
-                for (int t = 0; t < m.tp; ++t) {
-                    const Replica &r = plan.stages[static_cast<size_t>(s)].replicas[static_cast<size_t>(dpi)];
-                    logical.push_back({s, dpi, t, r.node, r.gpus[static_cast<size_t>(t)]});
-                }
+                for (int c = 0; c < std::max(1, plan.contextParallel); ++c)
+                    for (int t = 0; t < m.tp; ++t) {
+                        const Replica &r = plan.stages[static_cast<size_t>(s)].replicas[static_cast<size_t>(dpi)];
+                        logical.push_back({s, dpi, t, r.node, r.gpus[static_cast<size_t>(t + m.tp * c)], c});
+                    }
     std::set<std::string> seen;
     for (size_t i = 0; i < logical.size(); ++i) {
         if (f.hosts.empty() || f.hosts.back().node != logical[i].node) {
@@ -626,6 +657,7 @@ bool analyseMegatron(const Plan &plan, const Cluster &cluster, const Model &mode
         return false;
     }
     checkMegatronVendors(plan, cluster, d);
+    checkContextParallelAttention(plan, cluster, model, d);
     checkMegatronUniform(plan, shape, d);
     checkJobRecompute(plan, shape, d);
     checkMegatronSplit(plan, style, shape, d);
@@ -656,6 +688,12 @@ bool analyseFlagScale(const Plan &plan, const Cluster &cluster, const Model &mod
     }
     buildMeshes(plan, cluster, f, d);
     checkFlagScaleVendors(cluster, f, d);
+    checkContextParallelAttention(plan, cluster, model, d);
+    if (plan.virtualStages > 1)
+        d.error("/virtualStages",
+                "expected 1 for FlagScale (its heterogeneous hetero_pipeline_layer_split has no virtual stages), "
+                "found "
+                    + std::to_string(plan.virtualStages) + " - export the interleaved plan for Megatron-LM");
     checkMicroBatches(plan, f, d);
     checkEmbeddings(plan, model, f, d);
     checkFlagScaleRecompute(plan, f, d);

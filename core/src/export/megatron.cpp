@@ -27,13 +27,18 @@ std::string argWord(const std::string &value)
 
 namespace {
 
-std::string layoutString(const std::vector<int> &layers)
+/// Megatron-LM's flattened layout of `layers` per pipeline rank (reference section 1.3); with
+/// `virtualStages` v > 1 it lists the p x v virtual stages in schedule order, virtual stage
+/// j x p + i holding layers[i] / v layers of rank i.
+std::string layoutString(const std::vector<int> &layers, int virtualStages)
 {
     std::string out = "E";
-    for (size_t s = 0; s < layers.size(); ++s) {
-        if (s)
+    const size_t p = layers.size();
+    const int v = std::max(1, virtualStages);
+    for (size_t c = 0; c < p * static_cast<size_t>(v); ++c) {
+        if (c)
             out += "|";
-        out += "t*" + std::to_string(layers[s]);
+        out += "t*" + std::to_string(layers[c % p] / v);
     }
     return out + "L";
 }
@@ -50,11 +55,18 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
         add("--use-tp-pp-dp-mapping");
     if (plan.sequenceParallel && m.tp > 1)
         add("--sequence-parallel");
+    if (plan.contextParallel > 1) {
+        add("--context-parallel-size", std::to_string(plan.contextParallel));
+        add("--cp-comm-type", toString(plan.cpComm));
+    }
     const bool even
         = std::all_of(m.stageLayers.begin(), m.stageLayers.end(), [&](int n) { return n == m.stageLayers.front(); });
-    if (!even) {
+    const int v = std::max(1, plan.virtualStages);
+    if (even && v > 1) {
+        add("--num-layers-per-virtual-pipeline-stage", std::to_string(m.stageLayers.front() / v));
+    } else if (!even) {
         if (request.options.splitStyle == LayerSplitStyle::Layout) {
-            add("--pipeline-model-parallel-layout", layoutString(m.stageLayers));
+            add("--pipeline-model-parallel-layout", layoutString(m.stageLayers, v));
         } else {
             add("--decoder-first-pipeline-num-layers", std::to_string(m.stageLayers.front()));
             add("--decoder-last-pipeline-num-layers", std::to_string(m.stageLayers.back()));
@@ -132,9 +144,13 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
     o << "# Set MEGATRON_DIR to the Megatron-LM checkout, DATA_ARGS / TRAIN_ARGS to replace the defaults below.\n#\n";
     o << "# Global ranks " << n.firstGlobalRank << "-" << n.firstGlobalRank + static_cast<int>(n.localRanks.size()) - 1
       << " run here (global rank = node rank x " << m.nprocPerNode << " + local rank). Megatron rank order "
-      << (m.tpPpDpOrder ? "tp-cp-ep-pp-dp: rank = tp + " + std::to_string(m.tp) + " x (stage + " + std::to_string(m.pp)
-                  + " x replica)"
-                        : "tp-cp-ep-dp-pp: rank = tp + " + std::to_string(m.tp) + " x (replica + "
+      << (request.plan.contextParallel > 1 ? "tp-cp-ep-" + std::string(m.tpPpDpOrder ? "pp-dp" : "dp-pp")
+                  + ": rank = tp + " + std::to_string(m.tp) + " x (cp + " + std::to_string(request.plan.contextParallel)
+                  + (m.tpPpDpOrder ? " x (stage + " + std::to_string(m.pp) + " x replica))"
+                                   : " x (replica + " + std::to_string(m.dp) + " x stage))")
+              : m.tpPpDpOrder ? "tp-cp-ep-pp-dp: rank = tp + " + std::to_string(m.tp) + " x (stage + "
+                  + std::to_string(m.pp) + " x replica)"
+                              : "tp-cp-ep-dp-pp: rank = tp + " + std::to_string(m.tp) + " x (replica + "
                   + std::to_string(m.dp) + " x stage)")
       << ".\n";
     for (size_t i = 0; i < n.localRanks.size(); ++i) {
@@ -143,7 +159,10 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
           << request.plan.stages[static_cast<size_t>(s.stage)].firstLayer << "-"
           << request.plan.stages[static_cast<size_t>(s.stage)].firstLayer
                 + request.plan.stages[static_cast<size_t>(s.stage)].layerCount - 1
-          << "), replica " << s.replica << ", tp rank " << s.tpRank << "\n";
+          << "), replica " << s.replica << ", tp rank " << s.tpRank;
+        if (request.plan.contextParallel > 1)
+            o << ", cp rank " << s.cpRank;
+        o << "\n";
     }
     if (!m.precisionNote.empty())
         o << "# Precision: fp16 because " << m.precisionNote << ".\n";

@@ -129,7 +129,10 @@ FlagValues collectFlags(const std::vector<std::string> &args, MegatronArgs &a, D
                                                         "--decoder-last-pipeline-num-layers",
                                                         "--recompute-granularity",
                                                         "--recompute-method",
-                                                        "--recompute-num-layers"};
+                                                        "--recompute-num-layers",
+                                                        "--context-parallel-size",
+                                                        "--cp-comm-type",
+                                                        "--num-layers-per-virtual-pipeline-stage"};
     for (size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
         std::optional<std::string> value;
@@ -206,13 +209,18 @@ void parseStageLayers(FlagValues &values, MegatronArgs &a, Diagnostics &diags)
                 diags.error("argv",
                             "--pipeline-model-parallel-layout: expected " + std::to_string(a.numLayers)
                                 + " t layers (--num-layers), found " + std::to_string(count('t')));
-            if (static_cast<int>(stages.size()) != a.pp)
+            if (stages.size() % static_cast<size_t>(a.pp) != 0) {
                 diags.error("argv",
-                            "--pipeline-model-parallel-layout: expected " + std::to_string(a.pp)
-                                + " stages (virtual pipeline stages are not supported), found "
-                                + std::to_string(stages.size()));
-            for (const std::string &s : stages)
-                a.stageLayers.push_back(static_cast<int>(std::count(s.begin(), s.end(), 't')));
+                            "--pipeline-model-parallel-layout: expected a multiple of " + std::to_string(a.pp)
+                                + " stages (pp x virtual stages), found " + std::to_string(stages.size()));
+            } else {
+                // Virtual stage j x pp + i belongs to rank i.
+                a.virtualStages = static_cast<int>(stages.size()) / a.pp;
+                a.stageLayers.assign(static_cast<size_t>(a.pp), 0);
+                for (size_t c = 0; c < stages.size(); ++c)
+                    a.stageLayers[c % static_cast<size_t>(a.pp)]
+                        += static_cast<int>(std::count(stages[c].begin(), stages[c].end(), 't'));
+            }
         }
     } else if (values.count("--decoder-first-pipeline-num-layers")
                || values.count("--decoder-last-pipeline-num-layers")) {
@@ -287,7 +295,24 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
         diags.error("argv", "--micro-batch-size is required");
     if (a.numLayers == 0)
         diags.error("argv", "--num-layers is required");
+    a.contextParallel = intOf("--context-parallel-size", 1);
+    if (values.count("--cp-comm-type")) {
+        if (const auto c = cpCommFromString(values["--cp-comm-type"]))
+            a.cpComm = *c;
+        else
+            diags.error("argv",
+                        "--cp-comm-type expects p2p, all_gather or a2a, found \"" + values["--cp-comm-type"] + "\"");
+    }
     parseStageLayers(values, a, diags);
+    if (values.count("--num-layers-per-virtual-pipeline-stage") && !a.stageLayers.empty()) {
+        const int perChunk = intOf("--num-layers-per-virtual-pipeline-stage", 1);
+        if (a.stageLayers.front() % perChunk != 0)
+            diags.error("argv",
+                        "--num-layers-per-virtual-pipeline-stage " + std::to_string(perChunk) + " does not divide the "
+                            + std::to_string(a.stageLayers.front()) + " layers per pipeline stage");
+        else
+            a.virtualStages = a.stageLayers.front() / perChunk;
+    }
     parseStageRecompute(values, a, diags);
     return a;
 }

@@ -636,12 +636,16 @@ Plan parsePlan(const json &j, Diagnostics &diags)
     if (!r.valid())
         return p;
     r.requireFormat(kPlanFormat);
-    r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer", "stages",
-                         "metrics", "provenance"});
+    r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer", "virtualStages",
+                         "contextParallel", "cpComm", "stages", "metrics", "provenance"});
     p.name = r.optionalString("name").value_or("");
     p.globalBatch = static_cast<int>(r.requireInt("globalBatch", 1, 1 << 24));
     p.sequenceParallel = r.optionalBool("sequenceParallel").value_or(false);
     p.distributedOptimizer = r.optionalBool("distributedOptimizer").value_or(false);
+    p.virtualStages = static_cast<int>(r.optionalInt("virtualStages", 1, 1024).value_or(1));
+    p.contextParallel = static_cast<int>(r.optionalInt("contextParallel", 1, 1024).value_or(1));
+    if (j.contains("cpComm"))
+        p.cpComm = static_cast<CpComm>(r.requireEnum("cpComm", {"p2p", "all_gather", "a2a"}));
     const json *stages = r.requireArray("stages");
     if (stages && stages->empty())
         r.error("stages", "expected at least one pipeline stage, found an empty list");
@@ -714,6 +718,12 @@ json toJson(const Plan &p)
     j["globalBatch"] = p.globalBatch;
     j["sequenceParallel"] = p.sequenceParallel;
     j["distributedOptimizer"] = p.distributedOptimizer;
+    if (p.virtualStages != 1)
+        j["virtualStages"] = p.virtualStages;
+    if (p.contextParallel != 1) {
+        j["contextParallel"] = p.contextParallel;
+        j["cpComm"] = toString(p.cpComm);
+    }
     json stages = json::array();
     for (const Stage &s : p.stages) {
         json st {{"firstLayer", s.firstLayer}, {"layerCount", s.layerCount}};

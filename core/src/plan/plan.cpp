@@ -5,6 +5,7 @@
 #include "memx/util/diagnostic.h"
 #include "memx/util/jsonreader.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -24,6 +25,27 @@ const char *toString(RecomputeMethod v)
     return "none";
 }
 
+const char *toString(CpComm v)
+{
+    switch (v) {
+    case CpComm::P2P:
+        return "p2p";
+    case CpComm::AllGather:
+        return "all_gather";
+    case CpComm::A2A:
+        return "a2a";
+    }
+    return "p2p";
+}
+
+std::optional<CpComm> cpCommFromString(const std::string &text)
+{
+    for (CpComm c : {CpComm::P2P, CpComm::AllGather, CpComm::A2A})
+        if (text == toString(c))
+            return c;
+    return std::nullopt;
+}
+
 int Stage::samplesPerStep() const
 {
     int n = 0;
@@ -37,7 +59,7 @@ int Plan::totalGpus() const
     int n = 0;
     for (const Stage &s : stages)
         for (const Replica &r : s.replicas)
-            n += r.tp;
+            n += r.tp * std::max(1, contextParallel);
     return n;
 }
 
@@ -55,6 +77,10 @@ std::string Plan::summary(const Cluster &cluster) const
 {
     std::ostringstream out;
     out << "PP" << pp() << " m" << microBatches();
+    if (virtualStages > 1)
+        out << " vpp" << virtualStages;
+    if (contextParallel > 1)
+        out << " cp" << contextParallel << "(" << toString(cpComm) << ")";
     for (const Stage &s : stages) {
         out << " | " << s.firstLayer << "-" << (s.firstLayer + s.layerCount - 1);
         // Group replicas by (device, tp, microBatch) so mixed stages read naturally.
@@ -80,6 +106,71 @@ std::string Plan::summary(const Cluster &cluster) const
     return out.str();
 }
 
+namespace {
+
+/// Interleaved 1F1B as Megatron-LM accepts it: pp > 2 (without overlapped P2P), equal chunks per
+/// rank, and micro-batches in whole groups of pp (microbatch_group_size_per_vp_stage = pp).
+void validateInterleaving(const Plan &plan, Diagnostics &diags)
+{
+    const int v = plan.virtualStages;
+    if (v < 1 || v > 1024) {
+        diags.error("/virtualStages",
+                    "expected model chunks per pipeline rank from 1 to 1024, found " + std::to_string(v));
+        return;
+    }
+    if (v == 1)
+        return;
+    if (plan.pp() < 3)
+        diags.error("/virtualStages",
+                    "expected 1 with " + std::to_string(plan.pp())
+                        + " pipeline stages (Megatron-LM's interleaved schedule needs at least 3), found "
+                        + std::to_string(v));
+    for (size_t si = 0; si < plan.stages.size(); ++si)
+        if (plan.stages[si].layerCount % v != 0)
+            diags.error(jsonPointerJoin("/stages", si) + "/layerCount",
+                        "expected a multiple of the " + std::to_string(v)
+                            + " virtual stages (each rank holds equal model chunks), found "
+                            + std::to_string(plan.stages[si].layerCount));
+    const int m = plan.microBatches();
+    if (m > 0 && plan.pp() >= 3 && m % plan.pp() != 0)
+        diags.error("/globalBatch",
+                    "expected micro-batches in whole groups of the " + std::to_string(plan.pp())
+                        + " pipeline stages with the interleaved schedule, found " + std::to_string(m)
+                        + " micro-batches");
+}
+
+/// Context parallelism as Megatron-LM accepts it: the sequence splits into 2 x cp load-balanced
+/// chunks; Ulysses (a2a) spreads each TP rank's heads over the CP ranks.
+void validateContextParallel(const Plan &plan, const Model &model, Diagnostics &diags)
+{
+    const int cp = plan.contextParallel;
+    if (cp < 1 || cp > 1024) {
+        diags.error("/contextParallel", "expected a context-parallel size from 1 to 1024, found " + std::to_string(cp));
+        return;
+    }
+    if (cp == 1)
+        return;
+    if (model.shape.seqLength % (2 * cp) != 0)
+        diags.error("/contextParallel",
+                    "expected a size whose 2 x cp chunks divide the sequence of "
+                        + std::to_string(model.shape.seqLength) + " tokens, found " + std::to_string(cp));
+    if (plan.cpComm == CpComm::A2A)
+        for (size_t si = 0; si < plan.stages.size(); ++si)
+            for (size_t ri = 0; ri < plan.stages[si].replicas.size(); ++ri) {
+                const int tp = std::max(1, plan.stages[si].replicas[ri].tp);
+                if ((model.shape.heads / tp) % cp != 0 || (model.shape.kvGroups / tp) % cp != 0) {
+                    diags.error("/cpComm",
+                                "expected p2p or all_gather: a2a spreads heads over the CP ranks, and stage "
+                                    + std::to_string(si) + "'s " + std::to_string(model.shape.heads / tp) + " heads ("
+                                    + std::to_string(model.shape.kvGroups / tp)
+                                    + " KV groups) per TP rank do not divide by cp " + std::to_string(cp));
+                    return;
+                }
+            }
+}
+
+} // namespace
+
 void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &diags)
 {
     const int layers = model.shape.layers;
@@ -93,6 +184,9 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
     std::map<std::string, Node> nodes;
     for (const Node &n : cluster.nodes())
         nodes.emplace(n.name, n);
+    validateInterleaving(plan, diags);
+    const int cp = plan.contextParallel;
+    validateContextParallel(plan, model, diags);
 
     int nextLayer = 0;
     std::set<std::pair<std::string, int>> used;
@@ -131,14 +225,19 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
             if (r.microBatch < 1)
                 diags.error(rp + "/microBatch",
                             "expected a positive micro-batch size, found " + std::to_string(r.microBatch));
-            if (static_cast<int>(r.gpus.size()) != r.tp)
+            const long long width = static_cast<long long>(r.tp) * std::max(cp, 1);
+            if (static_cast<long long>(r.gpus.size()) != width)
                 diags.error(rp + "/gpus",
-                            "expected " + std::to_string(r.tp) + " GPU indices (one per TP rank), found "
+                            "expected " + std::to_string(width)
+                                + (cp > 1 ? " GPU indices (TP x CP: one per TP rank of each CP rank), found "
+                                          : " GPU indices (one per TP rank), found ")
                                 + std::to_string(r.gpus.size()));
-            if (r.tp > node.gpus)
-                diags.error(rp + "/tp",
-                            "expected at most " + std::to_string(node.gpus) + " (TP stays within node '" + node.name
-                                + "'), found " + std::to_string(r.tp));
+            if (width > node.gpus)
+                diags.error(
+                    rp + "/tp",
+                    "expected at most " + std::to_string(node.gpus)
+                        + (cp > 1 ? " GPUs for TP x CP (a replica stays within node '" : " (TP stays within node '")
+                        + node.name + "'), found " + std::to_string(width));
             if (r.tp >= 1 && model.shape.heads % r.tp != 0)
                 diags.error(rp + "/tp",
                             "expected a divisor of the model's " + std::to_string(model.shape.heads)

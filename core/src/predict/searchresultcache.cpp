@@ -44,7 +44,7 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
     const SearchSpaceOptions &sp = r.space;
     s += "\nspace stages=" + list(sp.stagesPerGroup) + ";tp=" + list(sp.tensorParallel)
         + ";mbs=" + list(sp.microBatches) + ";maxmbs=" + std::to_string(sp.maxReplicaMicroBatch)
-        + ";rc=" + list(sp.recompute) + ";do=" + list(sp.distributedOptimizer)
+        + ";rc=" + list(sp.recompute) + ";do=" + list(sp.distributedOptimizer) + ";vp=" + list(sp.virtualStages)
         + ";perm=" + (sp.permuteGroups ? "1" : "0") + ";radius=" + std::to_string(sp.neighbourRadius)
         + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0") + ";maxstages=" + std::to_string(sp.maxStages)
         + ";sp=" + (sp.sequenceParallel ? "1" : "0") + ";target=" + toString(sp.target)
@@ -113,7 +113,7 @@ void validatePipelines(const SearchResult &r)
 {
     if (r.size() > 0
         && (r.microBatchSizes.empty() || r.recomputeChoices.empty() || r.distOptChoices.empty()
-            || r.deviceTypes.empty()))
+            || r.virtualStageChoices.empty() || r.deviceTypes.empty()))
         corrupt("empty decoding table");
     for (int mb : r.microBatchSizes)
         if (mb < 1 || mb > (1 << 20))
@@ -165,7 +165,7 @@ void validateConfigurations(const SearchResult &r)
     constexpr std::uint64_t kMaxBases = std::numeric_limits<std::uint32_t>::max();
     std::uint64_t bases = 1, nCombos = 1;
     for (const std::uint64_t f : {std::uint64_t(r.pipelines.size()), std::uint64_t(r.microBatchSizes.size()),
-                                  std::uint64_t(r.distOptChoices.size())})
+                                  std::uint64_t(r.distOptChoices.size()), std::uint64_t(r.virtualStageChoices.size())})
         if ((bases *= f) > kMaxBases)
             corrupt("implausible number of base configurations");
     for (size_t i = 0; i < r.deviceTypes.size(); ++i) {
@@ -178,7 +178,7 @@ void validateConfigurations(const SearchResult &r)
     for (size_t p = 0; p < r.pipelines.size(); ++p)
         for (const SearchStage &s : r.pipelines[p].stages)
             maxDp[p] = std::max(maxDp[p], s.dp);
-    const size_t nMbs = r.microBatchSizes.size(), nDist = r.distOptChoices.size();
+    const size_t nMbs = r.microBatchSizes.size(), nDist = r.distOptChoices.size() * r.virtualStageChoices.size();
     for (size_t i = 0; i < r.size(); ++i) {
         const std::string at = "configuration " + std::to_string(i);
         if (r.baseOf[i] >= bases)
@@ -226,7 +226,7 @@ void validateSearchResult(const SearchResult &r)
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 {
-    ByteWriter w({'M', 'X', 'S', 'R', 4, 0, 0, 0});
+    ByteWriter w({'M', 'X', 'S', 'R', 5, 0, 0, 0});
     w.u64(r.enumerated);
     w.pod(std::vector<std::uint64_t> {r.pruned.divisibility, r.pruned.microBatchLimit, r.pruned.layers,
                                       r.pruned.outOfMemory, r.pruned.duplicates, r.pruned.launcher});
@@ -266,6 +266,7 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
         rc.push_back(static_cast<std::uint8_t>(m));
     w.pod(rc);
     w.pod(std::vector<std::uint8_t>(r.distOptChoices.begin(), r.distOptChoices.end()));
+    w.pod(std::vector<std::int32_t>(r.virtualStageChoices.begin(), r.virtualStageChoices.end()));
     w.u64(r.deviceTypes.size());
     for (const std::string &d : r.deviceTypes)
         w.str(d);
@@ -284,12 +285,12 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 
 SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
 {
-    // Version 4: version 3 (version 2's launcher prune count and mixed stages - second group, its
-    // replicas, the micro-batch weights, the second parts' replica classes - and the extrapolation
-    // flags) and the batch-rounding and streamed flags. Older versions are refused like any
-    // unreadable blob: a miss, searched again.
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x04\0\0\0", 8) != 0)
-        throw std::runtime_error("search result: expected the MXSR version 4 header");
+    // Version 5: version 4 (version 3 - version 2's launcher prune count and mixed stages - second
+    // group, its replicas, the micro-batch weights, the second parts' replica classes - and the
+    // extrapolation flags - and the batch-rounding and streamed flags) and the virtual-stage
+    // choices. Older versions are refused like any unreadable blob: a miss, searched again.
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x05\0\0\0", 8) != 0)
+        throw std::runtime_error("search result: expected the MXSR version 5 header");
     ByteReader rd(bytes, "search result", 8);
     SearchResult r;
     r.enumerated = rd.u64();
@@ -350,6 +351,13 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     }
     for (std::uint8_t d : rd.pod<std::uint8_t>())
         r.distOptChoices.push_back(d != 0);
+    r.virtualStageChoices.clear();
+    for (std::int32_t v : rd.pod<std::int32_t>()) {
+        if (v < 1 || v > 1024)
+            throw std::runtime_error("search result: expected virtual stages from 1 to 1024, found "
+                                     + std::to_string(v));
+        r.virtualStageChoices.push_back(v);
+    }
     const std::uint64_t nd = rd.u64();
     if (nd > bytes.size())
         throw std::runtime_error("search result: implausible device-type count");

@@ -140,17 +140,6 @@ Recompute parseRecompute(const Row &row)
     row.fail("recompute", "none, selective, full, full(uniform;1 layer) or full(block;N layers)");
 }
 
-/// Why a consistent row cannot be a Plan yet (empty when it can).
-std::string inexpressible(const Row &row)
-{
-    if (row.integer("cp", 1, 1 << 16) > 1)
-        return "context parallelism (cp " + row.text("cp") + ") is not in the plan format yet";
-    if (!row.text("layers_per_virtual_stage").empty())
-        return "the interleaved 1F1B schedule (" + row.text("layers_per_virtual_stage")
-            + " layers per virtual stage) is not in the plan format yet";
-    return {};
-}
-
 Model rowModel(const Row &row, const RunTableOptions &o)
 {
     Model m;
@@ -191,15 +180,30 @@ Cluster rowCluster(int gpus, const RunTableOptions &o, const std::string &file)
     return c;
 }
 
-/// Megatron's rank order (tp fastest, then dp, then pp): stage i, replica j holds GPUs
-/// i*tp*dp + j*tp ... + tp - 1 of the node.
+/// Megatron's rank order (tp fastest, then cp, then dp, then pp): stage i, replica j holds GPUs
+/// (i*dp + j)*tp*cp ... + tp*cp - 1 of the node.
 Plan rowPlan(const Row &row, const Model &m, const std::string &name)
 {
     const int tp = row.integer("tp", 1, 1024), pp = row.integer("pp", 1, 1024), dp = row.integer("dp", 1, 1 << 16);
+    const int cp = row.integer("cp", 1, 1024);
     const int mbs = row.integer("mbs", 1, 1 << 16);
     if (m.shape.layers % pp != 0)
         row.fail("pp", "a divisor of layers (" + std::to_string(m.shape.layers) + ")");
     Plan p;
+    p.contextParallel = cp;
+    if (cp > 1) {
+        const auto comm = cpCommFromString(row.text("cp_comm").empty() ? "p2p" : row.text("cp_comm"));
+        if (!comm)
+            row.fail("cp_comm", "p2p, all_gather or a2a");
+        p.cpComm = *comm;
+    }
+    if (!row.text("layers_per_virtual_stage").empty()) {
+        const int perChunk = row.integer("layers_per_virtual_stage", 1, 100000);
+        if ((m.shape.layers / pp) % perChunk != 0)
+            row.fail("layers_per_virtual_stage",
+                     "a divisor of the " + std::to_string(m.shape.layers / pp) + " layers per pipeline stage");
+        p.virtualStages = m.shape.layers / pp / perChunk;
+    }
     p.name = name;
     p.globalBatch = row.integer("gbs", 1, 1 << 24);
     p.sequenceParallel = row.integer("sp", 0, 1) == 1;
@@ -216,8 +220,8 @@ Plan rowPlan(const Row &row, const Model &m, const std::string &name)
             r.node = "node";
             r.tp = tp;
             r.microBatch = mbs;
-            for (int g = 0; g < tp; ++g)
-                r.gpus.push_back(i * tp * dp + j * tp + g);
+            for (int g = 0; g < tp * cp; ++g)
+                r.gpus.push_back((i * dp + j) * tp * cp + g);
             st.replicas.push_back(std::move(r));
         }
         p.stages.push_back(std::move(st));
@@ -279,10 +283,6 @@ ImportBatch importRunTable(const std::string &text, const std::string &file, con
         const Row row(cells, cols, file, lineNo);
         checkConsistent(row);
         const std::string id = o.groupPrefix + "/" + row.text("source_table") + "/" + row.text("row");
-        if (const std::string why = inexpressible(row); !why.empty()) {
-            batch.warnings.push_back({file, row.where(""), "run " + id + " not imported: " + why});
-            continue;
-        }
         Model m = rowModel(row, o);
         if (auto it = models.find(m.id); it != models.end()) {
             if (it->second.shape != m.shape)

@@ -59,6 +59,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     m.microBatchSizes = r0.microBatchSizes;
     m.recomputeChoices = r0.recomputeChoices;
     m.distOptChoices = r0.distOptChoices;
+    m.virtualStageChoices = r0.virtualStageChoices;
     m.predictor = r0.predictor;
     m.threads = 1;
     const size_t nRc = m.recomputeChoices.size();
@@ -66,8 +67,8 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     bool features = true, learned = true;
     for (const SearchResult &r : results) {
         if (r.microBatchSizes != m.microBatchSizes || r.recomputeChoices != m.recomputeChoices
-            || r.distOptChoices != m.distOptChoices || r.globalBatch != m.globalBatch
-            || r.roundGlobalBatch != m.roundGlobalBatch)
+            || r.distOptChoices != m.distOptChoices || r.virtualStageChoices != m.virtualStageChoices
+            || r.globalBatch != m.globalBatch || r.roundGlobalBatch != m.roundGlobalBatch)
             throw std::invalid_argument("mergeSubsetResults: the subsets were searched over different spaces");
         pipelines += r.pipelines.size();
         features = features && (r.size() == 0 || !r.features.empty());
@@ -94,7 +95,8 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
             r.features.clear();
         return r;
     }
-    long double bases = static_cast<long double>(pipelines) * m.microBatchSizes.size() * m.distOptChoices.size();
+    long double bases = static_cast<long double>(pipelines) * m.microBatchSizes.size() * m.distOptChoices.size()
+        * m.virtualStageChoices.size();
     for (size_t t = 0; t < m.deviceTypes.size(); ++t)
         bases *= static_cast<long double>(nRc);
     if (bases > 4294967295.0L)

@@ -82,6 +82,7 @@ struct StageShape {
 struct PipelineShape {
     std::vector<StageShape> stages;
     std::vector<std::vector<Link>> p2pLinks; ///< per boundary i -> i+1
+    std::vector<Link> wrapLinks; ///< last stage -> first (the interleaved schedule's extra send)
     int maxDp = 1;
     /// Per (micro-batch index x distributed-optimizer index): the launch target runs the
     /// pipeline with that batch and optimizer (checkLaunchTarget on a plan of it). Empty: all do.
@@ -108,7 +109,7 @@ struct Context {
     std::vector<MemoryKernel> memKernels;
     std::vector<double> groupPeakTflops; ///< per cluster group, for the learned predictor's features
     double modelParams = 0;
-    size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0;
+    size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0, nV = 1;
     /// The space also offers the plain optimizer: a distributed-optimizer base whose stages all
     /// have DP 1 is then the same plan (sharding over one rank changes nothing) and is pruned.
     bool hasPlainOptimizer = false;
@@ -151,14 +152,19 @@ struct ChunkOut {
 };
 
 struct Decoded {
-    size_t pipeline = 0, mbIndex = 0, rcCombo = 0, distIndex = 0;
+    size_t pipeline = 0, mbIndex = 0, rcCombo = 0, distIndex = 0, vIndex = 0;
 };
 
-Decoded decode(uint64_t base, size_t nMbs, size_t nRcCombos, size_t nDist)
+/// Mixed radix, the last varying fastest: pipeline, micro-batch, recompute combination,
+/// virtual stages, distributed optimizer. With one virtual-stage choice the indices are those of
+/// a search without the interleaved dimension.
+Decoded decode(uint64_t base, size_t nMbs, size_t nRcCombos, size_t nDist, size_t nV)
 {
     Decoded d;
     d.distIndex = base % nDist;
     base /= nDist;
+    d.vIndex = base % nV;
+    base /= nV;
     d.rcCombo = base % nRcCombos;
     base /= nRcCombos;
     d.mbIndex = base % nMbs;
@@ -407,10 +413,11 @@ public:
 
     void runBase(uint64_t baseIndex, ChunkOut &out)
     {
-        const Decoded d = decode(baseIndex, c.nMbs, c.nRcCombos, c.nDist);
+        const Decoded d = decode(baseIndex, c.nMbs, c.nRcCombos, c.nDist, c.nV);
         const PipelineShape &ps = c.pipelines[d.pipeline];
         const int p = static_cast<int>(ps.stages.size());
         const int mb = r.space.microBatches[d.mbIndex];
+        const int v = r.space.virtualStages[d.vIndex];
         const bool distOpt = r.space.distributedOptimizer[d.distIndex];
         if (d.pipeline != dpCachePipeline || d.mbIndex != dpCacheMb) {
             dpCachePipeline = d.pipeline;
@@ -436,6 +443,11 @@ public:
             return prune(out.pruned.divisibility);
         const int m = c.gbs % stepSamples == 0 ? c.gbs / stepSamples : roundedMicroBatchCount(c.gbs, stepSamples);
         planBatch = m * stepSamples;
+        // The interleaved schedule (Megatron-LM): pp > 2, micro-batches in groups of pp, every
+        // stage a whole number of chunks of `v` layers (at least one chunk each).
+        if (v > 1 && (p < 3 || m % p != 0 || c.layers % v != 0 || c.layers / v < p))
+            return prune(out.pruned.divisibility);
+        unit = v;
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             if (!s.mixed()) {
@@ -453,7 +465,7 @@ public:
             if (std::max(mbs[i], mbs2[i]) > c.maxMb)
                 return prune(out.pruned.microBatchLimit);
         }
-        if (!ps.launchOk.empty() && !ps.launchOk[d.mbIndex * c.nDist + d.distIndex])
+        if (!ps.launchOk.empty() && !ps.launchOk[(d.mbIndex * c.nV + d.vIndex) * c.nDist + d.distIndex])
             return prune(out.pruned.launcher);
         for (int i = 0; i < p; ++i)
             methods[i] = rcForType(d.rcCombo, ps.stages[static_cast<size_t>(i)].deviceType, c.nRc, r.space.recompute);
@@ -463,7 +475,7 @@ public:
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             rc[i].method = methods[i];
             rc[i].layers = 0;
-            inFlight[i] = std::min(p - i, m);
+            inFlight[i] = inFlightMicroBatches(p, i, m, v);
             groups[i] = (s.tp > 1) + (s.dp > 1) + (p > 1);
             // Per-layer time (speed) and linear memory model for the splits, per part.
             double slowest = 0;
@@ -492,13 +504,22 @@ public:
         for (int i = 0; i + 1 < p; ++i) {
             const double bytes = static_cast<double>(std::max(mbs[i], mbs2[i])) * r.model.shape.seqLength
                 * r.model.shape.hidden * 2.0 / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
-            p2p[i] = worstTransferMs(ps.p2pLinks[static_cast<size_t>(i)], bytes);
+            p2p[i] = worstTransferMs(ps.p2pLinks[static_cast<size_t>(i)], bytes) + r.cost.p2pOpOverheadMs;
+        }
+        wrapP2p = 0;
+        if (v > 1) {
+            const double bytes = static_cast<double>(std::max(mbs[p - 1], mbs2[p - 1])) * r.model.shape.seqLength
+                * r.model.shape.hidden * 2.0
+                / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(p - 1)].tp : 1);
+            wrapP2p = worstTransferMs(ps.wrapLinks, bytes) + r.cost.p2pOpOverheadMs;
         }
 
-        // Candidate splits.
+        // Candidate splits, in whole chunks of `unit` layers (1 without interleaving): a neighbour
+        // moves 1..neighbourRadius chunks across a boundary.
         nCand = 0;
         int prop[64];
-        proportionalSplit(speed, p, c.layers, prop);
+        const int units = c.layers / unit;
+        proportionalSplit(speed, p, units, prop);
         addCandidate(prop, p);
         for (int j = 0; j + 1 < p; ++j)
             for (int delta = -r.space.neighbourRadius; delta <= r.space.neighbourRadius; ++delta) {
@@ -519,10 +540,10 @@ public:
         if (r.space.memoryAwareSplit) {
             int capSum = 0;
             for (int i = 0; i < p; ++i)
-                capSum += std::min(maxLayers[i], c.layers);
-            if (capSum >= c.layers) {
+                capSum += std::min(maxLayers[i] / unit, units);
+            if (capSum >= units) {
                 int split[64];
-                memoryAwareSplit(p, split);
+                memoryAwareSplit(p, split, units);
                 addCandidate(split, p, true);
             }
         }
@@ -536,13 +557,17 @@ public:
         for (int ci = 0; ci < nCand; ++ci) {
             ++out.enumerated;
             const uint8_t *split = &cand[ci * 64];
-            evaluateSplit(ps, split, p, m, distOpt, baseIndex, out);
+            evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out);
         }
     }
 
 private:
-    void addCandidate(const int *split, int p, bool checkDuplicates = false)
+    /// `units` per stage: chunks of `unit` layers.
+    void addCandidate(const int *units, int p, bool checkDuplicates = false)
     {
+        int split[64];
+        for (int i = 0; i < p; ++i)
+            split[i] = units[i] * unit;
         // Layer counts are stored in 8 bits (SearchResult::layerCounts): refuse, don't wrap.
         for (int i = 0; i < p; ++i)
             if (split[i] > kMaxStageLayers) {
@@ -568,14 +593,18 @@ private:
     }
 
     /// Water-filling: speed-proportional targets, capped by what fits in memory; the excess
-    /// goes to the stages with room, again in proportion to speed.
-    void memoryAwareSplit(int p, int *out)
+    /// goes to the stages with room, again in proportion to speed. In chunks of `unit` layers:
+    /// `total` chunks, stage i holds at most maxLayers[i] / unit.
+    void memoryAwareSplit(int p, int *out, int total)
     {
         double target[64];
         bool capped[64];
-        for (int i = 0; i < p; ++i)
+        int cap[64];
+        for (int i = 0; i < p; ++i) {
             capped[i] = false;
-        int remaining = c.layers;
+            cap[i] = maxLayers[i] / unit;
+        }
+        int remaining = total;
         for (int iter = 0; iter < p; ++iter) {
             double sum = 0;
             for (int i = 0; i < p; ++i)
@@ -585,15 +614,15 @@ private:
             for (int i = 0; i < p; ++i)
                 if (!capped[i]) {
                     target[i] = remaining * speed[i] / sum;
-                    if (target[i] > maxLayers[i]) {
+                    if (target[i] > cap[i]) {
                         capped[i] = true;
-                        target[i] = maxLayers[i];
+                        target[i] = cap[i];
                         changed = true;
                     }
                 }
             if (!changed)
                 break;
-            remaining = c.layers;
+            remaining = total;
             for (int i = 0; i < p; ++i)
                 if (capped[i])
                     remaining -= static_cast<int>(target[i]);
@@ -607,10 +636,10 @@ private:
             frac[i] = target[i] - std::floor(target[i]);
             assigned += out[i];
         }
-        while (assigned < c.layers) {
+        while (assigned < total) {
             int best = -1;
             for (int i = 0; i < p; ++i)
-                if (out[i] < maxLayers[i] && (best < 0 || frac[i] > frac[best]))
+                if (out[i] < cap[i] && (best < 0 || frac[i] > frac[best]))
                     best = i;
             if (best < 0)
                 best = 0;
@@ -623,18 +652,18 @@ private:
         // it only from the stage furthest over its cap stopped when that stage held a single
         // layer, and the split covered more layers than the model has: issue 22.) p <= L, so a
         // stage with more than one layer exists while assigned > L.
-        while (assigned > c.layers) {
+        while (assigned > total) {
             int best = -1;
             for (int i = 0; i < p; ++i)
-                if (out[i] > 1 && (best < 0 || out[i] - maxLayers[i] > out[best] - maxLayers[best]))
+                if (out[i] > 1 && (best < 0 || out[i] - cap[i] > out[best] - cap[best]))
                     best = i;
             --out[best];
             --assigned;
         }
     }
 
-    void evaluateSplit(const PipelineShape &ps, const uint8_t *split, int p, int m, bool distOpt, uint64_t baseIndex,
-                       ChunkOut &out)
+    void evaluateSplit(const PipelineShape &ps, const uint8_t *split, int p, int m, int v, bool distOpt,
+                       uint64_t baseIndex, ChunkOut &out)
     {
         // Cheap pre-filter from the linear memory model (one layer of slack for rounding; the
         // exact check below decides the borderline case).
@@ -707,7 +736,7 @@ private:
             maxOpt = std::max(maxOpt, optMs);
             first += n;
         }
-        const double pipe = pipelineMakespanMs(p, m, steps, p2p, r.cost.exposedP2pFraction);
+        const double pipe = pipelineMakespanMs(p, m, steps, p2p, r.cost.exposedP2pFraction, v, wrapP2p);
         const double mean = sumU / sumW;
         double var = 0;
         for (int i = 0; i < nUtil; ++i)
@@ -834,7 +863,7 @@ private:
         in.pkTp = k.tp;
         in.pkDp = k.dp;
         in.pkMicroBatch = pkPart ? mbs2[pk] : mbs[pk];
-        in.pkInFlight = inFlight[pk];
+        in.pkInFlight = static_cast<int>(std::ceil(inFlight[pk] - 1e-9));
         in.pkLayers = split[pk];
         in.pipelineSimMs = oneFOneBMakespanMs(simF, simB, simC, p, m);
         const size_t at = out.feats.size();
@@ -854,7 +883,9 @@ private:
     Recompute rc[64];
     const LayerKernel *kern[2][64] = {}; ///< [part][stage]
     const MemoryKernel *mem[2][64] = {};
-    int inFlight[64] = {};
+    double inFlight[64] = {};
+    int unit = 1; ///< layers per chunk of the splits: the base's virtual stages (1 without interleaving)
+    double wrapP2p = 0; ///< interleaved: the last stage's send to the first
     int groups[64] = {};
     double speed[64] = {};
     int maxLayers[64] = {};
@@ -995,6 +1026,8 @@ void addPipeline(Context &ctx, SearchResult &res, const std::vector<Node> &nodes
     }
     for (size_t i = 0; i + 1 < ps.stages.size(); ++i)
         ps.p2pLinks.push_back(ctx.links->linksBetween(ps.stages[i].nodes, ps.stages[i + 1].nodes));
+    if (ps.stages.size() > 2)
+        ps.wrapLinks = ctx.links->linksBetween(ps.stages.back().nodes, ps.stages.front().nodes);
     {
         std::vector<std::vector<int>> stageNodes;
         std::vector<int> stageTp;
@@ -1137,17 +1170,23 @@ bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
                 ++kept;
                 continue;
             }
-            std::vector<uint8_t> even(static_cast<size_t>(p), static_cast<uint8_t>(ctx.layers / p));
-            for (int i = 0; i < ctx.layers % p; ++i)
-                ++even[static_cast<size_t>(i)];
-            ps.launchOk.assign(ctx.nMbs * ctx.nDist, 0);
-            for (size_t mb = 0; mb < ctx.nMbs; ++mb)
-                for (size_t di = 0; di < ctx.nDist; ++di) {
-                    const uint64_t base = res.encodeBase({pi, mb, 0, di});
-                    Diagnostics why;
-                    ps.launchOk[mb * ctx.nDist + di]
-                        = checkLaunchTarget(r.space.target, res.planOfBase(base, even.data()), r.cluster, r.model, why);
-                }
+            ps.launchOk.assign(ctx.nMbs * ctx.nV * ctx.nDist, 0);
+            for (size_t vi = 0; vi < ctx.nV; ++vi) {
+                // An even split in whole chunks of v layers (v = 1: plain 1F1B).
+                const int v = r.space.virtualStages[vi], units = ctx.layers / v;
+                if (ctx.layers % v != 0 || units < p)
+                    continue; // pruned for "divisibility" before the launcher is asked
+                std::vector<uint8_t> even(static_cast<size_t>(p), static_cast<uint8_t>(units / p * v));
+                for (int i = 0; i < units % p; ++i)
+                    even[static_cast<size_t>(i)] = static_cast<uint8_t>(even[static_cast<size_t>(i)] + v);
+                for (size_t mb = 0; mb < ctx.nMbs; ++mb)
+                    for (size_t di = 0; di < ctx.nDist; ++di) {
+                        const uint64_t base = res.encodeBase({pi, mb, 0, di, vi});
+                        Diagnostics why;
+                        ps.launchOk[(mb * ctx.nV + vi) * ctx.nDist + di] = checkLaunchTarget(
+                            r.space.target, res.planOfBase(base, even.data()), r.cluster, r.model, why);
+                    }
+            }
         }
         if (kept != pi) {
             ctx.pipelines[kept] = std::move(ps);
@@ -1411,6 +1450,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.microBatchSizes = req.space.microBatches;
     res.recomputeChoices = req.space.recompute;
     res.distOptChoices = req.space.distributedOptimizer;
+    res.virtualStageChoices = req.space.virtualStages;
     checkSearchRequest(req, res.globalBatch);
     for (const NodeGroup &g : req.cluster.groups) {
         const std::string id = req.cluster.deviceOf(g).id;
@@ -1464,12 +1504,13 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     for (size_t i = 0; i < ctx.nTypes; ++i)
         ctx.nRcCombos *= ctx.nRc;
     ctx.nDist = req.space.distributedOptimizer.size();
+    ctx.nV = req.space.virtualStages.size();
     ctx.hasPlainOptimizer
         = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(), false)
         != req.space.distributedOptimizer.end();
     if (!preparePipelines(ctx, res, poll))
         return cancelledInSetup();
-    ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nDist;
+    ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nV * ctx.nDist;
     if (ctx.totalBases > 0xFFFFFFFFull)
         throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)
                                     + " base configurations, more than 2^32; narrow it (fewer TP degrees, "
@@ -1534,7 +1575,8 @@ uint64_t baseConfigurationBound(const SearchRequest &req)
                 n *= static_cast<long double>(k);
         pipelines += n;
     }
-    long double bases = pipelines * req.space.microBatches.size() * req.space.distributedOptimizer.size();
+    long double bases = pipelines * req.space.microBatches.size() * req.space.distributedOptimizer.size()
+        * std::max<size_t>(1, req.space.virtualStages.size());
     for (size_t i = 0; i < types.size(); ++i)
         bases *= req.space.recompute.size();
     return bases > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bases);
@@ -1545,6 +1587,10 @@ std::vector<std::string> narrowToBudget(SearchRequest &req, uint64_t maxBases)
     std::vector<std::string> notes;
     SearchSpaceOptions &sp = req.space;
     auto over = [&] { return baseConfigurationBound(req) > maxBases; };
+    if (over() && sp.virtualStages.size() > 1) {
+        sp.virtualStages = {1};
+        notes.push_back("no interleaved schedule (1 virtual stage per pipeline rank)");
+    }
     if (over() && sp.mixedStages) {
         const uint64_t with = baseConfigurationBound(req);
         sp.mixedStages = false;
@@ -1593,7 +1639,8 @@ void checkSearchInvariants(const SearchResult &r)
             throw std::logic_error("search invariant violated by configuration " + std::to_string(i) + " ("
                                    + r.materialize(i).summary(r.cluster) + "): " + what);
         };
-        const Decoded d = decode(r.baseOf[i], r.microBatchSizes.size(), nCombos, r.distOptChoices.size());
+        const Decoded d = decode(r.baseOf[i], r.microBatchSizes.size(), nCombos, r.distOptChoices.size(),
+                                 r.virtualStageChoices.size());
         if (d.pipeline >= r.pipelines.size())
             throw std::logic_error("search invariant violated by configuration " + std::to_string(i)
                                    + ": base index beyond the pipelines");
@@ -1681,8 +1728,8 @@ SearchResult::BaseParts SearchResult::decodeBase(uint64_t base) const
     size_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= recomputeChoices.size();
-    const Decoded d = decode(base, microBatchSizes.size(), nCombos, distOptChoices.size());
-    return {d.pipeline, d.mbIndex, d.rcCombo, d.distIndex};
+    const Decoded d = decode(base, microBatchSizes.size(), nCombos, distOptChoices.size(), virtualStageChoices.size());
+    return {d.pipeline, d.mbIndex, d.rcCombo, d.distIndex, d.vIndex};
 }
 
 uint64_t SearchResult::encodeBase(const BaseParts &b) const
@@ -1690,7 +1737,9 @@ uint64_t SearchResult::encodeBase(const BaseParts &b) const
     uint64_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= recomputeChoices.size();
-    return ((static_cast<uint64_t>(b.pipeline) * microBatchSizes.size() + b.microBatch) * nCombos + b.recompute)
+    return (((static_cast<uint64_t>(b.pipeline) * microBatchSizes.size() + b.microBatch) * nCombos + b.recompute)
+                * virtualStageChoices.size()
+            + b.virtualStages)
         * distOptChoices.size()
         + b.distributedOptimizer;
 }
@@ -1766,7 +1815,8 @@ std::vector<std::pair<int, int>> SearchResult::stageMicroBatchesOfBase(uint64_t 
 {
     const BaseParts bp = decodeBase(base);
     std::vector<std::pair<int, int>> out;
-    for (const StageBatch &b : stageBatches(*this, {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer}))
+    for (const StageBatch &b :
+         stageBatches(*this, {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer, bp.virtualStages}))
         out.emplace_back(b.mb1, b.mb2);
     return out;
 }
@@ -1774,13 +1824,14 @@ std::vector<std::pair<int, int>> SearchResult::stageMicroBatchesOfBase(uint64_t 
 Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
 {
     const BaseParts bp = decodeBase(base);
-    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer};
+    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer, bp.virtualStages};
     const Pipeline &pl = pipelines.at(d.pipeline);
     const std::vector<StageBatch> batches = stageBatches(*this, d);
     Plan plan;
     plan.globalBatch = globalBatchOfBase(base);
     plan.sequenceParallel = sequenceParallel;
     plan.distributedOptimizer = distOptChoices[d.distIndex];
+    plan.virtualStages = virtualStageChoices.at(d.vIndex);
     int layer = 0;
     for (size_t si = 0; si < pl.stages.size(); ++si) {
         const SearchStage &ss = pl.stages[si];
@@ -1821,7 +1872,7 @@ Plan SearchResult::materialize(size_t index) const
 std::string SearchResult::signatureKey(size_t index) const
 {
     const BaseParts bp = decodeBase(baseOf.at(index));
-    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer};
+    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer, bp.virtualStages};
     const Pipeline &pl = pipelines.at(d.pipeline);
     int maxDp = 1;
     for (const SearchStage &s : pl.stages)
@@ -1834,6 +1885,8 @@ std::string SearchResult::signatureKey(size_t index) const
     const int batch = globalBatchOfBase(baseOf.at(index));
     key += "gbs=" + std::to_string(batch) + ";m=" + std::to_string(batch / step)
         + ";do=" + (distOptChoices[d.distIndex] ? "1" : "0") + ";sp=" + (sequenceParallel ? "1" : "0");
+    if (virtualStageChoices.at(d.vIndex) > 1)
+        key += ";vp=" + std::to_string(virtualStageChoices[d.vIndex]);
     int layer = 0;
     const uint8_t *split = &layerCounts.at(splitOffset.at(index));
     for (size_t si = 0; si < pl.stages.size(); ++si) {
@@ -1871,7 +1924,8 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
     size_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= nRc;
-    const Decoded d = decode(baseOf[index], microBatchSizes.size(), nCombos, distOptChoices.size());
+    const Decoded d
+        = decode(baseOf[index], microBatchSizes.size(), nCombos, distOptChoices.size(), virtualStageChoices.size());
     const Pipeline &pl = pipelines[d.pipeline];
     const std::vector<uint32_t> &ids = classIds.at(d.pipeline);
     int maxDp = 1;
@@ -1884,7 +1938,10 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
     out.push_back(static_cast<uint32_t>(batch));
     out.push_back(static_cast<uint32_t>(batch / step));
     out.push_back(distOptChoices[d.distIndex] ? 1u : 0u);
-    out.push_back(sequenceParallel ? 1u : 0u);
+    // Sequence parallelism in bit 0, the virtual stages above it (0 without interleaving, so the
+    // words of such plans are those stored before the dimension existed).
+    const uint32_t v = static_cast<uint32_t>(virtualStageChoices[d.vIndex]);
+    out.push_back((sequenceParallel ? 1u : 0u) | (v > 1 ? v << 1 : 0u));
     out.push_back(static_cast<uint32_t>(pl.stages.size()));
     uint32_t layer = 0;
     const uint8_t *split = &layerCounts[splitOffset[index]];

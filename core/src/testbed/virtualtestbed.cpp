@@ -775,6 +775,17 @@ TestbedRun VirtualTestbed::runPlan(const Plan &plan, const Cluster &cluster, con
         if (!diags.empty())
             throw std::invalid_argument("plan is not valid for the cluster/model: " + diags.items().front().toString());
     }
+    // The simulator models the plain 1F1B schedule with whole sequences per GPU.
+    if (plan.virtualStages > 1)
+        throw std::invalid_argument("plan '" + plan.name
+                                    + "': the virtual testbed does not simulate the interleaved "
+                                      "schedule (virtualStages "
+                                    + std::to_string(plan.virtualStages) + ")");
+    if (plan.contextParallel > 1)
+        throw std::invalid_argument("plan '" + plan.name
+                                    + "': the virtual testbed does not simulate context "
+                                      "parallelism (contextParallel "
+                                    + std::to_string(plan.contextParallel) + ")");
     const PlanSim sim {*this, plan, cluster, model, cluster.nodes(), plan.pp(), plan.microBatches()};
     const std::string planJson = toJson(plan).dump();
     const std::string planHash = fnv1a64Hex(planJson).substr(0, 10);

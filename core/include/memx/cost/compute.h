@@ -44,8 +44,11 @@ struct LayerSeconds {
     PassSeconds gpu, host;
     PassSeconds pass() const; ///< max(gpu, host) per pass
 };
+/// `contextParallel` > 1: one rank of a context-parallel group (seqLength / cp tokens, queries
+/// against the whole sequence); its communication is makeLayerKernel's.
 LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
-                                     bool sequenceParallel, AttentionBackend attention, const CostOptions &options);
+                                     bool sequenceParallel, AttentionBackend attention, const CostOptions &options,
+                                     int contextParallel = 1);
 /// Output layer (final norm, logits GEMM over the padded vocabulary, fp32 cross-entropy).
 PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &options);
 /// Embedding lookup (a gather of b x s x h 16-bit values, memory bound) and its scatter-add.

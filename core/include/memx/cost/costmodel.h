@@ -39,6 +39,10 @@ struct CostOptions {
     double opsPerLayerBackward = 36;
     double opsPerHead = 8;
     double opsPerEmbedding = 4;
+    /// Extra framework ops of one context-parallel exchange step per layer forward (backward:
+    /// twice): a ring step of p2p (send, receive, block attention, softmax correction) per peer,
+    /// the gather of all_gather, each pair of all-to-alls of a2a.
+    double opsPerContextParallelStep = 4;
     /// Fixed host work per iteration (optimizer launch, gradient-norm reduction, logging), ms.
     double iterationOverheadMs = 2.0;
     /// Achieved fraction of HBM bandwidth of the (memory-bound) optimizer step.
@@ -52,6 +56,11 @@ struct CostOptions {
     /// non-overlapped P2P (batch_isend_irecv + wait) blocks the stage, so every micro-batch step
     /// of a stage also waits for its sends and receives (1 = fully exposed, 0 = hidden).
     double exposedP2pFraction = 1.0;
+    /// Fixed cost of one pipeline send on the critical path beyond its bytes, ms: the
+    /// batch_isend_irecv call, its wait and the peer's skew. Interleaving multiplies the sends.
+    /// 1 ms: the interleaved rows of megatron-tutorials tbl-401 (v = 2..18 at PP4 and PP8) lose
+    /// ~1.7-2.9 ms per extra chunk step (docs/accuracy.md).
+    double p2pOpOverheadMs = 1.0;
     /// Traffic between GPUs of different vendors goes through the hosts (the FlagScale export
     /// sets CPU communication there): device-to-host copy, TCP/gloo over the node's NIC,
     /// host-to-device. Effective bandwidth cap (GB/s) of that path and its per-message latency.
@@ -98,12 +107,15 @@ struct StageEstimate {
     int stage = 0;
     int firstLayer = 0;
     int layerCount = 0;
-    int microBatchesInFlight = 0; ///< 1F1B: min(p - i, m)
+    /// Micro-batches whose activations the stage holds at its peak. 1F1B: min(p - i, m);
+    /// interleaved (v chunks): min(m v, 2(p - i - 1) + (v - 1) p + 1) chunks / v, rounded up.
+    int microBatchesInFlight = 0;
     double forwardMs = 0; ///< per micro-batch, incl. embedding / output layer
     double backwardMs = 0; ///< per micro-batch
     double recomputeMs = 0; ///< extra forward work of recomputation, per micro-batch
     double tpCommMs = 0; ///< tensor-parallel collectives, per micro-batch (fwd + bwd + recompute)
-    double stepMs = 0; ///< forward + backward + recompute + TP communication, per micro-batch
+    double cpCommMs = 0; ///< exposed context-parallel exchange, per micro-batch (fwd + bwd + recompute)
+    double stepMs = 0; ///< forward + backward + recompute + TP and CP communication, per micro-batch
     double p2pMs = 0; ///< send of one activation to the next stage (0 on the last stage)
     double dpSyncMs = 0; ///< gradient synchronisation of the stage's data-parallel group, per iteration
     double optimizerMs = 0; ///< optimizer step, per iteration
@@ -179,6 +191,8 @@ struct LayerKernel {
     double selectiveFraction = 0; ///< recomputed share of a layer's forward with selective recompute
     double tpCommPerLayerMs = 0; ///< fwd + bwd TP collectives of one layer
     double tpCommRecomputePerLayerMs = 0; ///< extra TP collectives of one fully recomputed layer
+    double cpCommPerLayerMs = 0; ///< exposed fwd + bwd context-parallel exchange of one layer
+    double cpCommRecomputePerLayerMs = 0; ///< its forward part again for a fully recomputed layer
     double optimizerMsPerParam = 0; ///< analytic optimizer step time per local parameter
     bool profiled = false;
 };
@@ -205,14 +219,20 @@ double layerForwardFlops(const Model &model, int tp, int microBatch);
 /// Forward FLOPs of the output layer (logits) on one of `tp` ranks.
 double headForwardFlops(const Model &model, int tp, int microBatch);
 
+/// `contextParallel` > 1: one rank of a CP group of that size exchanging K/V by `cpComm` over
+/// `intraLink` (profiles are not used: they are measured at the whole sequence).
 LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const Model &model, int tp, int microBatch,
-                            bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options);
+                            bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options,
+                            int contextParallel = 1, CpComm cpComm = CpComm::P2P);
 /// Memory figures of one transformer layer and the model ends on `device`. `profiles` may be
 /// null; when it holds the (device, model, tp, micro-batch, sequence) key with measured per-layer
 /// activation bytes, those replace the formula's stored bytes without recompute (selective keeps
 /// the measured bytes less the formula's score term; full keeps the layer input, 2sbh).
+/// `contextParallel` > 1: every activation holds seqLength / cp tokens (a score tensor
+/// (s / cp) x s); profiles are not used then.
 MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
-                              int pipelineStages, const ProfileSet *profiles, const CostOptions &options);
+                              int pipelineStages, const ProfileSet *profiles, const CostOptions &options,
+                              int contextParallel = 1);
 
 /// Ring all-reduce time (nccl-tests): 2(n-1)/n * bytes / B + 2(n-1) latency, ms.
 double allReduceMs(int n, double bytes, const Link &link);
@@ -222,8 +242,8 @@ double allGatherMs(int n, double bytes, const Link &link);
 /// Stage compute/communication per micro-batch for one replica of `kernel` serving layers
 /// [first, first + count), with embedding / output layer when `hasEmbedding` / `hasHead`.
 struct ReplicaStep {
-    double forwardMs = 0, backwardMs = 0, recomputeMs = 0, tpCommMs = 0;
-    double total() const { return forwardMs + backwardMs + recomputeMs + tpCommMs; }
+    double forwardMs = 0, backwardMs = 0, recomputeMs = 0, tpCommMs = 0, cpCommMs = 0;
+    double total() const { return forwardMs + backwardMs + recomputeMs + tpCommMs + cpCommMs; }
 };
 ReplicaStep replicaStep(const LayerKernel &kernel, int first, int count, bool hasEmbedding, bool hasHead,
                         Recompute recompute);
@@ -262,7 +282,14 @@ std::vector<int> dpNicFlows(const std::vector<std::vector<int>> &stageNodes, con
 /// compute plus its exposed sends and receives, or a link slower than any stage) + every
 /// stage's step + the fill/drain sends (forward and backward, 2 per boundary). `p2pMs[i]` is
 /// the send from stage i to i + 1 (p - 1 entries). One formula for estimatePlan and the search.
-double pipelineMakespanMs(int p, int m, const double *stepMs, const double *p2pMs, double exposedP2pFraction);
+///
+/// Interleaved (`virtualStages` v > 1, Narayanan et al. 2021): a micro-batch passes every rank v
+/// times in chunks of step / v, so the fill and drain take 1/v of the stages' steps:
+/// (m - 1/v) x the slowest + sum of steps / v + the fill/drain sends, and every rank sends and
+/// receives v times per micro-batch each way, the last rank to the first too (`wrapP2pMs`).
+/// Homogeneous: (m + (p - 1) / v) x step, the paper's bubble (p - 1) / v.
+double pipelineMakespanMs(int p, int m, const double *stepMs, const double *p2pMs, double exposedP2pFraction,
+                          int virtualStages = 1, double wrapP2pMs = 0);
 /// Slowest time of `fn(n, bytes, link)` over `links`, ms.
 double worstCollectiveMs(const std::vector<Link> &links, int n, double bytes, double (*fn)(int, double, const Link &));
 /// Slowest one-way transfer of `bytes` over `links`, ms.
@@ -275,9 +302,16 @@ struct MemoryBreakdown {
     double allocated() const { return params + grads + optimizer + activations; }
     double total() const { return params + grads + optimizer + activations + overhead; }
 };
-/// `localParams` = parameters on the GPU; `inFlight` = 1F1B micro-batches held; `groups` = number
-/// of TP/DP/PP communicator groups the GPU belongs to.
+/// `localParams` = parameters on the GPU; `inFlight` = micro-batches of the whole stage held
+/// (1F1B: an integer; interleaved: chunks held / v); `groups` = number of TP/CP/DP/PP
+/// communicator groups the GPU belongs to; `dp` = ranks the distributed optimizer shards over
+/// (DP x CP).
 MemoryBreakdown gpuMemory(const MemoryKernel &kernel, int layerCount, bool hasEmbedding, bool hasHead,
-                          Recompute recompute, int inFlight, int dp, bool distributedOptimizer, int groups);
+                          Recompute recompute, double inFlight, int dp, bool distributedOptimizer, int groups);
+/// Micro-batches (of the whole stage) stage `stage` of `p` holds at its peak with `m`
+/// micro-batches and `virtualStages` chunks per rank: min(p - stage, m) for 1F1B; for the
+/// interleaved schedule Megatron-LM's warm-up chunks 2(p - stage - 1) + (v - 1) p, + 1, at most
+/// m v, divided by v.
+double inFlightMicroBatches(int p, int stage, int m, int virtualStages);
 
 } // namespace memx

@@ -82,6 +82,7 @@ struct RankSlot {
     int tpRank = 0;
     std::string node;
     int gpu = 0;
+    int cpRank = 0; ///< context-parallel rank (Plan::contextParallel > 1)
 };
 
 /// One launcher (a torchrun process / a hostfile line): a node and the ranks it runs, in local-rank order.

@@ -22,12 +22,16 @@ struct MegatronArgs {
     bool bf16 = false;
     bool fp16 = false;
     bool tpPpDpMapping = false; ///< --use-tp-pp-dp-mapping (rank order tp-cp-ep-pp-dp)
+    int contextParallel = 1; ///< --context-parallel-size
+    CpComm cpComm = CpComm::P2P; ///< --cp-comm-type
+    int virtualStages = 1; ///< from --num-layers-per-virtual-pipeline-stage or the layout's p x v stages
     std::vector<int> stageLayers; ///< transformer layers per pipeline stage (size pp)
     std::vector<Recompute> stageRecompute; ///< per stage, Full layers normalised (0 = all)
 };
 
 /// Interprets Megatron-LM flags (the argument list of pretrain_gpt.py). Understands
-/// --pipeline-model-parallel-layout (grammar of reference section 1.3 without virtual stages),
+/// --pipeline-model-parallel-layout (grammar of reference section 1.3; p x v stages give v
+/// virtual stages), --num-layers-per-virtual-pipeline-stage, --context-parallel-size, --cp-comm-type,
 /// --decoder-first/last-pipeline-num-layers, and the recompute flags (uniform/block/selective).
 /// Unknown flags are ignored; malformed values are recorded in `diags` with pointer "argv".
 MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics &diags);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,15 @@ class Diagnostics;
 enum class RecomputeMethod { None, Selective, Full };
 const char *toString(RecomputeMethod v);
 
+/// How the GPUs of a context-parallel group exchange attention inputs (Megatron-LM's
+/// `--cp-comm-type`): P2P rotates K/V blocks around a ring overlapped with attention (ring
+/// attention), AllGather gathers the whole K/V before attention, A2A re-shards Q/K/V from the
+/// sequence to the head dimension with all-to-alls (DeepSpeed-Ulysses).
+enum class CpComm { P2P, AllGather, A2A };
+const char *toString(CpComm v); ///< "p2p", "all_gather", "a2a" (Megatron-LM's spelling)
+/// "p2p", "all_gather" or "a2a"; nullopt for anything else.
+std::optional<CpComm> cpCommFromString(const std::string &text);
+
 /// Activation recomputation of one stage.
 struct Recompute {
     RecomputeMethod method = RecomputeMethod::None;
@@ -22,10 +32,13 @@ struct Recompute {
     bool operator==(const Recompute &) const = default;
 };
 
-/// One data-parallel replica of a stage: `tp` GPUs of one node, tensor-parallel together.
+/// One data-parallel replica of a stage: `tp` x Plan::contextParallel GPUs of one node,
+/// tensor-parallel together (and context-parallel: each TP group holds 1/cp of every sequence).
 struct Replica {
     std::string node; ///< expanded node name (see Cluster::nodes())
-    std::vector<int> gpus; ///< GPU indices within the node; size() == tp
+    /// GPU indices within the node; size() == tp x Plan::contextParallel, in Megatron-LM's rank
+    /// order (TP fastest, then CP): GPU tp x c + t is TP rank t of CP rank c.
+    std::vector<int> gpus;
     int tp = 1;
     int microBatch = 1; ///< sequences per micro-batch on this replica
 
@@ -54,6 +67,17 @@ struct Plan {
     int globalBatch = 0;
     bool sequenceParallel = false;
     bool distributedOptimizer = false;
+    /// Interleaved 1F1B: model chunks per pipeline rank (Megatron-LM's virtual pipeline size;
+    /// 1 = the plain 1F1B schedule). Stage i still owns layerCount layers (its firstLayer is
+    /// where they would start without interleaving), but as v equal chunks: chunk j is global
+    /// model chunk j x pp + i, so a micro-batch visits every rank v times and the bubble
+    /// shrinks to (p-1)/v steps.
+    /// Needs pp > 2, every stage's layerCount divisible by it and the micro-batches a multiple of pp.
+    int virtualStages = 1;
+    /// Context parallelism: GPUs that share each sequence (each holds seqLength / cp tokens);
+    /// every replica has tp x cp GPUs. 1 = off.
+    int contextParallel = 1;
+    CpComm cpComm = CpComm::P2P; ///< with contextParallel > 1
     std::vector<Stage> stages;
 
     int pp() const { return static_cast<int>(stages.size()); }

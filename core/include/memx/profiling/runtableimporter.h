@@ -26,11 +26,10 @@ struct RunTableOptions {
 /// layers_per_virtual_stage, cp, cp_comm, dp, dist_optimizer, recompute, gbs, mbs, grad_accum,
 /// mem_GB_per_gpu (a number or OOM), step_ms, note; any order, extra columns ignored). Each row
 /// becomes a MeasuredRun on a one-node cluster of n_gpus `gpu` devices, with a model per
-/// distinct shape. Rows the plan format cannot express yet (context parallelism, the
-/// interleaved schedule) are not imported: each is listed in the batch's warnings with the
-/// reason. Throws LoadError naming the file, line and column for a malformed cell, an
-/// inconsistent row (tp x pp x dp x cp != n_gpus, gbs != mbs x dp x grad_accum, ...), or one
-/// model name with two shapes.
+/// distinct shape; context-parallel rows (cp, cp_comm) and interleaved rows
+/// (layers_per_virtual_stage) become Plan::contextParallel / Plan::virtualStages. Throws LoadError naming the file,
+/// line and column for a malformed cell, an inconsistent row (tp x pp x dp x cp != n_gpus, gbs != mbs x dp x
+/// grad_accum, ...), or one model name with two shapes.
 ImportBatch importRunTable(const std::string &text, const std::string &file, const RunTableOptions &options = {});
 
 /// Options for vTrain's ground_truth_single.csv: Megatron-DeepSpeed on one NVLink node of A100s,

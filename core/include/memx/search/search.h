@@ -35,6 +35,12 @@ struct SearchSpaceOptions {
     std::vector<RecomputeMethod> recompute = {RecomputeMethod::None, RecomputeMethod::Selective, RecomputeMethod::Full};
     /// Distributed optimizer settings to try.
     std::vector<bool> distributedOptimizer = {false, true};
+    /// Model chunks per pipeline rank to try (Megatron-LM's interleaved 1F1B; 1 = plain 1F1B).
+    /// A choice > 1 applies to pipelines of at least 3 stages whose micro-batches come in whole
+    /// groups of the stage count; the splits then move whole chunks of v layers. Off by default
+    /// (`--vpp 1,2,4` searches it): the virtual testbed, which judges `memx compare`, does not
+    /// simulate the interleaved schedule.
+    std::vector<int> virtualStages = {1};
     /// Try every order of the GPU groups along the pipeline (false: cluster file order only).
     bool permuteGroups = true;
     /// Layer splits: the compute-proportional split, the memory-aware split, and neighbours of
@@ -102,7 +108,8 @@ struct SearchRequest {
 
 /// Why candidate configurations were rejected.
 struct PruneCounts {
-    uint64_t divisibility = 0; ///< batch / micro-batch / TP / stage slices do not divide
+    uint64_t divisibility
+        = 0; ///< batch / micro-batch / TP / stage slices do not divide, or the interleaved schedule does not apply
     uint64_t microBatchLimit = 0; ///< a replica would need a micro-batch > maxReplicaMicroBatch
     uint64_t layers = 0; ///< more stages than layers, or a split leaves a stage without layers
     uint64_t outOfMemory = 0; ///< some GPU exceeds its capacity
@@ -186,6 +193,7 @@ struct SearchResult {
     std::vector<int> microBatchSizes; ///< values of the micro-batch dimension
     std::vector<RecomputeMethod> recomputeChoices;
     std::vector<bool> distOptChoices;
+    std::vector<int> virtualStageChoices = {1}; ///< values of the interleaved-schedule dimension
     std::vector<std::string> deviceTypes; ///< device ids, the recompute choice is per entry
     Cluster cluster;
     Model model;
@@ -215,7 +223,8 @@ struct SearchResult {
     /// planSignature(materialize(index), cluster).key, built without materialising the plan.
     std::string signatureKey(size_t index) const;
     /// The same content as signatureKey(index) as 32-bit words, without building strings: gbs, m,
-    /// distributed optimizer, sequence parallel, stage count, then per stage first layer, layer
+    /// distributed optimizer, sequence parallel (bit 0; virtual stages > 1 shifted left by one),
+    /// stage count, then per stage first layer, layer
     /// count, recompute method, recompute layers, replica class id, TP, replica micro-batch, DP,
     /// DP class id, P2P class id. Class ids come from classIds[pipeline][3 * stage + k] (k = 0
     /// replicaKey(stage), 1 dpClass, 2 p2pClass of pipelines[pipeline]); with an injective id map,
@@ -226,9 +235,9 @@ struct SearchResult {
     /// The full Plan of configuration `index` (< size()).
     Plan materialize(size_t index) const;
     /// The parts of a base configuration index (mixed radix: pipeline, micro-batch, recompute
-    /// combination over deviceTypes, distributed optimizer, the last varying fastest).
+    /// combination over deviceTypes, virtual stages, distributed optimizer, the last varying fastest).
     struct BaseParts {
-        size_t pipeline = 0, microBatch = 0, recompute = 0, distributedOptimizer = 0;
+        size_t pipeline = 0, microBatch = 0, recompute = 0, distributedOptimizer = 0, virtualStages = 0;
     };
     BaseParts decodeBase(uint64_t base) const;
     uint64_t encodeBase(const BaseParts &parts) const;
@@ -247,14 +256,14 @@ struct SearchResult {
 };
 
 /// Upper bound on the number of base configurations (pipeline shape x micro-batch x recompute
-/// per device type x distributed optimizer) of `request`'s space, computed without enumerating
+/// per device type x virtual stages x distributed optimizer) of `request`'s space, computed without enumerating
 /// (pipeline shapes with mixed stages included; the launch target's rules are not applied).
 uint64_t baseConfigurationBound(const SearchRequest &request);
 
 /// Narrows `request.space` step by step until baseConfigurationBound() <= maxBases, in this
-/// order: no mixed-type stages; keep the cluster's group order; drop the smallest TP degree (repeatedly, keeping one);
-/// drop the largest stages-per-group value (keeping one); drop selective recompute; keep only
-/// the distributed optimizer. Returns one human-readable note per step taken (empty: unchanged).
+/// order: no interleaved schedule; no mixed-type stages; keep the cluster's group order; drop the smallest TP degree
+/// (repeatedly, keeping one); drop the largest stages-per-group value (keeping one); drop selective recompute; keep
+/// only the distributed optimizer. Returns one human-readable note per step taken (empty: unchanged).
 std::vector<std::string> narrowToBudget(SearchRequest &request, uint64_t maxBases);
 
 /// Enumerates, prunes and evaluates the space. Deterministic: the result is identical for any
