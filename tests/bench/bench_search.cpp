@@ -91,6 +91,15 @@ void BM_Search20(benchmark::State &state)
 }
 BENCHMARK(BM_Search20)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
+/// The 20-GPU default with the interleaved schedule searched too (--vpp 1,2 and 1,2,4; issue 17).
+void BM_Search20Interleaved(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("paper-20gpu-nvidia-amd", 2);
+    r.space.virtualStages = state.range(0) == 2 ? std::vector<int> {1, 2} : std::vector<int> {1, 2, 4};
+    runFull(state, r);
+}
+BENCHMARK(BM_Search20Interleaved)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
 void BM_Search20Consumer(benchmark::State &state)
 {
     runFull(state, makeRequest("paper-20gpu-mixed-consumer", 2));

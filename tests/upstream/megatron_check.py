@@ -54,8 +54,11 @@ def check(megatron_dir, path):
     a = parse_args()
     validate_args(a, {})
     config = core_transformer_config_from_args(a)
-    return (f"world {world} = TP {a.tensor_model_parallel_size} x PP {a.pipeline_model_parallel_size}"
-            f" x DP {a.data_parallel_size}, layers {a.num_layers}, MBS {a.micro_batch_size}, GBS {a.global_batch_size},"
+    cp = getattr(a, "context_parallel_size", 1) or 1
+    vpp = getattr(a, "virtual_pipeline_model_parallel_size", None)
+    extra = (f" (cp comm {a.cp_comm_type})" if cp > 1 else "") + (f", {vpp} virtual stages per rank" if vpp else "")
+    return (f"world {world} = TP {a.tensor_model_parallel_size}{' x CP ' + str(cp) if cp > 1 else ''}"
+            f" x PP {a.pipeline_model_parallel_size} x DP {a.data_parallel_size}{extra}, layers {a.num_layers}, MBS {a.micro_batch_size}, GBS {a.global_batch_size},"
             f" {a.position_embedding_type} (rotary base {a.rotary_base}), recompute {config.recompute_granularity}/{config.recompute_method}"
             f"/{config.recompute_num_layers}, {'bf16' if a.bf16 else 'fp16' if a.fp16 else 'fp32'}")
 
