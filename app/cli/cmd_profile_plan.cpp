@@ -51,7 +51,7 @@ Options:
   --mbs LIST           micro-batch sizes of the space (default 1,2,4)
   --stages LIST        stages per GPU group (default 1,2,3)
                        (and every other search-space option of memx search: --max-mbs,
-                       --recompute, --vpp, --dist-opt, --radius, --max-stages, --no-permute,
+                       --recompute, --vpp, --cp, --cp-comm, --dist-opt, --radius, --max-stages, --no-permute,
                        --no-memory-split, --sequence-parallel, --no-mixed-stages)
   --target T           megatron, flagscale or any: search the target's plans (the groups it
                        cannot run and the slowest ones idle, as memx search) and pick end-to-end
@@ -93,7 +93,7 @@ produces is labelled simulated.
   --spread N        with --top: also run N plans spread across the whole space (evenly spaced in
                     the time ranking of every valid configuration, slowest included), so a
                     dataset is not only near-identical fast plans
-  --stages --tp --mbs --max-mbs --recompute --vpp --dist-opt --radius --max-stages --no-permute
+  --stages --tp --mbs --max-mbs --recompute --vpp --cp --cp-comm --dist-opt --radius --max-stages --no-permute
   --no-memory-split --sequence-parallel   with --top: the searched space (as memx search)
   --seed N          testbed seed (default 1): same seed, same results
   --group LABEL     group label of the runs (default testbed/<cluster name>)
@@ -399,6 +399,8 @@ int runSimulated(const std::vector<std::string> &argv)
         throw UsageError {"give exactly one of --jobs, --plan or --top"};
     if (args.has("vpp") && *args.value("vpp") != "1")
         throw UsageError {"--vpp: the virtual testbed does not simulate the interleaved schedule (expected 1)"};
+    if (args.has("cp") && *args.value("cp") != "1")
+        throw UsageError {"--cp: the virtual testbed does not simulate context parallelism (expected 1)"};
     if (!args.has("plan") && !args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     TestbedOptions to;

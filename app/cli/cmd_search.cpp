@@ -61,6 +61,10 @@ Options:
   --vpp LIST            model chunks per pipeline rank, the interleaved 1F1B schedule, e.g.
                         1,2,4 (default 1; a value > 1 applies to pipelines of 3+ stages whose
                         micro-batches come in groups of the stage count, whole chunks per stage)
+  --cp LIST             context-parallel sizes, e.g. 1,2,4,8 (default 1): a stage's DP group of
+                        d TP groups becomes d / cp replicas of TP x CP GPUs of one node, each
+                        holding seq / cp tokens (long sequences); not with mixed stages
+  --cp-comm C           the CP exchange: p2p (ring attention, default), all_gather or a2a
   --dist-opt LIST       off,on (default both)
   --radius N            layer-split neighbourhood: layers moved across a boundary (default 1)
   --no-permute          keep the cluster file's group order along the pipeline

@@ -64,8 +64,9 @@ ObjectiveWeights weightsOption(const Args &args)
     return ObjectiveWeights {v[0], v[1], v[2]};
 }
 
-const std::set<std::string> kSpaceValueOptions {"stages",   "tp",     "mbs",        "max-mbs", "recompute",  "vpp",
-                                                "dist-opt", "radius", "max-stages", "target",  "idle-groups"};
+const std::set<std::string> kSpaceValueOptions {"stages",     "tp",     "mbs",        "max-mbs",  "recompute",
+                                                "vpp",        "cp",     "cp-comm",    "dist-opt", "radius",
+                                                "max-stages", "target", "idle-groups"};
 const std::set<std::string> kSpaceSwitches {"no-permute", "no-memory-split", "sequence-parallel", "no-mixed-stages",
                                             "round-batch"};
 
@@ -76,6 +77,8 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --max-mbs N           largest per-replica micro-batch
   --recompute LIST      none,selective,full (chosen per device type)
   --vpp LIST            model chunks per pipeline rank (interleaved 1F1B), e.g. 1,2,4
+  --cp LIST             context-parallel sizes, e.g. 1,2,4,8 (replicas of TP x CP GPUs)
+  --cp-comm C           p2p, all_gather or a2a: the CP exchange (default p2p)
   --dist-opt LIST       off,on
   --radius N            layers moved between neighbouring stages around each split
   --max-stages N        deepest pipeline
@@ -97,6 +100,13 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
     sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
     sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
     sp.virtualStages = intList(args, "vpp", sp.virtualStages, 1, 64);
+    sp.contextParallel = intList(args, "cp", sp.contextParallel, 1, 64);
+    if (auto c = args.value("cp-comm")) {
+        const auto comm = cpCommFromString(*c);
+        if (!comm)
+            throw UsageError {"--cp-comm: expected p2p, all_gather or a2a, found \"" + *c + "\""};
+        sp.cpComm = *comm;
+    }
     sp.maxReplicaMicroBatch = static_cast<int>(args.intValue("max-mbs", 1, 1024).value_or(sp.maxReplicaMicroBatch));
     sp.neighbourRadius = static_cast<int>(args.intValue("radius", 0, 64).value_or(sp.neighbourRadius));
     sp.maxStages = static_cast<int>(args.intValue("max-stages", 1, 64).value_or(sp.maxStages));

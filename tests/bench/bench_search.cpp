@@ -100,6 +100,17 @@ void BM_Search20Interleaved(benchmark::State &state)
 }
 BENCHMARK(BM_Search20Interleaved)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
+/// The 20-GPU default with context parallelism {1, 2, 4, 8} (and with the interleaved {1, 2} too).
+void BM_Search20ContextParallel(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("paper-20gpu-nvidia-amd", 2);
+    r.space.contextParallel = {1, 2, 4, 8};
+    if (state.range(0))
+        r.space.virtualStages = {1, 2};
+    runFull(state, r);
+}
+BENCHMARK(BM_Search20ContextParallel)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
 void BM_Search20Consumer(benchmark::State &state)
 {
     runFull(state, makeRequest("paper-20gpu-mixed-consumer", 2));

@@ -479,6 +479,57 @@ private slots:
         checkSearchInvariants(b);
     }
 
+    /// Issue 17 item 2: context parallelism as a dimension. llama2-7b at 32k tokens on 8 x H100,
+    /// CP {1, 2, 4, 8}: CP plans that fit are found, each a valid plan (replicas of TP x CP GPUs
+    /// of one node) priced by the fast path exactly as estimatePlan prices it; the CP 1 rows are
+    /// the plain search's.
+    void contextParallelDimension()
+    {
+        SearchRequest plain;
+        plain.cluster = loadCluster(kSamples + "/h100-8x.json");
+        plain.model = resolveModel("llama2-7b");
+        plain.model.shape.seqLength = 32768;
+        plain.model.training.globalBatch = 16;
+        plain.space.microBatches = {1, 2};
+        plain.threads = 2;
+        for (CpComm comm : {CpComm::P2P, CpComm::A2A}) {
+            SearchRequest cp = plain;
+            cp.space.contextParallel = {1, 2, 4, 8};
+            cp.space.cpComm = comm;
+            QCOMPARE(baseConfigurationBound(cp), 4 * baseConfigurationBound(plain));
+            const SearchResult a = runSearch(plain), b = runSearch(cp);
+            std::multiset<std::string> plainKeys, cpPlainKeys;
+            for (size_t i = 0; i < a.size(); ++i)
+                plainKeys.insert(a.signatureKey(i));
+            std::set<int> sizes;
+            for (size_t i = 0; i < b.size(); ++i) {
+                const Plan plan = b.materialize(i);
+                QVERIFY2(b.signatureKey(i) == planSignature(plan, b.cluster).key,
+                         (b.signatureKey(i) + "\n" + planSignature(plan, b.cluster).key).c_str());
+                if (plan.contextParallel == 1) {
+                    cpPlainKeys.insert(b.signatureKey(i));
+                    continue;
+                }
+                sizes.insert(plan.contextParallel);
+                QCOMPARE(plan.cpComm, comm);
+                Diagnostics d;
+                validatePlan(plan, cp.cluster, cp.model, d);
+                QVERIFY2(d.empty(),
+                         (plan.summary(cp.cluster) + (d.empty() ? "" : ": " + d.items().front().message)).c_str());
+                const PlanEstimate e = estimatePlan(plan, cp.cluster, cp.model, nullptr, cp.cost);
+                QVERIFY(!e.oom);
+                const auto rel = [](double x, double y) { return std::abs(x - y) / std::max(std::abs(y), 1e-12); };
+                QVERIFY2(rel(e.iterationTimeMs, b.timeMs[i]) < 1e-9, plan.summary(cp.cluster).c_str());
+                QVERIFY2(rel(e.peakBytes, b.peakBytes[i]) < 1e-9, plan.summary(cp.cluster).c_str());
+                QVERIFY2(std::abs(e.imbalance - b.imbalance[i]) < 1e-9, plan.summary(cp.cluster).c_str());
+            }
+            QVERIFY(plainKeys == cpPlainKeys);
+            // Every size appears (a2a: 32 heads / TP must divide by CP, so TP 8 pairs only with CP 1).
+            QCOMPARE(sizes, (std::set<int> {2, 4, 8}));
+            checkSearchInvariants(b);
+        }
+    }
+
     void defaultSpaceSizeAndCounts()
     {
         const SearchResult &r = mDefault;

@@ -544,6 +544,10 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
         if (v > 1)
             throw std::invalid_argument("compare judges the picks on the virtual testbed, which does not simulate the "
                                         "interleaved schedule: search without virtual stages (--vpp 1)");
+    for (int cp : request.search.space.contextParallel)
+        if (cp > 1)
+            throw std::invalid_argument("compare judges the picks on the virtual testbed, which does not simulate "
+                                        "context parallelism: search without it (--cp 1)");
     CompareReport report;
     report.memxWeights = request.memxWeights;
     CompareProgress progress(progressFn);

@@ -70,9 +70,11 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const Cost
             + ";rc=" + toString(st.recompute.method) + ":" + std::to_string(st.recompute.layers) + ";R[";
         for (size_t r = 0; r < reps.size(); ++r)
             key += (r ? "," : "") + reps[r];
+        // The gradients reduce over DP x CP ranks (estimatePlan), so a CP group has a DP class too.
         key += "];dp="
-            + (st.dp() > 1 ? linkClass(linksAmong(stageNodes, nodes, cluster, cost)) + "/f" + std::to_string(flows[i])
-                           : std::string("-"));
+            + (st.dp() * std::max(1, plan.contextParallel) > 1
+                   ? linkClass(linksAmong(stageNodes, nodes, cluster, cost)) + "/f" + std::to_string(flows[i])
+                   : std::string("-"));
         if (i + 1 < plan.stages.size()) {
             std::vector<int> next;
             for (const Replica &r : plan.stages[i + 1].replicas)

@@ -45,10 +45,11 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
     s += "\nspace stages=" + list(sp.stagesPerGroup) + ";tp=" + list(sp.tensorParallel)
         + ";mbs=" + list(sp.microBatches) + ";maxmbs=" + std::to_string(sp.maxReplicaMicroBatch)
         + ";rc=" + list(sp.recompute) + ";do=" + list(sp.distributedOptimizer) + ";vp=" + list(sp.virtualStages)
-        + ";perm=" + (sp.permuteGroups ? "1" : "0") + ";radius=" + std::to_string(sp.neighbourRadius)
-        + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0") + ";maxstages=" + std::to_string(sp.maxStages)
-        + ";sp=" + (sp.sequenceParallel ? "1" : "0") + ";target=" + toString(sp.target)
-        + ";mixed=" + (sp.mixedStages ? "1" : "0") + ";round=" + (sp.roundGlobalBatch ? "1" : "0");
+        + ";cp=" + list(sp.contextParallel) + toString(sp.cpComm) + ";perm=" + (sp.permuteGroups ? "1" : "0")
+        + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
+        + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0")
+        + ";target=" + toString(sp.target) + ";mixed=" + (sp.mixedStages ? "1" : "0")
+        + ";round=" + (sp.roundGlobalBatch ? "1" : "0");
     if (r.stream) {
         s += "\nstream top=" + std::to_string(r.stream->topK) + ";objectives=";
         for (const ObjectiveWeights &o : r.stream->objectives)
@@ -113,7 +114,7 @@ void validatePipelines(const SearchResult &r)
 {
     if (r.size() > 0
         && (r.microBatchSizes.empty() || r.recomputeChoices.empty() || r.distOptChoices.empty()
-            || r.virtualStageChoices.empty() || r.deviceTypes.empty()))
+            || r.virtualStageChoices.empty() || r.contextParallelChoices.empty() || r.deviceTypes.empty()))
         corrupt("empty decoding table");
     for (int mb : r.microBatchSizes)
         if (mb < 1 || mb > (1 << 20))
@@ -165,7 +166,8 @@ void validateConfigurations(const SearchResult &r)
     constexpr std::uint64_t kMaxBases = std::numeric_limits<std::uint32_t>::max();
     std::uint64_t bases = 1, nCombos = 1;
     for (const std::uint64_t f : {std::uint64_t(r.pipelines.size()), std::uint64_t(r.microBatchSizes.size()),
-                                  std::uint64_t(r.distOptChoices.size()), std::uint64_t(r.virtualStageChoices.size())})
+                                  std::uint64_t(r.distOptChoices.size()), std::uint64_t(r.virtualStageChoices.size()),
+                                  std::uint64_t(r.contextParallelChoices.size())})
         if ((bases *= f) > kMaxBases)
             corrupt("implausible number of base configurations");
     for (size_t i = 0; i < r.deviceTypes.size(); ++i) {
@@ -178,14 +180,21 @@ void validateConfigurations(const SearchResult &r)
     for (size_t p = 0; p < r.pipelines.size(); ++p)
         for (const SearchStage &s : r.pipelines[p].stages)
             maxDp[p] = std::max(maxDp[p], s.dp);
-    const size_t nMbs = r.microBatchSizes.size(), nDist = r.distOptChoices.size() * r.virtualStageChoices.size();
+    const size_t nMbs = r.microBatchSizes.size(),
+                 nDist = r.distOptChoices.size() * r.virtualStageChoices.size() * r.contextParallelChoices.size();
     for (size_t i = 0; i < r.size(); ++i) {
         const std::string at = "configuration " + std::to_string(i);
         if (r.baseOf[i] >= bases)
             corrupt(at + ": base index " + std::to_string(r.baseOf[i]) + " out of range");
         const std::uint64_t rest = r.baseOf[i] / nDist / nCombos;
         const size_t p = rest / nMbs;
-        const std::int64_t step = static_cast<std::int64_t>(r.microBatchSizes[rest % nMbs]) * maxDp[p];
+        // Context parallelism: a stage's DP TP groups are DP / cp replicas.
+        const int cpv = r.contextParallelChoices[r.baseOf[i] / (r.distOptChoices.size() * r.virtualStageChoices.size())
+                                                 % r.contextParallelChoices.size()];
+        if (maxDp[p] % cpv != 0)
+            corrupt(at + ": context-parallel size " + std::to_string(cpv) + " does not divide DP "
+                    + std::to_string(maxDp[p]));
+        const std::int64_t step = static_cast<std::int64_t>(r.microBatchSizes[rest % nMbs]) * (maxDp[p] / cpv);
         const std::int64_t batch = r.globalBatch % step == 0 || !r.roundGlobalBatch
             ? r.globalBatch
             : roundedMicroBatchCount(r.globalBatch, static_cast<int>(step)) * step;
@@ -267,6 +276,8 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.pod(rc);
     w.pod(std::vector<std::uint8_t>(r.distOptChoices.begin(), r.distOptChoices.end()));
     w.pod(std::vector<std::int32_t>(r.virtualStageChoices.begin(), r.virtualStageChoices.end()));
+    w.pod(std::vector<std::int32_t>(r.contextParallelChoices.begin(), r.contextParallelChoices.end()));
+    w.u64(static_cast<std::uint64_t>(r.cpComm));
     w.u64(r.deviceTypes.size());
     for (const std::string &d : r.deviceTypes)
         w.str(d);
@@ -358,6 +369,17 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
                                      + std::to_string(v));
         r.virtualStageChoices.push_back(v);
     }
+    r.contextParallelChoices.clear();
+    for (std::int32_t v : rd.pod<std::int32_t>()) {
+        if (v < 1 || v > 1024)
+            throw std::runtime_error("search result: expected context-parallel sizes from 1 to 1024, found "
+                                     + std::to_string(v));
+        r.contextParallelChoices.push_back(v);
+    }
+    if (const std::uint64_t comm = rd.u64(); comm <= static_cast<std::uint64_t>(CpComm::A2A))
+        r.cpComm = static_cast<CpComm>(comm);
+    else
+        throw std::runtime_error("search result: unknown context-parallel exchange " + std::to_string(comm));
     const std::uint64_t nd = rd.u64();
     if (nd > bytes.size())
         throw std::runtime_error("search result: implausible device-type count");

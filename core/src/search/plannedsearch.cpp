@@ -60,6 +60,8 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     m.recomputeChoices = r0.recomputeChoices;
     m.distOptChoices = r0.distOptChoices;
     m.virtualStageChoices = r0.virtualStageChoices;
+    m.contextParallelChoices = r0.contextParallelChoices;
+    m.cpComm = r0.cpComm;
     m.predictor = r0.predictor;
     m.threads = 1;
     const size_t nRc = m.recomputeChoices.size();
@@ -68,6 +70,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     for (const SearchResult &r : results) {
         if (r.microBatchSizes != m.microBatchSizes || r.recomputeChoices != m.recomputeChoices
             || r.distOptChoices != m.distOptChoices || r.virtualStageChoices != m.virtualStageChoices
+            || r.contextParallelChoices != m.contextParallelChoices || r.cpComm != m.cpComm
             || r.globalBatch != m.globalBatch || r.roundGlobalBatch != m.roundGlobalBatch)
             throw std::invalid_argument("mergeSubsetResults: the subsets were searched over different spaces");
         pipelines += r.pipelines.size();
@@ -96,7 +99,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
         return r;
     }
     long double bases = static_cast<long double>(pipelines) * m.microBatchSizes.size() * m.distOptChoices.size()
-        * m.virtualStageChoices.size();
+        * m.virtualStageChoices.size() * m.contextParallelChoices.size();
     for (size_t t = 0; t < m.deviceTypes.size(); ++t)
         bases *= static_cast<long double>(nRc);
     if (bases > 4294967295.0L)

@@ -109,20 +109,25 @@ struct Context {
     std::vector<MemoryKernel> memKernels;
     std::vector<double> groupPeakTflops; ///< per cluster group, for the learned predictor's features
     double modelParams = 0;
-    size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0, nV = 1;
+    size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0, nV = 1, nCp = 1;
     /// The space also offers the plain optimizer: a distributed-optimizer base whose stages all
     /// have DP 1 is then the same plan (sharding over one rank changes nothing) and is pruned.
     bool hasPlainOptimizer = false;
     LaunchTarget target = LaunchTarget::Any;
     uint64_t totalBases = 0;
 
-    const LayerKernel &lk(int group, int tpIndex, int mb) const
+    size_t groups = 0; ///< node groups of the cluster (the kernel tables' second index)
+    /// Kernels of context-parallel choice `cpIndex` (SearchSpaceOptions::contextParallel).
+    const LayerKernel &lk(int group, int tpIndex, int mb, size_t cpIndex = 0) const
     {
-        return layerKernels[(static_cast<size_t>(group) * tpValues.size() + tpIndex) * (maxMb + 1) + mb];
+        return layerKernels[((cpIndex * groups + static_cast<size_t>(group)) * tpValues.size() + tpIndex) * (maxMb + 1)
+                            + mb];
     }
-    const MemoryKernel &mk(int group, int tpIndex, int mb, int p) const
+    const MemoryKernel &mk(int group, int tpIndex, int mb, int p, size_t cpIndex = 0) const
     {
-        return memKernels[((static_cast<size_t>(group) * tpValues.size() + tpIndex) * (maxMb + 1) + mb) * 2
+        return memKernels[(((cpIndex * groups + static_cast<size_t>(group)) * tpValues.size() + tpIndex) * (maxMb + 1)
+                           + mb)
+                              * 2
                           + (p > 1 ? 1 : 0)];
     }
 };
@@ -152,19 +157,21 @@ struct ChunkOut {
 };
 
 struct Decoded {
-    size_t pipeline = 0, mbIndex = 0, rcCombo = 0, distIndex = 0, vIndex = 0;
+    size_t pipeline = 0, mbIndex = 0, rcCombo = 0, distIndex = 0, vIndex = 0, cpIndex = 0;
 };
 
-/// Mixed radix, the last varying fastest: pipeline, micro-batch, recompute combination,
-/// virtual stages, distributed optimizer. With one virtual-stage choice the indices are those of
-/// a search without the interleaved dimension.
-Decoded decode(uint64_t base, size_t nMbs, size_t nRcCombos, size_t nDist, size_t nV)
+/// Mixed radix, the last varying fastest: pipeline, micro-batch, recompute combination, context
+/// parallelism, virtual stages, distributed optimizer. With one choice of virtual stages and of
+/// CP the indices are those of a search without these dimensions.
+Decoded decode(uint64_t base, size_t nMbs, size_t nRcCombos, size_t nDist, size_t nV, size_t nCp)
 {
     Decoded d;
     d.distIndex = base % nDist;
     base /= nDist;
     d.vIndex = base % nV;
     base /= nV;
+    d.cpIndex = base % nCp;
+    base /= nCp;
     d.rcCombo = base % nRcCombos;
     base /= nRcCombos;
     d.mbIndex = base % nMbs;
@@ -413,11 +420,13 @@ public:
 
     void runBase(uint64_t baseIndex, ChunkOut &out)
     {
-        const Decoded d = decode(baseIndex, c.nMbs, c.nRcCombos, c.nDist, c.nV);
+        const Decoded d = decode(baseIndex, c.nMbs, c.nRcCombos, c.nDist, c.nV, c.nCp);
         const PipelineShape &ps = c.pipelines[d.pipeline];
         const int p = static_cast<int>(ps.stages.size());
         const int mb = r.space.microBatches[d.mbIndex];
         const int v = r.space.virtualStages[d.vIndex];
+        const int cpv = r.space.contextParallel[d.cpIndex];
+        cpNow = cpv;
         const bool distOpt = r.space.distributedOptimizer[d.distIndex];
         if (d.pipeline != dpCachePipeline || d.mbIndex != dpCacheMb) {
             dpCachePipeline = d.pipeline;
@@ -438,7 +447,12 @@ public:
                 if (!ps.decidingType[t] && combo % c.nRc != 0)
                     return prune(out.pruned.duplicates);
         }
-        const int stepSamples = mb * ps.maxDp;
+        // Context parallelism: each stage's DP group of s.dp TP groups becomes s.dp / cp replicas
+        // of tp x cp GPUs of one node (gradients still reduce over all s.dp, the distributed
+        // optimizer shards over them). Not with mixed stages.
+        if (cpv > 1 && !contextParallelFits(ps, cpv))
+            return prune(out.pruned.divisibility);
+        const int stepSamples = mb * (ps.maxDp / cpv);
         if (c.gbs % stepSamples != 0 && !r.space.roundGlobalBatch)
             return prune(out.pruned.divisibility);
         const int m = c.gbs % stepSamples == 0 ? c.gbs / stepSamples : roundedMicroBatchCount(c.gbs, stepSamples);
@@ -451,9 +465,10 @@ public:
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             if (!s.mixed()) {
-                if (stepSamples % s.dp != 0)
+                const int replicas = s.dp / cpv;
+                if (stepSamples % replicas != 0)
                     return prune(out.pruned.divisibility);
-                mbs[i] = stepSamples / s.dp;
+                mbs[i] = stepSamples / replicas;
                 mbs2[i] = 0;
             } else {
                 const auto split = mixedMicroBatches(stepSamples, s.dp1, s.dp2, s.w1, s.w2);
@@ -465,7 +480,8 @@ public:
             if (std::max(mbs[i], mbs2[i]) > c.maxMb)
                 return prune(out.pruned.microBatchLimit);
         }
-        if (!ps.launchOk.empty() && !ps.launchOk[(d.mbIndex * c.nV + d.vIndex) * c.nDist + d.distIndex])
+        if (!ps.launchOk.empty()
+            && !ps.launchOk[((d.mbIndex * c.nCp + d.cpIndex) * c.nV + d.vIndex) * c.nDist + d.distIndex])
             return prune(out.pruned.launcher);
         for (int i = 0; i < p; ++i)
             methods[i] = rcForType(d.rcCombo, ps.stages[static_cast<size_t>(i)].deviceType, c.nRc, r.space.recompute);
@@ -476,15 +492,15 @@ public:
             rc[i].method = methods[i];
             rc[i].layers = 0;
             inFlight[i] = inFlightMicroBatches(p, i, m, v);
-            groups[i] = (s.tp > 1) + (s.dp > 1) + (p > 1);
+            groups[i] = (s.tp > 1) + (cpv > 1) + (s.dp > 1) + (p > 1);
             // Per-layer time (speed) and linear memory model for the splits, per part.
             double slowest = 0;
             maxLayers[i] = 1 << 30;
             for (int part = 0; part < (s.mixed() ? 2 : 1); ++part) {
                 const int g = part ? s.group2 : s.group;
                 const int b = part ? mbs2[i] : mbs[i];
-                kern[part][i] = &c.lk(g, s.tpIndex, b);
-                mem[part][i] = &c.mk(g, s.tpIndex, b, p);
+                kern[part][i] = &c.lk(g, s.tpIndex, b, d.cpIndex);
+                mem[part][i] = &c.mk(g, s.tpIndex, b, p, d.cpIndex);
                 const ReplicaStep all = replicaStep(*kern[part][i], 0, c.layers, false, false, rc[i]);
                 slowest = std::max(slowest, all.total());
                 const MemoryBreakdown m0
@@ -502,18 +518,32 @@ public:
         }
         // P2P per boundary: one activation of the sender's largest micro-batch.
         for (int i = 0; i + 1 < p; ++i) {
-            const double bytes = static_cast<double>(std::max(mbs[i], mbs2[i])) * r.model.shape.seqLength
+            const double bytes = static_cast<double>(std::max(mbs[i], mbs2[i])) * r.model.shape.seqLength / cpv
                 * r.model.shape.hidden * 2.0 / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
             p2p[i] = worstTransferMs(ps.p2pLinks[static_cast<size_t>(i)], bytes) + r.cost.p2pOpOverheadMs;
         }
         wrapP2p = 0;
         if (v > 1) {
-            const double bytes = static_cast<double>(std::max(mbs[p - 1], mbs2[p - 1])) * r.model.shape.seqLength
+            const double bytes = static_cast<double>(std::max(mbs[p - 1], mbs2[p - 1])) * r.model.shape.seqLength / cpv
                 * r.model.shape.hidden * 2.0
                 / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(p - 1)].tp : 1);
             wrapP2p = worstTransferMs(ps.wrapLinks, bytes) + r.cost.p2pOpOverheadMs;
         }
 
+        candidateSplits(p, out);
+        for (int ci = 0; ci < nCand; ++ci) {
+            ++out.enumerated;
+            const uint8_t *split = &cand[ci * 64];
+            evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out);
+        }
+    }
+
+private:
+    /// The base's candidate splits into cand / nCand, in whole chunks of `unit` layers (1 without
+    /// interleaving): the compute-proportional split, its neighbours (1..neighbourRadius chunks
+    /// moved across a boundary) and the memory-aware split; the pruned ones counted into `out`.
+    void candidateSplits(int p, ChunkOut &out)
+    {
         // Candidate splits, in whole chunks of `unit` layers (1 without interleaving): a neighbour
         // moves 1..neighbourRadius chunks across a boundary.
         nCand = 0;
@@ -553,15 +583,26 @@ public:
         out.pruned.layers += nTooDeep; // a stage over kMaxStageLayers: counted, never wrapped
         out.enumerated += nTooDeep;
         nTooDeep = 0;
-
-        for (int ci = 0; ci < nCand; ++ci) {
-            ++out.enumerated;
-            const uint8_t *split = &cand[ci * 64];
-            evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out);
-        }
     }
 
-private:
+    /// Every stage's DP group splits into replicas of tp x cp GPUs inside one node, the sequence
+    /// into 2 x cp chunks, and (a2a) each TP rank's heads over the CP ranks; no mixed stage.
+    bool contextParallelFits(const PipelineShape &ps, int cpv) const
+    {
+        const ModelShape &shape = r.model.shape;
+        if (shape.seqLength % (2 * cpv) != 0)
+            return false;
+        for (const StageShape &s : ps.stages) {
+            if (s.mixed() || s.dp % cpv != 0
+                || r.cluster.groups[static_cast<size_t>(s.group)].gpusPerNode % (s.tp * cpv) != 0)
+                return false;
+            if (r.space.cpComm == CpComm::A2A
+                && ((shape.heads / s.tp) % cpv != 0 || (shape.kvGroups / s.tp) % cpv != 0))
+                return false;
+        }
+        return true;
+    }
+
     /// `units` per stage: chunks of `unit` layers.
     void addCandidate(const int *units, int p, bool checkDuplicates = false)
     {
@@ -825,8 +866,8 @@ private:
                 in.maxP2pMs = std::max(in.maxP2pMs, p2p[i]);
                 in.sumP2pMs += p2p[i];
             }
-            in.maxDp = std::max(in.maxDp, s.dp);
-            in.minDp = std::min(in.minDp, s.dp);
+            in.maxDp = std::max(in.maxDp, s.dp / cpNow);
+            in.minDp = std::min(in.minDp, s.dp / cpNow);
             in.maxTp = std::max(in.maxTp, s.tp);
             in.totalGpus += s.gpus;
             switch (rc[i].method) {
@@ -848,7 +889,7 @@ private:
         in.bnRecomputeMs = bnParts.recomputeMs;
         in.bnTpCommMs = bnParts.tpCommMs;
         in.bnTp = b.tp;
-        in.bnDp = b.dp;
+        in.bnDp = b.dp / cpNow;
         in.bnMicroBatch = bnPart ? mbs2[bn] : mbs[bn];
         in.bnPeakTflops = c.groupPeakTflops[static_cast<size_t>(bnPart ? b.group2 : b.group)];
         const StageShape &k = ps.stages[static_cast<size_t>(pk)];
@@ -861,7 +902,7 @@ private:
         in.pkCapacity = pkPart ? k.capacity2 : k.capacityBytes;
         in.pkStage = pk;
         in.pkTp = k.tp;
-        in.pkDp = k.dp;
+        in.pkDp = k.dp / cpNow;
         in.pkMicroBatch = pkPart ? mbs2[pk] : mbs[pk];
         in.pkInFlight = static_cast<int>(std::ceil(inFlight[pk] - 1e-9));
         in.pkLayers = split[pk];
@@ -885,6 +926,7 @@ private:
     const MemoryKernel *mem[2][64] = {};
     double inFlight[64] = {};
     int unit = 1; ///< layers per chunk of the splits: the base's virtual stages (1 without interleaving)
+    int cpNow = 1; ///< the base's context-parallel size (replicas of a stage = s.dp / cpNow)
     double wrapP2p = 0; ///< interleaved: the last stage's send to the first
     int groups[64] = {};
     double speed[64] = {};
@@ -1170,7 +1212,7 @@ bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
                 ++kept;
                 continue;
             }
-            ps.launchOk.assign(ctx.nMbs * ctx.nV * ctx.nDist, 0);
+            ps.launchOk.assign(ctx.nMbs * ctx.nCp * ctx.nV * ctx.nDist, 0);
             for (size_t vi = 0; vi < ctx.nV; ++vi) {
                 // An even split in whole chunks of v layers (v = 1: plain 1F1B).
                 const int v = r.space.virtualStages[vi], units = ctx.layers / v;
@@ -1179,13 +1221,25 @@ bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
                 std::vector<uint8_t> even(static_cast<size_t>(p), static_cast<uint8_t>(units / p * v));
                 for (int i = 0; i < units % p; ++i)
                     even[static_cast<size_t>(i)] = static_cast<uint8_t>(even[static_cast<size_t>(i)] + v);
-                for (size_t mb = 0; mb < ctx.nMbs; ++mb)
-                    for (size_t di = 0; di < ctx.nDist; ++di) {
-                        const uint64_t base = res.encodeBase({pi, mb, 0, di, vi});
-                        Diagnostics why;
-                        ps.launchOk[(mb * ctx.nV + vi) * ctx.nDist + di] = checkLaunchTarget(
-                            r.space.target, res.planOfBase(base, even.data()), r.cluster, r.model, why);
+                for (size_t ci = 0; ci < ctx.nCp; ++ci) {
+                    const int cpv = r.space.contextParallel[ci];
+                    bool fits = cpv == 1;
+                    if (!fits) {
+                        fits = true;
+                        for (const StageShape &s : ps.stages)
+                            fits = fits && !s.mixed() && s.dp % cpv == 0
+                                && r.cluster.groups[static_cast<size_t>(s.group)].gpusPerNode % (s.tp * cpv) == 0;
                     }
+                    if (!fits)
+                        continue; // pruned for "divisibility" before the launcher is asked
+                    for (size_t mb = 0; mb < ctx.nMbs; ++mb)
+                        for (size_t di = 0; di < ctx.nDist; ++di) {
+                            const uint64_t base = res.encodeBase({pi, mb, 0, di, vi, ci});
+                            Diagnostics why;
+                            ps.launchOk[((mb * ctx.nCp + ci) * ctx.nV + vi) * ctx.nDist + di] = checkLaunchTarget(
+                                r.space.target, res.planOfBase(base, even.data()), r.cluster, r.model, why);
+                        }
+                }
             }
         }
         if (kept != pi) {
@@ -1243,28 +1297,32 @@ bool buildKernelTables(Context &ctx, SetupPoll &poll)
 {
     const SearchRequest &req = *ctx.req;
     const ProfileSet *profiles = req.profiles.empty() ? nullptr : &req.profiles;
-    const size_t G = req.cluster.groups.size(), nTp = ctx.tpValues.size();
-    ctx.layerKernels.resize(G * nTp * (ctx.maxMb + 1));
-    for (size_t g = 0; g < G; ++g) {
-        const NodeGroup &ng = req.cluster.groups[g];
-        const Link intra = req.cluster.intraLink(ng);
-        for (size_t ti = 0; ti < nTp; ++ti)
-            for (int mb = 1; mb <= ctx.maxMb; ++mb) {
-                if (poll.cancelled())
-                    return false;
-                ctx.layerKernels[(g * nTp + ti) * (ctx.maxMb + 1) + mb]
-                    = makeLayerKernel(req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb,
-                                      req.space.sequenceParallel, profiles, req.cost);
-            }
-    }
-    ctx.memKernels.resize(G * nTp * (ctx.maxMb + 1) * 2);
-    for (size_t g = 0; g < G; ++g)
-        for (size_t ti = 0; ti < nTp; ++ti)
-            for (int mb = 1; mb <= ctx.maxMb; ++mb)
-                for (int pg = 0; pg < 2; ++pg)
-                    ctx.memKernels[((g * nTp + ti) * (ctx.maxMb + 1) + mb) * 2 + pg]
-                        = makeMemoryKernel(req.model, req.cluster.deviceOf(req.cluster.groups[g]), ctx.tpValues[ti], mb,
-                                           req.space.sequenceParallel, pg ? 2 : 1, profiles, req.cost);
+    const size_t G = req.cluster.groups.size(), nTp = ctx.tpValues.size(), nCp = req.space.contextParallel.size();
+    ctx.groups = G;
+    // Per context-parallel choice (index ci), group, TP and micro-batch: Context::lk / mk.
+    ctx.layerKernels.resize(nCp * G * nTp * (ctx.maxMb + 1));
+    for (size_t ci = 0; ci < nCp; ++ci)
+        for (size_t g = 0; g < G; ++g) {
+            const NodeGroup &ng = req.cluster.groups[g];
+            const Link intra = req.cluster.intraLink(ng);
+            for (size_t ti = 0; ti < nTp; ++ti)
+                for (int mb = 1; mb <= ctx.maxMb; ++mb) {
+                    if (poll.cancelled())
+                        return false;
+                    ctx.layerKernels[((ci * G + g) * nTp + ti) * (ctx.maxMb + 1) + mb] = makeLayerKernel(
+                        req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb, req.space.sequenceParallel,
+                        profiles, req.cost, req.space.contextParallel[ci], req.space.cpComm);
+                }
+        }
+    ctx.memKernels.resize(nCp * G * nTp * (ctx.maxMb + 1) * 2);
+    for (size_t ci = 0; ci < nCp; ++ci)
+        for (size_t g = 0; g < G; ++g)
+            for (size_t ti = 0; ti < nTp; ++ti)
+                for (int mb = 1; mb <= ctx.maxMb; ++mb)
+                    for (int pg = 0; pg < 2; ++pg)
+                        ctx.memKernels[(((ci * G + g) * nTp + ti) * (ctx.maxMb + 1) + mb) * 2 + pg] = makeMemoryKernel(
+                            req.model, req.cluster.deviceOf(req.cluster.groups[g]), ctx.tpValues[ti], mb,
+                            req.space.sequenceParallel, pg ? 2 : 1, profiles, req.cost, req.space.contextParallel[ci]);
     return true;
 }
 
@@ -1451,6 +1509,8 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.recomputeChoices = req.space.recompute;
     res.distOptChoices = req.space.distributedOptimizer;
     res.virtualStageChoices = req.space.virtualStages;
+    res.contextParallelChoices = req.space.contextParallel;
+    res.cpComm = req.space.cpComm;
     checkSearchRequest(req, res.globalBatch);
     for (const NodeGroup &g : req.cluster.groups) {
         const std::string id = req.cluster.deviceOf(g).id;
@@ -1505,12 +1565,14 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
         ctx.nRcCombos *= ctx.nRc;
     ctx.nDist = req.space.distributedOptimizer.size();
     ctx.nV = req.space.virtualStages.size();
+    ctx.nCp = req.space.contextParallel.size();
     ctx.hasPlainOptimizer
         = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(), false)
         != req.space.distributedOptimizer.end();
     if (!preparePipelines(ctx, res, poll))
         return cancelledInSetup();
-    ctx.totalBases = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nV * ctx.nDist;
+    ctx.totalBases
+        = static_cast<uint64_t>(ctx.pipelines.size()) * ctx.nMbs * ctx.nRcCombos * ctx.nCp * ctx.nV * ctx.nDist;
     if (ctx.totalBases > 0xFFFFFFFFull)
         throw std::invalid_argument("the search space has " + std::to_string(ctx.totalBases)
                                     + " base configurations, more than 2^32; narrow it (fewer TP degrees, "
@@ -1576,7 +1638,7 @@ uint64_t baseConfigurationBound(const SearchRequest &req)
         pipelines += n;
     }
     long double bases = pipelines * req.space.microBatches.size() * req.space.distributedOptimizer.size()
-        * std::max<size_t>(1, req.space.virtualStages.size());
+        * std::max<size_t>(1, req.space.virtualStages.size()) * std::max<size_t>(1, req.space.contextParallel.size());
     for (size_t i = 0; i < types.size(); ++i)
         bases *= req.space.recompute.size();
     return bases > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bases);
@@ -1587,6 +1649,10 @@ std::vector<std::string> narrowToBudget(SearchRequest &req, uint64_t maxBases)
     std::vector<std::string> notes;
     SearchSpaceOptions &sp = req.space;
     auto over = [&] { return baseConfigurationBound(req) > maxBases; };
+    if (over() && sp.contextParallel.size() > 1) {
+        sp.contextParallel = {1};
+        notes.push_back("no context parallelism");
+    }
     if (over() && sp.virtualStages.size() > 1) {
         sp.virtualStages = {1};
         notes.push_back("no interleaved schedule (1 virtual stage per pipeline rank)");
@@ -1640,7 +1706,7 @@ void checkSearchInvariants(const SearchResult &r)
                                    + r.materialize(i).summary(r.cluster) + "): " + what);
         };
         const Decoded d = decode(r.baseOf[i], r.microBatchSizes.size(), nCombos, r.distOptChoices.size(),
-                                 r.virtualStageChoices.size());
+                                 r.virtualStageChoices.size(), r.contextParallelChoices.size());
         if (d.pipeline >= r.pipelines.size())
             throw std::logic_error("search invariant violated by configuration " + std::to_string(i)
                                    + ": base index beyond the pipelines");
@@ -1666,11 +1732,15 @@ void checkSearchInvariants(const SearchResult &r)
                 fail("uses " + std::to_string(used[g]) + " of the " + std::to_string(ng.gpusPerNode * ng.count)
                      + " GPUs of node group '" + ng.name + "'");
         }
-        const long long step = static_cast<long long>(r.microBatchSizes[d.mbIndex]) * maxDp;
+        // With CP a stage's st.dp TP groups are st.dp / cp replicas.
+        const int cpv = r.contextParallelChoices.at(d.cpIndex);
+        if (maxDp % cpv != 0)
+            fail("CP " + std::to_string(cpv) + " does not divide DP " + std::to_string(maxDp));
+        const long long step = static_cast<long long>(r.microBatchSizes[d.mbIndex]) * (maxDp / cpv);
         for (const SearchStage &st : pl.stages)
-            if (!st.mixed() && step % st.dp != 0) // a mixed stage splits its samples by speed
-                fail("DP " + std::to_string(st.dp) + " does not divide the " + std::to_string(step)
-                     + " samples per step");
+            if (!st.mixed() && (st.dp % cpv != 0 || step % (st.dp / cpv) != 0)) // a mixed stage splits by speed
+                fail("DP " + std::to_string(st.dp) + " / CP " + std::to_string(cpv) + " does not divide the "
+                     + std::to_string(step) + " samples per step");
         const int batch = r.globalBatchOf(i);
         if (batch % step != 0)
             fail("the global batch " + std::to_string(batch) + " is not a multiple of the " + std::to_string(step)
@@ -1728,8 +1798,9 @@ SearchResult::BaseParts SearchResult::decodeBase(uint64_t base) const
     size_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= recomputeChoices.size();
-    const Decoded d = decode(base, microBatchSizes.size(), nCombos, distOptChoices.size(), virtualStageChoices.size());
-    return {d.pipeline, d.mbIndex, d.rcCombo, d.distIndex, d.vIndex};
+    const Decoded d = decode(base, microBatchSizes.size(), nCombos, distOptChoices.size(), virtualStageChoices.size(),
+                             contextParallelChoices.size());
+    return {d.pipeline, d.mbIndex, d.rcCombo, d.distIndex, d.vIndex, d.cpIndex};
 }
 
 uint64_t SearchResult::encodeBase(const BaseParts &b) const
@@ -1737,7 +1808,9 @@ uint64_t SearchResult::encodeBase(const BaseParts &b) const
     uint64_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= recomputeChoices.size();
-    return (((static_cast<uint64_t>(b.pipeline) * microBatchSizes.size() + b.microBatch) * nCombos + b.recompute)
+    return ((((static_cast<uint64_t>(b.pipeline) * microBatchSizes.size() + b.microBatch) * nCombos + b.recompute)
+                 * contextParallelChoices.size()
+             + b.contextParallel)
                 * virtualStageChoices.size()
             + b.virtualStages)
         * distOptChoices.size()
@@ -1759,7 +1832,8 @@ std::vector<StageBatch> stageBatches(const SearchResult &r, const Decoded &d)
     int maxDp = 1;
     for (const SearchStage &s : pl.stages)
         maxDp = std::max(maxDp, s.dp);
-    const int step = r.microBatchSizes[d.mbIndex] * maxDp;
+    const int cpv = r.contextParallelChoices.at(d.cpIndex);
+    const int step = r.microBatchSizes[d.mbIndex] * (maxDp / cpv);
     std::vector<StageBatch> out;
     for (const SearchStage &ss : pl.stages) {
         const std::string &dev = r.cluster.deviceOf(r.cluster.groups[static_cast<size_t>(ss.group)]).id;
@@ -1772,7 +1846,7 @@ std::vector<StageBatch> stageBatches(const SearchResult &r, const Decoded &d)
             b.mb1 = split ? split->first : 1;
             b.mb2 = split ? split->second : 1;
         } else {
-            b.mb1 = step / ss.dp;
+            b.mb1 = step / (ss.dp / cpv);
         }
         out.push_back(b);
     }
@@ -1797,7 +1871,7 @@ int SearchResult::globalBatchOfBase(uint64_t base) const
     int maxDp = 1;
     for (const SearchStage &s : pipelines.at(bp.pipeline).stages)
         maxDp = std::max(maxDp, s.dp);
-    const int step = microBatchSizes.at(bp.microBatch) * maxDp;
+    const int step = microBatchSizes.at(bp.microBatch) * (maxDp / contextParallelChoices.at(bp.contextParallel));
     return globalBatch % step == 0 ? globalBatch : roundedMicroBatchCount(globalBatch, step) * step;
 }
 
@@ -1815,8 +1889,9 @@ std::vector<std::pair<int, int>> SearchResult::stageMicroBatchesOfBase(uint64_t 
 {
     const BaseParts bp = decodeBase(base);
     std::vector<std::pair<int, int>> out;
-    for (const StageBatch &b :
-         stageBatches(*this, {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer, bp.virtualStages}))
+    for (const StageBatch &b : stageBatches(
+             *this,
+             {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer, bp.virtualStages, bp.contextParallel}))
         out.emplace_back(b.mb1, b.mb2);
     return out;
 }
@@ -1824,10 +1899,14 @@ std::vector<std::pair<int, int>> SearchResult::stageMicroBatchesOfBase(uint64_t 
 Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
 {
     const BaseParts bp = decodeBase(base);
-    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer, bp.virtualStages};
+    const Decoded d {bp.pipeline,      bp.microBatch,     bp.recompute, bp.distributedOptimizer,
+                     bp.virtualStages, bp.contextParallel};
     const Pipeline &pl = pipelines.at(d.pipeline);
     const std::vector<StageBatch> batches = stageBatches(*this, d);
+    const int cpv = contextParallelChoices.at(d.cpIndex);
     Plan plan;
+    plan.contextParallel = cpv;
+    plan.cpComm = cpComm;
     plan.globalBatch = globalBatchOfBase(base);
     plan.sequenceParallel = sequenceParallel;
     plan.distributedOptimizer = distOptChoices[d.distIndex];
@@ -1846,11 +1925,13 @@ Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
             const int dp = part ? ss.dp2 : ss.dp - ss.dp2;
             const int n = ss.tp * dp;
             const int start = ss.slice * n;
-            for (int r = 0; r < dp; ++r) {
+            // With CP: dp / cp replicas of tp x cp consecutive GPUs (one node: the search checks
+            // that tp x cp divides the GPUs per node).
+            for (int r = 0; r < dp / cpv; ++r) {
                 Replica rep;
-                const int g0 = start + r * ss.tp;
+                const int g0 = start + r * ss.tp * cpv;
                 rep.node = nodeName(ng, g0 / ng.gpusPerNode);
-                for (int k = 0; k < ss.tp; ++k)
+                for (int k = 0; k < ss.tp * cpv; ++k)
                     rep.gpus.push_back((g0 + k) % ng.gpusPerNode);
                 rep.tp = ss.tp;
                 rep.microBatch = part ? batches[si].mb2 : batches[si].mb1;
@@ -1872,12 +1953,14 @@ Plan SearchResult::materialize(size_t index) const
 std::string SearchResult::signatureKey(size_t index) const
 {
     const BaseParts bp = decodeBase(baseOf.at(index));
-    const Decoded d {bp.pipeline, bp.microBatch, bp.recompute, bp.distributedOptimizer, bp.virtualStages};
+    const Decoded d {bp.pipeline,      bp.microBatch,     bp.recompute, bp.distributedOptimizer,
+                     bp.virtualStages, bp.contextParallel};
     const Pipeline &pl = pipelines.at(d.pipeline);
+    const int cpv = contextParallelChoices.at(d.cpIndex);
     int maxDp = 1;
     for (const SearchStage &s : pl.stages)
         maxDp = std::max(maxDp, s.dp);
-    const int step = microBatchSizes[d.mbIndex] * maxDp;
+    const int step = microBatchSizes[d.mbIndex] * (maxDp / cpv);
     const std::vector<StageBatch> batches = stageBatches(*this, d);
     // Same layout as planSignature() (memx/predict/predictioncache.cpp, link classes: memx/cost/linkkey.h).
     std::string key;
@@ -1887,6 +1970,8 @@ std::string SearchResult::signatureKey(size_t index) const
         + ";do=" + (distOptChoices[d.distIndex] ? "1" : "0") + ";sp=" + (sequenceParallel ? "1" : "0");
     if (virtualStageChoices.at(d.vIndex) > 1)
         key += ";vp=" + std::to_string(virtualStageChoices[d.vIndex]);
+    if (cpv > 1)
+        key += ";cp=" + std::to_string(cpv) + toString(cpComm);
     int layer = 0;
     const uint8_t *split = &layerCounts.at(splitOffset.at(index));
     for (size_t si = 0; si < pl.stages.size(); ++si) {
@@ -1896,7 +1981,7 @@ std::string SearchResult::signatureKey(size_t index) const
         // The sorted multiset of replica descriptors (a mixed stage has two kinds).
         std::string rep1 = pl.replicaClass[si] + "/t" + std::to_string(ss.tp) + "/b" + std::to_string(batches[si].mb1);
         std::string rep2;
-        int n1 = ss.dp - ss.dp2, n2 = 0;
+        int n1 = (ss.dp - ss.dp2) / cpv, n2 = 0;
         if (ss.mixed()) {
             rep2 = pl.replicaClass2[si] + "/t" + std::to_string(ss.tp) + "/b" + std::to_string(batches[si].mb2);
             n2 = ss.dp2;
@@ -1924,14 +2009,15 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
     size_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= nRc;
-    const Decoded d
-        = decode(baseOf[index], microBatchSizes.size(), nCombos, distOptChoices.size(), virtualStageChoices.size());
+    const Decoded d = decode(baseOf[index], microBatchSizes.size(), nCombos, distOptChoices.size(),
+                             virtualStageChoices.size(), contextParallelChoices.size());
     const Pipeline &pl = pipelines[d.pipeline];
+    const int cpv = contextParallelChoices[d.cpIndex];
     const std::vector<uint32_t> &ids = classIds.at(d.pipeline);
     int maxDp = 1;
     for (const SearchStage &s : pl.stages)
         maxDp = std::max(maxDp, s.dp);
-    const int step = microBatchSizes[d.mbIndex] * maxDp;
+    const int step = microBatchSizes[d.mbIndex] * (maxDp / cpv);
     out.clear();
     const int batch
         = globalBatch % step == 0 || !roundGlobalBatch ? globalBatch : roundedMicroBatchCount(globalBatch, step) * step;
@@ -1940,8 +2026,10 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
     out.push_back(distOptChoices[d.distIndex] ? 1u : 0u);
     // Sequence parallelism in bit 0, the virtual stages above it (0 without interleaving, so the
     // words of such plans are those stored before the dimension existed).
+    // CP (size from bit 12, the exchange from bit 23) when used.
     const uint32_t v = static_cast<uint32_t>(virtualStageChoices[d.vIndex]);
-    out.push_back((sequenceParallel ? 1u : 0u) | (v > 1 ? v << 1 : 0u));
+    const uint32_t cpBits = cpv > 1 ? (static_cast<uint32_t>(cpv) << 12) | (static_cast<uint32_t>(cpComm) << 23) : 0u;
+    out.push_back((sequenceParallel ? 1u : 0u) | (v > 1 ? v << 1 : 0u) | cpBits);
     out.push_back(static_cast<uint32_t>(pl.stages.size()));
     uint32_t layer = 0;
     const uint8_t *split = &layerCounts[splitOffset[index]];
@@ -1949,7 +2037,7 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
         const SearchStage &ss = pl.stages[si];
         const std::string &dev = cluster.deviceOf(cluster.groups[static_cast<size_t>(ss.group)]).id;
         const int type = static_cast<int>(std::find(deviceTypes.begin(), deviceTypes.end(), dev) - deviceTypes.begin());
-        int mb = step / ss.dp;
+        int mb = step / (ss.dp / cpv);
         if (ss.mixed()) {
             const auto parts = mixedMicroBatches(step, ss.dp - ss.dp2, ss.dp2, ss.weight, ss.weight2);
             mb = parts ? parts->first : 0;
@@ -1961,7 +2049,7 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
         out.push_back(ids[3 * si]);
         out.push_back(static_cast<uint32_t>(ss.tp));
         out.push_back(static_cast<uint32_t>(mb));
-        out.push_back(static_cast<uint32_t>(ss.dp));
+        out.push_back(static_cast<uint32_t>(ss.dp / cpv));
         out.push_back(ids[3 * si + 1]);
         out.push_back(ids[3 * si + 2]);
         layer += split[si];

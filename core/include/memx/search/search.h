@@ -41,6 +41,12 @@ struct SearchSpaceOptions {
     /// (`--vpp 1,2,4` searches it): the virtual testbed, which judges `memx compare`, does not
     /// simulate the interleaved schedule.
     std::vector<int> virtualStages = {1};
+    /// Context-parallel sizes to try (Megatron-LM's --context-parallel-size; 1 = off). A size
+    /// cp > 1 turns each stage's DP group of d TP groups into d / cp replicas of tp x cp GPUs of
+    /// one node (so cp must divide every stage's DP and tp x cp the GPUs per node), each holding
+    /// seqLength / cp tokens; not with mixed stages. Off by default (`--cp 1,2,4,8`).
+    std::vector<int> contextParallel = {1};
+    CpComm cpComm = CpComm::P2P; ///< the exchange of the CP plans (`--cp-comm`)
     /// Try every order of the GPU groups along the pipeline (false: cluster file order only).
     bool permuteGroups = true;
     /// Layer splits: the compute-proportional split, the memory-aware split, and neighbours of
@@ -194,6 +200,8 @@ struct SearchResult {
     std::vector<RecomputeMethod> recomputeChoices;
     std::vector<bool> distOptChoices;
     std::vector<int> virtualStageChoices = {1}; ///< values of the interleaved-schedule dimension
+    std::vector<int> contextParallelChoices = {1}; ///< values of the context-parallel dimension
+    CpComm cpComm = CpComm::P2P;
     std::vector<std::string> deviceTypes; ///< device ids, the recompute choice is per entry
     Cluster cluster;
     Model model;
@@ -235,9 +243,11 @@ struct SearchResult {
     /// The full Plan of configuration `index` (< size()).
     Plan materialize(size_t index) const;
     /// The parts of a base configuration index (mixed radix: pipeline, micro-batch, recompute
-    /// combination over deviceTypes, virtual stages, distributed optimizer, the last varying fastest).
+    /// combination over deviceTypes, context parallelism, virtual stages, distributed optimizer,
+    /// the last varying fastest).
     struct BaseParts {
-        size_t pipeline = 0, microBatch = 0, recompute = 0, distributedOptimizer = 0, virtualStages = 0;
+        size_t pipeline = 0, microBatch = 0, recompute = 0, distributedOptimizer = 0, virtualStages = 0,
+               contextParallel = 0;
     };
     BaseParts decodeBase(uint64_t base) const;
     uint64_t encodeBase(const BaseParts &parts) const;
@@ -256,14 +266,15 @@ struct SearchResult {
 };
 
 /// Upper bound on the number of base configurations (pipeline shape x micro-batch x recompute
-/// per device type x virtual stages x distributed optimizer) of `request`'s space, computed without enumerating
-/// (pipeline shapes with mixed stages included; the launch target's rules are not applied).
+/// per device type x context parallelism x virtual stages x distributed optimizer) of `request`'s space, computed
+/// without enumerating (pipeline shapes with mixed stages included; the launch target's rules are not applied).
 uint64_t baseConfigurationBound(const SearchRequest &request);
 
 /// Narrows `request.space` step by step until baseConfigurationBound() <= maxBases, in this
-/// order: no interleaved schedule; no mixed-type stages; keep the cluster's group order; drop the smallest TP degree
-/// (repeatedly, keeping one); drop the largest stages-per-group value (keeping one); drop selective recompute; keep
-/// only the distributed optimizer. Returns one human-readable note per step taken (empty: unchanged).
+/// order: no context parallelism; no interleaved schedule; no mixed-type stages; keep the cluster's group order; drop
+/// the smallest TP degree (repeatedly, keeping one); drop the largest stages-per-group value (keeping one); drop
+/// selective recompute; keep only the distributed optimizer. Returns one human-readable note per step taken (empty:
+/// unchanged).
 std::vector<std::string> narrowToBudget(SearchRequest &request, uint64_t maxBases);
 
 /// Enumerates, prunes and evaluates the space. Deterministic: the result is identical for any
