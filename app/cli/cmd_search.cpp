@@ -70,7 +70,8 @@ Options:
   --no-permute          keep the cluster file's group order along the pipeline
   --no-memory-split     skip the memory-aware layer split
   --max-stages N        cap on the pipeline depth
-  --sequence-parallel   plans use sequence parallelism
+  --no-sequence-parallel  plans without sequence parallelism (default: on wherever TP > 1;
+                        docs/search.md: it dominates TP without it in the cost model)
   --no-mixed-stages     every stage on one node group (no DP group mixing GPU types)
   --round-batch         accept the nearest global batch each plan can run: its micro-batch
                         count rounded (a tie rounds up) instead of pruning it for divisibility;

@@ -67,8 +67,8 @@ ObjectiveWeights weightsOption(const Args &args)
 const std::set<std::string> kSpaceValueOptions {"stages",     "tp",     "mbs",        "max-mbs",  "recompute",
                                                 "vpp",        "cp",     "cp-comm",    "dist-opt", "radius",
                                                 "max-stages", "target", "idle-groups"};
-const std::set<std::string> kSpaceSwitches {"no-permute", "no-memory-split", "sequence-parallel", "no-mixed-stages",
-                                            "round-batch"};
+const std::set<std::string> kSpaceSwitches {"no-permute",           "no-memory-split", "sequence-parallel",
+                                            "no-sequence-parallel", "no-mixed-stages", "round-batch"};
 
 const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens one dimension; docs/search.md):
   --stages LIST         pipeline stages per node group, e.g. 1,2
@@ -84,7 +84,8 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --max-stages N        deepest pipeline
   --no-permute          keep the cluster file's group order along the pipeline
   --no-memory-split     skip the memory-aware layer split
-  --sequence-parallel   plans use sequence parallelism
+  --no-sequence-parallel  plans without sequence parallelism (default: on where TP > 1; it
+                        dominates TP without it in the cost model)
   --no-mixed-stages     every stage on one node group (no DP group mixing GPU types)
   --round-batch         accept the nearest global batch a plan can run (its micro-batch count
                         rounded; each plan's batch is reported) instead of pruning the plan
@@ -114,8 +115,12 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
         sp.permuteGroups = false;
     if (args.has("no-memory-split"))
         sp.memoryAwareSplit = false;
+    if (args.has("sequence-parallel") && args.has("no-sequence-parallel"))
+        throw UsageError {"give --sequence-parallel or --no-sequence-parallel, not both"};
     if (args.has("sequence-parallel"))
-        sp.sequenceParallel = true;
+        sp.sequenceParallel = true; // the default; kept for scripts that pass it
+    if (args.has("no-sequence-parallel"))
+        sp.sequenceParallel = false;
     if (args.has("no-mixed-stages"))
         sp.mixedStages = false;
     if (args.has("round-batch"))

@@ -121,7 +121,7 @@ private slots:
             r.cluster.groups[2].name += "x";
             break; // plans name nodes: a cached result would be wrong
         case 9:
-            r.space.sequenceParallel = true;
+            r.space.sequenceParallel = !r.space.sequenceParallel;
             break;
         }
         QVERIFY(searchRequestKey(r, digest).key != searchRequestKey(base, 42).key);

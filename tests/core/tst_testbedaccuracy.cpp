@@ -47,6 +47,9 @@ size_t addDataset(MemoryStore &store, const std::string &clusterFile, const std:
     o.space.stagesPerGroup = {1};
     o.space.microBatches = {1, 2};
     o.space.tensorParallel = {1, 2, 4};
+    // The figures below were measured on plans without sequence parallelism (the search's
+    // default before issue 17); with it the learned memory error on this set is 3.1%.
+    o.space.sequenceParallel = false;
     const ProfilingPlan plan = planMinimalSet(c, m, o);
     const VirtualTestbed tb1(1), tb2(2);
     ImportBatch batch;

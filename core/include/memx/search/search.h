@@ -55,7 +55,13 @@ struct SearchSpaceOptions {
     bool memoryAwareSplit = true;
     /// Cap on pipeline depth (0: the model's layer count).
     int maxStages = 0;
-    bool sequenceParallel = false;
+    /// Sequence parallelism on every stage with TP > 1 (Megatron-LM's --sequence-parallel, one
+    /// switch for the job; stages at TP 1 are unaffected). Not enumerated: in the cost model it
+    /// weakly dominates TP without it - the same collective volume (all-gather + reduce-scatter
+    /// instead of all-reduce), the norms and dropout-adds on s / tp tokens, smaller activations
+    /// and smaller sends (tst_search::sequenceParallelDominates) - so it is on; off (the CLI's
+    /// --no-sequence-parallel) searches the plans without it.
+    bool sequenceParallel = true;
     /// The runtime the plans must launch on (memx/export/launchtarget.h): only plans it runs are
     /// evaluated, the others are pruned for "launcher". Any: the cost model's whole space. (The
     /// planned search, memx/search/plannedsearch.h, picks the default from the cluster.)
