@@ -95,6 +95,22 @@ private slots:
         QCOMPARE(d.stageAt(QPoint(1, 1)), -1);
     }
 
+    /// Context parallelism and the interleaved schedule show in each stage's parallel line
+    /// ("TP 1 x CP 8 x DP 1 - 18 chunks"), and the column is wide enough for it (no clipping).
+    void contextParallelAndChunksFit()
+    {
+        StageDiagram d;
+        QVector<StageInfo> stages = demoStages().mid(0, 1);
+        stages[0].replicas = {replica("h100", {0, 1, 2, 3, 4, 5, 6, 7}, "H100", "nvidia", 1)};
+        stages[0].replicas[0].tp = 1;
+        stages[0].contextParallel = 8;
+        stages[0].virtualStages = 18;
+        d.setStages(stages);
+        d.resize(d.sizeHint());
+        const QString text = QStringLiteral("TP 1 \u00d7 CP 8 \u00d7 DP 1 \u00b7 18 chunks");
+        QVERIFY(d.stageRect(0).width() > QFontMetrics(d.font()).horizontalAdvance(text));
+    }
+
     void paintsVendorColours()
     {
         StageDiagram d;

@@ -261,7 +261,7 @@ PlanDetail PlanResults::detail(quint32 id) const
     }
 
     // Stages: per-iteration compute (m x per-micro-batch work + optimizer) and communication
-    // (m x (TP collectives + P2P) + DP gradient sync).
+    // (m x (TP and CP collectives + P2P) + DP gradient sync).
     const int m = d.estimate.microBatches;
     for (size_t s = 0; s < d.plan.stages.size(); ++s) {
         const memx::Stage &stage = d.plan.stages[s];
@@ -274,7 +274,9 @@ PlanDetail PlanResults::detail(quint32 id) const
         if (stage.recompute.method == memx::RecomputeMethod::Full && stage.recompute.layers > 0)
             info.recompute += QStringLiteral(" %1").arg(stage.recompute.layers);
         info.computeMs = m * (e.forwardMs + e.backwardMs + e.recomputeMs) + e.optimizerMs;
-        info.commMs = m * (e.tpCommMs + e.p2pMs) + e.dpSyncMs;
+        info.commMs = m * (e.tpCommMs + e.cpCommMs + e.p2pMs) + e.dpSyncMs;
+        info.contextParallel = d.plan.contextParallel;
+        info.virtualStages = d.plan.virtualStages;
         for (const memx::Replica &rep : stage.replicas) {
             ReplicaInfo ri;
             ri.node = QString::fromStdString(rep.node);

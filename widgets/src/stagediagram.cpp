@@ -47,9 +47,16 @@ QString parallelText(const StageInfo &s)
     const int tp = s.replicas.isEmpty() ? 1 : s.replicas.front().tp;
     const bool mixedTp
         = std::any_of(s.replicas.begin(), s.replicas.end(), [tp](const ReplicaInfo &r) { return r.tp != tp; });
-    return QObject::tr("TP %1 \u00d7 DP %2")
-        .arg(mixedTp ? QStringLiteral("mixed") : QString::number(tp))
-        .arg(s.replicas.size());
+    QString text = s.contextParallel > 1 ? QObject::tr("TP %1 \u00d7 CP %2 \u00d7 DP %3")
+                                               .arg(mixedTp ? QStringLiteral("mixed") : QString::number(tp))
+                                               .arg(s.contextParallel)
+                                               .arg(s.replicas.size())
+                                         : QObject::tr("TP %1 \u00d7 DP %2")
+                                               .arg(mixedTp ? QStringLiteral("mixed") : QString::number(tp))
+                                               .arg(s.replicas.size());
+    if (s.virtualStages > 1)
+        text += QObject::tr(" \u00b7 %1 chunks").arg(s.virtualStages);
+    return text;
 }
 
 QString timeText(const StageInfo &s)
@@ -89,7 +96,7 @@ int StageDiagram::columnWidth() const
     int w = 150;
     for (const auto &s : mStages) {
         w = std::max({w, fm.horizontalAdvance(layersText(s)), fm.horizontalAdvance(timeText(s)),
-                      bfm.horizontalAdvance(tr("Stage %1").arg(s.index)) + 90});
+                      fm.horizontalAdvance(parallelText(s)), bfm.horizontalAdvance(tr("Stage %1").arg(s.index)) + 90});
         for (const auto &r : s.replicas)
             w = std::max({w, bfm.horizontalAdvance(replicaLabel(r)) + 16, fm.horizontalAdvance(replicaDetail(r)) + 16});
     }

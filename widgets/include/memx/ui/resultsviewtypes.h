@@ -84,7 +84,7 @@ struct GpuMemoryBar {
 /// One data-parallel replica of a pipeline stage.
 struct ReplicaInfo {
     QString node; ///< Node name.
-    QList<int> gpus; ///< GPU indices within the node (size = tp).
+    QList<int> gpus; ///< GPU indices within the node (size = tp x the plan's context-parallel size).
     QString device; ///< Catalogue device name.
     QString vendor; ///< Lower-case vendor ("nvidia", "amd", ...).
     int tp = 1; ///< Tensor-parallel degree.
@@ -98,6 +98,8 @@ struct StageInfo {
     int layerCount = 0; ///< Number of transformer layers.
     QString recompute; ///< "none", "selective" or "full" (free text is shown as is).
     QList<ReplicaInfo> replicas; ///< DP replicas; dp = replicas.size().
+    int contextParallel = 1; ///< the plan's CP size: each replica is TP x CP GPUs
+    int virtualStages = 1; ///< the plan's model chunks per pipeline rank (interleaved 1F1B)
     double computeMs = 0.0; ///< Compute time of the stage per iteration, milliseconds.
     double commMs = 0.0; ///< Communication time of the stage per iteration, milliseconds.
 };
