@@ -410,6 +410,24 @@ private:
     }
 };
 
+/// Context parallelism of size `cpv` applies to pipeline `ps`: every stage's DP group splits into
+/// replicas of tp x cp GPUs inside one node, the sequence into 2 x cp chunks, and (a2a) each TP
+/// rank's heads over the CP ranks; no mixed stage.
+bool contextParallelFits(const SearchRequest &r, const PipelineShape &ps, int cpv)
+{
+    const ModelShape &shape = r.model.shape;
+    if (shape.seqLength % (2 * cpv) != 0)
+        return false;
+    for (const StageShape &s : ps.stages) {
+        if (s.mixed() || s.dp % cpv != 0
+            || r.cluster.groups[static_cast<size_t>(s.group)].gpusPerNode % (s.tp * cpv) != 0)
+            return false;
+        if (r.space.cpComm == CpComm::A2A && ((shape.heads / s.tp) % cpv != 0 || (shape.kvGroups / s.tp) % cpv != 0))
+            return false;
+    }
+    return true;
+}
+
 class Evaluator {
 public:
     explicit Evaluator(const Context &ctx)
@@ -450,7 +468,7 @@ public:
         // Context parallelism: each stage's DP group of s.dp TP groups becomes s.dp / cp replicas
         // of tp x cp GPUs of one node (gradients still reduce over all s.dp, the distributed
         // optimizer shards over them). Not with mixed stages.
-        if (cpv > 1 && !contextParallelFits(ps, cpv))
+        if (cpv > 1 && !contextParallelFits(r, ps, cpv))
             return prune(out.pruned.divisibility);
         const int stepSamples = mb * (ps.maxDp / cpv);
         if (c.gbs % stepSamples != 0 && !r.space.roundGlobalBatch)
@@ -583,24 +601,6 @@ private:
         out.pruned.layers += nTooDeep; // a stage over kMaxStageLayers: counted, never wrapped
         out.enumerated += nTooDeep;
         nTooDeep = 0;
-    }
-
-    /// Every stage's DP group splits into replicas of tp x cp GPUs inside one node, the sequence
-    /// into 2 x cp chunks, and (a2a) each TP rank's heads over the CP ranks; no mixed stage.
-    bool contextParallelFits(const PipelineShape &ps, int cpv) const
-    {
-        const ModelShape &shape = r.model.shape;
-        if (shape.seqLength % (2 * cpv) != 0)
-            return false;
-        for (const StageShape &s : ps.stages) {
-            if (s.mixed() || s.dp % cpv != 0
-                || r.cluster.groups[static_cast<size_t>(s.group)].gpusPerNode % (s.tp * cpv) != 0)
-                return false;
-            if (r.space.cpComm == CpComm::A2A
-                && ((shape.heads / s.tp) % cpv != 0 || (shape.kvGroups / s.tp) % cpv != 0))
-                return false;
-        }
-        return true;
     }
 
     /// `units` per stage: chunks of `unit` layers.
@@ -1223,14 +1223,7 @@ bool preparePipelines(Context &ctx, SearchResult &res, SetupPoll &poll)
                     even[static_cast<size_t>(i)] = static_cast<uint8_t>(even[static_cast<size_t>(i)] + v);
                 for (size_t ci = 0; ci < ctx.nCp; ++ci) {
                     const int cpv = r.space.contextParallel[ci];
-                    bool fits = cpv == 1;
-                    if (!fits) {
-                        fits = true;
-                        for (const StageShape &s : ps.stages)
-                            fits = fits && !s.mixed() && s.dp % cpv == 0
-                                && r.cluster.groups[static_cast<size_t>(s.group)].gpusPerNode % (s.tp * cpv) == 0;
-                    }
-                    if (!fits)
+                    if (cpv > 1 && !contextParallelFits(r, ps, cpv))
                         continue; // pruned for "divisibility" before the launcher is asked
                     for (size_t mb = 0; mb < ctx.nMbs; ++mb)
                         for (size_t di = 0; di < ctx.nDist; ++di) {
