@@ -136,16 +136,21 @@ int run(const std::vector<std::string> &argv)
         std::cout << "; activations from " << (measured ? "measured profiles where held, else formula" : "formula")
                   << "\n\n";
     }
-    std::cout << std::setprecision(2) << "  per stage, ms (fwd/bwd/recompute/TP/step per micro-batch; p2p per send; "
-              << "DP, optimizer, bubble per iteration)\n";
-    std::cout << "  stage layers  inflight      fwd      bwd    recomp       TP     step      p2p     DPsync      "
-                 "opt     bubble\n";
-    for (const StageEstimate &s : e.stages)
+    // The CP column only for a context-parallel plan (its exposed K/V exchange per micro-batch).
+    const bool cp = plan.contextParallel > 1;
+    std::cout << std::setprecision(2) << "  per stage, ms (fwd/bwd/recompute/TP" << (cp ? "/CP" : "")
+              << "/step per micro-batch; p2p per send; DP, optimizer, bubble per iteration)\n";
+    std::cout << "  stage layers  inflight      fwd      bwd    recomp       TP" << (cp ? "       CP" : "")
+              << "     step      p2p     DPsync      opt     bubble\n";
+    for (const StageEstimate &s : e.stages) {
         std::cout << "  " << std::setw(5) << s.stage << std::setw(7) << s.layerCount << std::setw(10)
                   << s.microBatchesInFlight << std::setw(9) << s.forwardMs << std::setw(9) << s.backwardMs
-                  << std::setw(10) << s.recomputeMs << std::setw(9) << s.tpCommMs << std::setw(9) << s.stepMs
-                  << std::setw(9) << s.p2pMs << std::setw(11) << s.dpSyncMs << std::setw(9) << s.optimizerMs
-                  << std::setw(11) << s.bubbleMs << (s.profiled ? "  (profiled)" : "") << "\n";
+                  << std::setw(10) << s.recomputeMs << std::setw(9) << s.tpCommMs;
+        if (cp)
+            std::cout << std::setw(9) << s.cpCommMs;
+        std::cout << std::setw(9) << s.stepMs << std::setw(9) << s.p2pMs << std::setw(11) << s.dpSyncMs << std::setw(9)
+                  << s.optimizerMs << std::setw(11) << s.bubbleMs << (s.profiled ? "  (profiled)" : "") << "\n";
+    }
     std::cout << "\n  per GPU, GiB\n  node          gpu stage  weights    grads    optim     activ  overhead    "
                  "total capacity headroom\n";
     for (const GpuMemory &g : e.gpus)

@@ -34,6 +34,7 @@ nlohmann::json toJson(const PlanEstimate &e)
                           {"backwardMs", s.backwardMs},
                           {"recomputeMs", s.recomputeMs},
                           {"tpCommMs", s.tpCommMs},
+                          {"cpCommMs", s.cpCommMs},
                           {"stepMs", s.stepMs},
                           {"p2pMs", s.p2pMs},
                           {"dpSyncMs", s.dpSyncMs},
