@@ -534,19 +534,16 @@ public:
             }
             speed[i] = c.layers / slowest;
         }
-        // P2P per boundary: one activation of the sender's largest micro-batch.
-        for (int i = 0; i + 1 < p; ++i) {
+        // P2P of stage i: one activation of its largest micro-batch (s / cp tokens, / tp with SP)
+        // to the next stage, and with interleaving from the last stage to the first.
+        const auto sendMs = [&](int i, const std::vector<Link> &links) {
             const double bytes = static_cast<double>(std::max(mbs[i], mbs2[i])) * r.model.shape.seqLength / cpv
                 * r.model.shape.hidden * 2.0 / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(i)].tp : 1);
-            p2p[i] = worstTransferMs(ps.p2pLinks[static_cast<size_t>(i)], bytes) + r.cost.p2pOpOverheadMs;
-        }
-        wrapP2p = 0;
-        if (v > 1) {
-            const double bytes = static_cast<double>(std::max(mbs[p - 1], mbs2[p - 1])) * r.model.shape.seqLength / cpv
-                * r.model.shape.hidden * 2.0
-                / (r.space.sequenceParallel ? ps.stages[static_cast<size_t>(p - 1)].tp : 1);
-            wrapP2p = worstTransferMs(ps.wrapLinks, bytes) + r.cost.p2pOpOverheadMs;
-        }
+            return worstTransferMs(links, bytes) + r.cost.p2pOpOverheadMs;
+        };
+        for (int i = 0; i + 1 < p; ++i)
+            p2p[i] = sendMs(i, ps.p2pLinks[static_cast<size_t>(i)]);
+        wrapP2p = v > 1 ? sendMs(p - 1, ps.wrapLinks) : 0.0;
 
         candidateSplits(p, out);
         for (int ci = 0; ci < nCand; ++ci) {
@@ -562,8 +559,6 @@ private:
     /// moved across a boundary) and the memory-aware split; the pruned ones counted into `out`.
     void candidateSplits(int p, ChunkOut &out)
     {
-        // Candidate splits, in whole chunks of `unit` layers (1 without interleaving): a neighbour
-        // moves 1..neighbourRadius chunks across a boundary.
         nCand = 0;
         int prop[64];
         const int units = c.layers / unit;
