@@ -58,6 +58,9 @@ Options:
   --mbs LIST            micro-batch sizes (default 1,2,4)
   --max-mbs N           largest micro-batch of any replica (default 32)
   --recompute LIST      none,selective,full (default all three, chosen per device type)
+  --no-partial-recompute  full recompute of whole stages only (default: each fitting plan with
+                        full recompute is also tried with the fewest recomputed layers per stage
+                        that fit - Megatron's --recompute-method block --recompute-num-layers k)
   --vpp LIST            model chunks per pipeline rank, the interleaved 1F1B schedule, e.g.
                         1,2,4 (default 1; a value > 1 applies to pipelines of 3+ stages whose
                         micro-batches come in groups of the stage count, whole chunks per stage)

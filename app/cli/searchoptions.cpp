@@ -67,8 +67,9 @@ ObjectiveWeights weightsOption(const Args &args)
 const std::set<std::string> kSpaceValueOptions {"stages",     "tp",     "mbs",        "max-mbs",  "recompute",
                                                 "vpp",        "cp",     "cp-comm",    "dist-opt", "radius",
                                                 "max-stages", "target", "idle-groups"};
-const std::set<std::string> kSpaceSwitches {"no-permute",           "no-memory-split", "sequence-parallel",
-                                            "no-sequence-parallel", "no-mixed-stages", "round-batch"};
+const std::set<std::string> kSpaceSwitches {"no-permute",           "no-memory-split",      "sequence-parallel",
+                                            "no-sequence-parallel", "no-partial-recompute", "no-mixed-stages",
+                                            "round-batch"};
 
 const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens one dimension; docs/search.md):
   --stages LIST         pipeline stages per node group, e.g. 1,2
@@ -76,6 +77,8 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --mbs LIST            micro-batch sizes, e.g. 1,2,4,8
   --max-mbs N           largest per-replica micro-batch
   --recompute LIST      none,selective,full (chosen per device type)
+  --no-partial-recompute  with full: only every layer of a stage recomputed (default: also the
+                        fewest layers per stage that fit, Megatron's --recompute-num-layers)
   --vpp LIST            model chunks per pipeline rank (interleaved 1F1B), e.g. 1,2,4
   --cp LIST             context-parallel sizes, e.g. 1,2,4,8 (replicas of TP x CP GPUs)
   --cp-comm C           p2p, all_gather or a2a: the CP exchange (default p2p)
@@ -117,6 +120,8 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
         sp.memoryAwareSplit = false;
     if (args.has("sequence-parallel") && args.has("no-sequence-parallel"))
         throw UsageError {"give --sequence-parallel or --no-sequence-parallel, not both"};
+    if (args.has("no-partial-recompute"))
+        sp.partialRecompute = false;
     if (args.has("sequence-parallel"))
         sp.sequenceParallel = true; // the default; kept for scripts that pass it
     if (args.has("no-sequence-parallel"))

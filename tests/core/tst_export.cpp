@@ -590,6 +590,12 @@ private slots:
         QTest::newRow("per-stage block counts") << "h100-8x-tp2pp2dp2"
                                                 << "block 3 and 5"
                                                 << "/stages/1/recompute/layers: expected 5 recomputed layers";
+        QTest::newRow("block counts per model chunk") << "h100-6x-tp2pp3-vpp2-block"
+                                                      << "block 5 on stage 1"
+                                                      << "/stages/1/recompute/layers: expected 6 recomputed layers "
+                                                         "(upstream Megatron-LM's \"--recompute-method block 3\" "
+                                                         "recomputes the first 3 layers of every model chunk, 2 per "
+                                                         "stage), found 5";
         QTest::newRow("first/last with uneven middle") << "h100-8x-tp2pp2dp2"
                                                        << "pp4 uneven middle"
                                                        << "/stages/2/layerCount: expected 7 layers like stage 1";
@@ -626,6 +632,8 @@ private slots:
         if (m == "block 3 and 5") {
             r.plan.stages[0].recompute = {RecomputeMethod::Full, 5};
             r.plan.stages[1].recompute = {RecomputeMethod::Full, 3};
+        } else if (m == "block 5 on stage 1") {
+            r.plan.stages[1].recompute = {RecomputeMethod::Full, 5};
         } else if (m == "pp4 uneven middle") {
             // 32 layers as 9 | 7 | 8 | 8 over four TP2 DP1 stages.
             r.options.splitStyle = LayerSplitStyle::FirstLast;

@@ -219,11 +219,25 @@ private slots:
         any.space.microBatches = {1, 2};
         any.space.neighbourRadius = 0;
         any.threads = 2;
+        // The launch rules compared on whole-stage recompute: a partial-recompute variant takes
+        // its recomputed layers per stage under Any but one count for the job on Megatron-LM, so
+        // the two searches' partial plans differ by design. Those of the target all export.
+        any.space.partialRecompute = false;
         SearchRequest req = any;
         req.space.target = *parseLaunchTarget(target.toStdString());
         const SearchResult all = runSearch(any);
         const SearchResult under = runSearch(req);
         QCOMPARE(under.enumerated, under.evaluated + under.pruned.total());
+        SearchRequest partialReq = req;
+        partialReq.space.partialRecompute = true;
+        const SearchResult partial = runSearch(partialReq);
+        for (size_t i = 0; i < partial.size(); ++i)
+            if (partial.recomputedLayersOf(i)) {
+                const Plan p = partial.materialize(i);
+                QVERIFY2(exports(p, any.cluster, any.model, req.space.target),
+                         ("the search kept a partial-recompute plan the exporter refuses: " + p.summary(any.cluster))
+                             .c_str());
+            }
 
         std::set<std::string> kept;
         size_t mixedKept = 0;

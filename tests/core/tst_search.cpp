@@ -1,5 +1,6 @@
 // Search engine, objective and Pareto front: brute-force Pareto check, objective invariances,
 // determinism across thread counts, fast path == estimatePlan, space size, sensible plans.
+#include "memx/export/launchtarget.h"
 #include "memx/io/formats.h"
 #include "memx/predict/predictioncache.h"
 #include "memx/search/objective.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
@@ -527,6 +529,125 @@ private slots:
             // Every size appears (a2a: 32 heads / TP must divide by CP, so TP 8 pairs only with CP 1).
             QCOMPARE(sizes, (std::set<int> {2, 4, 8}));
             checkSearchInvariants(b);
+        }
+    }
+
+    /// Issue 17 item 4: partial recompute. llama2-7b on 8 x H100 with full recompute or none:
+    /// every fitting plan that recomputes whole stages is also tried with the fewest recomputed
+    /// layers per stage that fit. Checked against estimatePlan as an independent brute force: each
+    /// such plan fits, one layer fewer on any stage (on Megatron-LM: one fewer per chunk on every
+    /// stage) does not, it is faster than its whole-stage twin, and the fast path prices it as
+    /// estimatePlan does. Without the option the search is the old one, row for row.
+    void partialRecomputeFewestLayersThatFit()
+    {
+        for (const LaunchTarget target : {LaunchTarget::Any, LaunchTarget::Megatron}) {
+            SearchRequest req;
+            req.cluster = loadCluster(kSamples + "/h100-8x.json");
+            req.model = resolveModel("llama2-7b");
+            req.model.training.globalBatch = 32;
+            req.space.stagesPerGroup = {1, 2, 4};
+            req.space.tensorParallel = {1, 2};
+            req.space.microBatches = {1, 2, 4};
+            req.space.recompute = {RecomputeMethod::None, RecomputeMethod::Full};
+            req.space.virtualStages = {1, 2};
+            req.space.target = target;
+            req.threads = 2;
+            SearchRequest whole = req;
+            whole.space.partialRecompute = false;
+            const SearchResult r = runSearch(req), w = runSearch(whole);
+            checkSearchInvariants(r);
+            const auto rel = [](double x, double y) { return std::abs(x - y) / std::max(std::abs(y), 1e-12); };
+            std::multiset<std::string> wholeKeys, rWholeKeys;
+            for (size_t i = 0; i < w.size(); ++i)
+                wholeKeys.insert(w.signatureKey(i));
+            // Whole-stage twin of each partial row: same base and split, every Full stage whole.
+            std::map<std::pair<uint32_t, std::vector<int>>, double> wholeTime;
+            for (size_t i = 0; i < r.size(); ++i)
+                if (!r.recomputedLayersOf(i)) {
+                    const Plan plan = r.materialize(i);
+                    std::vector<int> split;
+                    for (const Stage &st : plan.stages)
+                        split.push_back(st.layerCount);
+                    wholeTime[{r.baseOf[i], split}] = r.timeMs[i];
+                }
+            size_t partial = 0, withNone = 0, interleaved = 0;
+            double bestPartial = 1e300, bestWhole = 1e300; // fastest partial / whole-stage full
+            for (size_t i = 0; i < r.size(); ++i) {
+                const Plan plan = r.materialize(i);
+                QCOMPARE(r.signatureKey(i), planSignature(plan, r.cluster).key);
+                if (!r.recomputedLayersOf(i)) {
+                    rWholeKeys.insert(r.signatureKey(i));
+                    if (r.recomputeOf(i).front() == RecomputeMethod::Full)
+                        bestWhole = std::min(bestWhole, r.timeMs[i]);
+                    continue;
+                }
+                ++partial;
+                bestPartial = std::min(bestPartial, r.timeMs[i]);
+                const std::string what = plan.summary(r.cluster);
+                Diagnostics d;
+                validatePlan(plan, req.cluster, req.model, d);
+                QVERIFY2(d.empty(), what.c_str());
+                if (target == LaunchTarget::Megatron) {
+                    Diagnostics ld;
+                    QVERIFY2(checkLaunchTarget(target, plan, req.cluster, req.model, ld), what.c_str());
+                }
+                const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
+                QVERIFY2(!e.oom, what.c_str());
+                QVERIFY2(rel(e.iterationTimeMs, r.timeMs[i]) < 1e-9, what.c_str());
+                QVERIFY2(rel(e.peakBytes, r.peakBytes[i]) < 1e-9, what.c_str());
+                std::vector<int> split;
+                for (const Stage &st : plan.stages)
+                    split.push_back(st.layerCount);
+                const auto twin = wholeTime.find({r.baseOf[i], split});
+                QVERIFY2(twin != wholeTime.end(), what.c_str());
+                QVERIFY2(r.timeMs[i] < twin->second, what.c_str());
+                const int v = plan.virtualStages;
+                interleaved += v > 1;
+                // Recomputed layers of stage s, in the plan's terms (0 = none).
+                const auto layersOf = [](const Stage &st) {
+                    return st.recompute.method != RecomputeMethod::Full ? 0
+                        : st.recompute.layers == 0                      ? st.layerCount
+                                                                        : st.recompute.layers;
+                };
+                const auto withLayers = [](Stage &st, int k) {
+                    st.recompute = k == 0 ? Recompute {} : Recompute {RecomputeMethod::Full, k};
+                };
+                const auto ooms
+                    = [&](const Plan &q) { return estimatePlan(q, req.cluster, req.model, nullptr, req.cost).oom; };
+                if (target == LaunchTarget::Megatron) {
+                    // One "block N" for the job: N per chunk, min(N, chunk layers).
+                    int n = 0;
+                    for (const Stage &st : plan.stages) {
+                        QCOMPARE(st.recompute.method, RecomputeMethod::Full);
+                        n = std::max(n, layersOf(st) / v);
+                    }
+                    for (const Stage &st : plan.stages)
+                        QCOMPARE(layersOf(st), v * std::min(n, st.layerCount / v));
+                    Plan fewer = plan;
+                    for (Stage &st : fewer.stages)
+                        withLayers(st, v * std::min(n - 1, st.layerCount / v));
+                    QVERIFY2(n == 1 || ooms(fewer), what.c_str());
+                    continue;
+                }
+                for (size_t s = 0; s < plan.stages.size(); ++s) {
+                    const int k = layersOf(plan.stages[s]);
+                    withNone += plan.stages[s].recompute.method == RecomputeMethod::None;
+                    if (k == 0 || r.recomputeOf(i).front() != RecomputeMethod::Full)
+                        continue;
+                    QCOMPARE(k % v, 0);
+                    Plan fewer = plan;
+                    withLayers(fewer.stages[s], k - v);
+                    QVERIFY2(ooms(fewer), (what + ", stage " + std::to_string(s)).c_str());
+                }
+            }
+            QVERIFY(wholeKeys == rWholeKeys);
+            QCOMPARE(r.evaluated, w.evaluated + partial);
+            QVERIFY2(partial > 50, std::to_string(partial).c_str());
+            QVERIFY(interleaved > 0);
+            if (target == LaunchTarget::Any)
+                QVERIFY2(withNone > 0, "some stage fits without recompute while another needs it");
+            QVERIFY2(bestPartial < bestWhole,
+                     (std::to_string(bestPartial) + " vs " + std::to_string(bestWhole)).c_str());
         }
     }
 

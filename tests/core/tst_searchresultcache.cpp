@@ -162,7 +162,7 @@ private slots:
                 deserializeSearchResult(old);
                 QFAIL("an older blob was accepted");
             } catch (const std::runtime_error &e) {
-                QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 5 header"));
+                QCOMPARE(std::string(e.what()), std::string("search result: expected the MXSR version 6 header"));
             }
         }
     }
@@ -187,6 +187,8 @@ private slots:
         QTest::newRow("count mismatch") << 9 << "expected 99 evaluated configurations";
         QTest::newRow("extrapolation flag") << 10 << "configuration 1: expected an extrapolation flag of 0 or 1";
         QTest::newRow("extrapolation flags count") << 11 << "metric arrays of different lengths";
+        QTest::newRow("recomputed layers") << 12 << "recomputes more layers than it holds";
+        QTest::newRow("split bytes") << 13 << "bytes of layer split";
     }
     void invalidBlobsAreRefused()
     {
@@ -232,6 +234,18 @@ private slots:
             break;
         case 11:
             r.extrapolating.assign(r.size() - 1, 0);
+            break;
+        case 12: { // a partial-recompute configuration recomputing 200 layers of a stage
+            size_t i = 0;
+            while (i < r.size() && !r.recomputedLayersOf(i))
+                ++i;
+            QVERIFY(i < r.size());
+            const size_t p = r.pipelines[r.decodeBase(r.baseOf[i]).pipeline].stages.size();
+            r.layerCounts[r.splitOffset[i] + p] = 200;
+            break;
+        }
+        case 13: // the last configuration one byte longer than its stages
+            r.layerCounts.push_back(1);
             break;
         }
         try {

@@ -272,7 +272,7 @@ PlanDetail PlanResults::detail(quint32 id) const
         info.layerCount = stage.layerCount;
         info.recompute = QString::fromLatin1(memx::toString(stage.recompute.method));
         if (stage.recompute.method == memx::RecomputeMethod::Full && stage.recompute.layers > 0)
-            info.recompute += QStringLiteral(" %1").arg(stage.recompute.layers);
+            info.recompute += QStringLiteral(" %1/%2 layers").arg(stage.recompute.layers).arg(stage.layerCount);
         info.computeMs = m * (e.forwardMs + e.backwardMs + e.recomputeMs) + e.optimizerMs;
         info.commMs = m * (e.tpCommMs + e.cpCommMs + e.p2pMs) + e.dpSyncMs;
         info.contextParallel = d.plan.contextParallel;

@@ -266,6 +266,7 @@ bool searchProportional(const CompareRequest &request, CompareProgress &progress
     propReq.collectFeatures = false;
     propReq.space.neighbourRadius = 0;
     propReq.space.memoryAwareSplit = false;
+    propReq.space.partialRecompute = false; // homogeneous recompute: whole stages, as Metis/AMP
     s.prop = plannedSearch(request, propReq, nullptr, progress.search(), report);
     for (uint32_t i = 0; i < s.prop.size(); ++i)
         if (homogeneousRecompute(s.prop, i))

@@ -258,13 +258,15 @@ void checkJobRecompute(const Plan &plan, MegatronShape &shape, Diagnostics &d)
     }
     if (perStage.front() != RecomputeMethod::Full)
         return;
-    // Effective recomputed layers per stage r_i; "--recompute-method block N" gives min(N, L_i).
+    // Effective recomputed layers per stage r_i; "--recompute-method block N" gives min(N, L_i),
+    // and with v model chunks per rank v x min(N, L_i / v) (N applies to every chunk).
+    const int v = std::max(1, plan.virtualStages);
     bool all = true;
     int n = 0;
     for (const Stage &st : plan.stages) {
         const int r = normalisedRecompute(st.recompute, st.layerCount).layers;
         all = all && r == 0;
-        n = std::max(n, r == 0 ? st.layerCount : r);
+        n = std::max(n, ((r == 0 ? st.layerCount : r) + v - 1) / v);
     }
     if (all) {
         shape.recompute = JobRecompute::FullUniform;
@@ -276,12 +278,14 @@ void checkJobRecompute(const Plan &plan, MegatronShape &shape, Diagnostics &d)
         const Stage &st = plan.stages[s];
         const int r = normalisedRecompute(st.recompute, st.layerCount).layers;
         const int want = r == 0 ? st.layerCount : r;
-        if (std::min(n, st.layerCount) != want) {
+        const int got = v * std::min(n, st.layerCount / v);
+        if (got != want) {
             d.error(jsonPointerJoin("/stages", s) + "/recompute/layers",
-                    "expected " + std::to_string(std::min(n, st.layerCount))
+                    "expected " + std::to_string(got)
                         + " recomputed layers (upstream Megatron-LM's \"--recompute-method block " + std::to_string(n)
-                        + "\" recomputes the first " + std::to_string(n) + " layers of every stage), found "
-                        + std::to_string(want) + kFlagScaleHint);
+                        + "\" recomputes the first " + std::to_string(n) + " layers of every "
+                        + (v > 1 ? "model chunk, " + std::to_string(v) + " per stage" : std::string("stage"))
+                        + "), found " + std::to_string(want) + kFlagScaleHint);
             break;
         }
     }

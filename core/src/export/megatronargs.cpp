@@ -266,8 +266,11 @@ void parseStageRecompute(FlagValues &values, MegatronArgs &a, Diagnostics &diags
             r.method = RecomputeMethod::Selective;
         } else if (granularity == "full") {
             r.method = RecomputeMethod::Full;
+            // "block N" recomputes the first N layers of every model chunk (Megatron-LM's
+            // TransformerBlock): min(N, chunk layers) x chunks per stage.
+            const int v = std::max(1, a.virtualStages);
             if (method == "block")
-                r.layers = std::min(intOf("--recompute-num-layers", layers), layers);
+                r.layers = v * std::min(intOf("--recompute-num-layers", layers), layers / v);
             else if (method != "uniform")
                 diags.error("argv",
                             "--recompute-granularity full expects --recompute-method uniform or block, found \""

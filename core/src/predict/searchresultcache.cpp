@@ -49,7 +49,7 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
         + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
         + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0")
         + ";target=" + toString(sp.target) + ";mixed=" + (sp.mixedStages ? "1" : "0")
-        + ";round=" + (sp.roundGlobalBatch ? "1" : "0");
+        + ";round=" + (sp.roundGlobalBatch ? "1" : "0") + ";partial=" + (sp.partialRecompute ? "1" : "0");
     if (r.stream) {
         s += "\nstream top=" + std::to_string(r.stream->topK) + ";objectives=";
         for (const ObjectiveWeights &o : r.stream->objectives)
@@ -203,6 +203,15 @@ void validateConfigurations(const SearchResult &r)
         const std::vector<SearchStage> &stages = r.pipelines[p].stages;
         if (r.splitOffset[i] > r.layerCounts.size() || stages.size() > r.layerCounts.size() - r.splitOffset[i])
             corrupt(at + ": layer split offset " + std::to_string(r.splitOffset[i]) + " out of range");
+        // p layer counts, or 2p with the recomputed layers of a partial-recompute configuration.
+        // (A next offset beyond the bytes is reported as that configuration's.)
+        const size_t end = i + 1 < r.size() ? r.splitOffset[i + 1] : r.layerCounts.size();
+        const size_t len = end - r.splitOffset[i];
+        if (end <= r.layerCounts.size()
+            && (end < r.splitOffset[i] || (len != stages.size() && len != 2 * stages.size())))
+            corrupt(at + ": expected " + std::to_string(stages.size()) + " or " + std::to_string(2 * stages.size())
+                    + " bytes of layer split");
+        const bool partial = end <= r.layerCounts.size() && len == 2 * stages.size();
         long layers = 0;
         for (size_t si = 0; si < stages.size(); ++si) {
             const int count = r.layerCounts[r.splitOffset[i] + si];
@@ -212,6 +221,8 @@ void validateConfigurations(const SearchResult &r)
                 : step % ss.dp == 0;
             if (count < 1 || !even)
                 corrupt(at + ": stage " + std::to_string(si) + " without layers or with an uneven micro-batch");
+            if (partial && r.layerCounts[r.splitOffset[i] + stages.size() + si] > count)
+                corrupt(at + ": stage " + std::to_string(si) + " recomputes more layers than it holds");
             layers += count;
         }
         if (layers != r.model.shape.layers)
@@ -235,7 +246,7 @@ void validateSearchResult(const SearchResult &r)
 
 std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
 {
-    ByteWriter w({'M', 'X', 'S', 'R', 5, 0, 0, 0});
+    ByteWriter w({'M', 'X', 'S', 'R', 6, 0, 0, 0});
     w.u64(r.enumerated);
     w.pod(std::vector<std::uint64_t> {r.pruned.divisibility, r.pruned.microBatchLimit, r.pruned.layers,
                                       r.pruned.outOfMemory, r.pruned.duplicates, r.pruned.launcher});
@@ -299,9 +310,11 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     // Version 5: version 4 (version 3 - version 2's launcher prune count and mixed stages - second
     // group, its replicas, the micro-batch weights, the second parts' replica classes - and the
     // extrapolation flags - and the batch-rounding and streamed flags) and the virtual-stage
-    // choices. Older versions are refused like any unreadable blob: a miss, searched again.
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x05\0\0\0", 8) != 0)
-        throw std::runtime_error("search result: expected the MXSR version 5 header");
+    // choices; version 6: configurations may carry their recomputed layers per stage (partial
+    // recompute, SearchResult::layerCounts). Older versions are refused like any unreadable blob:
+    // a miss, searched again.
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), "MXSR\x06\0\0\0", 8) != 0)
+        throw std::runtime_error("search result: expected the MXSR version 6 header");
     ByteReader rd(bytes, "search result", 8);
     SearchResult r;
     r.enumerated = rd.u64();

@@ -505,10 +505,14 @@ public:
             methods[i] = rcForType(d.rcCombo, ps.stages[static_cast<size_t>(i)].deviceType, c.nRc, r.space.recompute);
         if (!recomputeAllowed(c.target, methods, static_cast<size_t>(p)))
             return prune(out.pruned.launcher);
+        anyFull = false;
+        noneOffered = std::find(r.space.recompute.begin(), r.space.recompute.end(), RecomputeMethod::None)
+            != r.space.recompute.end();
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             rc[i].method = methods[i];
             rc[i].layers = 0;
+            anyFull = anyFull || methods[i] == RecomputeMethod::Full;
             inFlight[i] = inFlightMicroBatches(p, i, m, v);
             groups[i] = (s.tp > 1) + (cpv > 1) + (s.dp > 1) + (p > 1);
             // Per-layer time (speed) and linear memory model for the splits, per part.
@@ -528,6 +532,16 @@ public:
                 const double slope = m1.total() - m0.total();
                 memBase[part][i] = m0.total();
                 memSlope[part][i] = slope;
+                if (methods[i] == RecomputeMethod::Full) {
+                    // Bytes one layer adds when it is not recomputed (whole activations kept
+                    // instead of its input): the step of the partial-recompute memory line.
+                    const auto two = [&](int k) {
+                        return gpuMemory(*mem[part][i], 2, false, false, {RecomputeMethod::Full, k}, inFlight[i], s.dp,
+                                         distOpt, groups[i])
+                            .total();
+                    };
+                    keptLayerBytes[part][i] = two(1) - two(2);
+                }
                 const double room = (part ? s.capacity2 : s.capacityBytes) - m0.total();
                 maxLayers[i] = std::min(maxLayers[i],
                                         room < slope ? 0 : static_cast<int>(std::min(1e6, std::floor(room / slope))));
@@ -546,10 +560,26 @@ public:
         wrapP2p = v > 1 ? sendMs(p - 1, ps.wrapLinks) : 0.0;
 
         candidateSplits(p, out);
+        const bool partial = anyFull && r.space.partialRecompute;
         for (int ci = 0; ci < nCand; ++ci) {
             ++out.enumerated;
             const uint8_t *split = &cand[ci * 64];
-            evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out);
+            if (!evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out, nullptr) || !partial)
+                continue;
+            // Partial recompute: the same split with the fewest recomputed layers that fit (only
+            // when every layer recomputed fits; fewer can only need more memory).
+            ++out.enumerated;
+            uint8_t k[64];
+            if (!fewestRecomputedLayers(ps, split, p, v, distOpt, k)) {
+                ++out.pruned.duplicates;
+                continue;
+            }
+            for (int i = 0; i < p; ++i)
+                if (methods[i] == RecomputeMethod::Full)
+                    rc[i] = k[i] == 0 ? Recompute {} : Recompute {RecomputeMethod::Full, k[i] == split[i] ? 0 : k[i]};
+            evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out, k);
+            for (int i = 0; i < p; ++i)
+                rc[i] = {methods[i], 0};
         }
     }
 
@@ -698,15 +728,123 @@ private:
         }
     }
 
-    void evaluateSplit(const PipelineShape &ps, const uint8_t *split, int p, int m, int v, bool distOpt,
-                       uint64_t baseIndex, ChunkOut &out)
+    /// Memory of part `part` of stage i holding n layers under rc[i]: the base's linear model, or
+    /// for a stage whose recompute a partial variant changed (`partial`) the model itself.
+    double stageBytes(int part, int i, int n, int p, const StageShape &s, bool distOpt, bool partial) const
+    {
+        if (!partial || methods[i] != RecomputeMethod::Full)
+            return memBase[part][i] + n * memSlope[part][i];
+        return gpuMemory(*mem[part][i], n, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]).total();
+    }
+
+    /// The fewest recomputed layers per stage of a Full choice that fit, into k (0: none): from
+    /// the memory line M(k) = M(all) + (n - k) x keptLayerBytes, in whole model chunks with the
+    /// interleaved schedule, one count for every stage on Megatron-LM (its "block" k applies to
+    /// every stage, min(k, layers)); each checked with gpuMemory. False when that is every layer
+    /// of every such stage (the configuration already evaluated), or no layer of any while the
+    /// space offers no recompute (that plan's base is in the space).
+    bool fewestRecomputedLayers(const PipelineShape &ps, const uint8_t *split, int p, int v, bool distOpt, uint8_t *k)
+    {
+        int need[64];
+        int uniform = 1; // Megatron-LM: recomputed layers per model chunk, at least one
+        for (int i = 0; i < p; ++i) {
+            need[i] = 0;
+            if (methods[i] != RecomputeMethod::Full)
+                continue;
+            const StageShape &s = ps.stages[static_cast<size_t>(i)];
+            const int n = split[i];
+            for (int part = 0; part < (s.mixed() ? 2 : 1); ++part) {
+                const double room = (part ? s.capacity2 : s.capacityBytes) - (memBase[part][i] + n * memSlope[part][i]);
+                const double per = keptLayerBytes[part][i];
+                const int kept = per > 0 ? static_cast<int>(std::min<double>(n, std::floor(room / per))) : n;
+                need[i] = std::max(need[i], n - std::max(0, kept));
+            }
+            need[i] = std::min(n, (need[i] + v - 1) / v * v);
+            uniform = std::max(uniform, (need[i] + v - 1) / v);
+        }
+        const bool megatron = c.target == LaunchTarget::Megatron;
+        int maxChunks = 0;
+        for (int i = 0; i < p; ++i)
+            if (methods[i] == RecomputeMethod::Full)
+                maxChunks = std::max(maxChunks, split[i] / v);
+        for (;;) {
+            bool fewer = false, retry = false;
+            for (int i = 0; i < p && !retry; ++i) {
+                k[i] = 0;
+                if (methods[i] != RecomputeMethod::Full)
+                    continue;
+                const int n = split[i];
+                int ki = megatron ? v * std::min(uniform, n / v) : need[i];
+                // The line is exact to rounding: confirm with the model, one chunk more if it says
+                // no (on Megatron-LM: one more layer per chunk for every stage).
+                while (ki < n && !fitsWithRecomputed(ps, i, n, p, ki, distOpt)) {
+                    if (megatron) {
+                        retry = true;
+                        break;
+                    }
+                    ki = std::min(n, ki + v);
+                }
+                // The line counts the full-recompute working set (one layer's whole activations
+                // during its recompute), which a stage without recompute does not need: it may
+                // fit with none where the line says some.
+                if (!megatron && ki > 0 && fitsWithRecomputed(ps, i, n, p, 0, distOpt))
+                    ki = 0;
+                k[i] = static_cast<uint8_t>(ki);
+                fewer = fewer || ki < n;
+            }
+            if (!retry)
+                return fewer && !sameAsWholeTypes(ps, split, k, p);
+            if (++uniform >= maxChunks)
+                return false; // every stage recomputes all its layers
+        }
+    }
+
+    /// Whether the variant `k` is a plan of per-type recompute after all, which another base gives:
+    /// some device type of a Full choice recomputes no layer on any of its stages while the space
+    /// offers "none" (the base with that type on none), or every such type recomputes every layer
+    /// of its stages (the whole-stage configuration itself).
+    bool sameAsWholeTypes(const PipelineShape &ps, const uint8_t *split, const uint8_t *k, int p)
+    {
+        // Per device type: bit 0 some stage recomputes nothing, bit 1 some stage all, bit 2 some part.
+        typeState.assign(c.nTypes, 0);
+        for (int i = 0; i < p; ++i) {
+            if (methods[i] != RecomputeMethod::Full)
+                continue;
+            uint8_t &t = typeState[static_cast<size_t>(ps.stages[static_cast<size_t>(i)].deviceType)];
+            t |= k[i] == 0 ? 1 : k[i] >= split[i] ? 2 : 4;
+        }
+        bool allWhole = true;
+        for (uint8_t t : typeState) {
+            if (t == 1 && noneOffered)
+                return true;
+            allWhole = allWhole && (t == 0 || t == 2);
+        }
+        return allWhole;
+    }
+
+    /// Whether stage i of n layers fits with `k` of them recomputed (0: no recompute).
+    bool fitsWithRecomputed(const PipelineShape &ps, int i, int n, int p, int k, bool distOpt)
+    {
+        const StageShape &s = ps.stages[static_cast<size_t>(i)];
+        rc[i] = k == 0 ? Recompute {} : Recompute {RecomputeMethod::Full, k};
+        bool fits = true;
+        for (int part = 0; part < (s.mixed() ? 2 : 1) && fits; ++part)
+            fits = stageBytes(part, i, n, p, s, distOpt, true) <= (part ? s.capacity2 : s.capacityBytes);
+        rc[i] = {methods[i], 0};
+        return fits;
+    }
+
+    /// Evaluates one split of the base (rc[] holds its recompute; `partial`: the recomputed
+    /// layers of a partial-recompute variant, stored after the layer counts). False when pruned.
+    bool evaluateSplit(const PipelineShape &ps, const uint8_t *split, int p, int m, int v, bool distOpt,
+                       uint64_t baseIndex, ChunkOut &out, const uint8_t *partial)
     {
         // Cheap pre-filter from the linear memory model (one layer of slack for rounding; the
         // exact check below decides the borderline case).
         for (int i = 0; i < p; ++i)
             if (split[i] > maxLayers[i] + 1) {
                 ++out.pruned.outOfMemory;
-                return;
+                return false;
             }
         double maxUtil = 0, maxBytes = 0, sumU = 0, sumW = 0;
         double util[128], weight[128];
@@ -723,11 +861,11 @@ private:
             const double share = distOpt ? 1.0 / s.dp : 1.0;
             for (int part = 0; part < parts; ++part) {
                 // gpuMemory is linear in the layer count: base + n x slope (same value to rounding).
-                const double total = memBase[part][i] + n * memSlope[part][i];
+                const double total = stageBytes(part, i, n, p, s, distOpt, partial != nullptr);
                 const double capacity = part ? s.capacity2 : s.capacityBytes;
                 if (total > capacity) {
                     ++out.pruned.outOfMemory;
-                    return;
+                    return false;
                 }
                 const int gpus = part ? s.dp2 * s.tp : s.dp1 * s.tp;
                 util[nUtil] = total / capacity;
@@ -784,8 +922,11 @@ private:
         out.base.push_back(static_cast<uint32_t>(baseIndex));
         out.offset.push_back(static_cast<uint32_t>(out.layers.size()));
         out.layers.insert(out.layers.end(), split, split + p);
+        if (partial)
+            out.layers.insert(out.layers.end(), partial, partial + p);
         if (r.collectFeatures)
             collectFeatures(ps, split, p, m, distOpt, pipe, maxDp, maxOpt, maxUtil, out);
+        return true;
     }
 
     /// The learned predictor's inputs, computed exactly as featureInputs(estimatePlan(...)) does.
@@ -917,6 +1058,11 @@ private:
     size_t dpCachePipeline = SIZE_MAX, dpCacheMb = SIZE_MAX;
     RecomputeMethod methods[64] = {};
     Recompute rc[64];
+    bool anyFull = false; ///< some stage of the base has a Full choice
+    /// The space offers no recompute (SearchSpaceOptions::recompute holds None).
+    bool noneOffered = false;
+    std::vector<uint8_t> typeState; ///< sameAsWholeTypes' per-device-type scratch
+    double keptLayerBytes[2][64] = {}; ///< [part][stage] with Full: bytes a layer not recomputed adds
     const LayerKernel *kern[2][64] = {}; ///< [part][stage]
     const MemoryKernel *mem[2][64] = {};
     double inFlight[64] = {};
@@ -1714,6 +1860,11 @@ void checkSearchInvariants(const SearchResult &r)
         }
         if (sum != layers)
             fail("the stages hold " + std::to_string(sum) + " layers, the model has " + std::to_string(layers));
+        if (const uint8_t *k = r.recomputedLayersOf(i))
+            for (size_t s = 0; s < pl.stages.size(); ++s)
+                if (k[s] > split[s])
+                    fail("stage " + std::to_string(s) + " recomputes " + std::to_string(k[s]) + " of its "
+                         + std::to_string(split[s]) + " layers");
         for (size_t g = 0; g < used.size(); ++g) {
             const NodeGroup &ng = r.cluster.groups[g];
             if (used[g] != static_cast<long long>(ng.gpusPerNode) * ng.count)
@@ -1884,7 +2035,29 @@ std::vector<std::pair<int, int>> SearchResult::stageMicroBatchesOfBase(uint64_t 
     return out;
 }
 
-Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
+namespace {
+
+/// Stage `stage`'s recompute: its device type's choice, with a partial-recompute configuration's
+/// recomputed layers `k` (0 of n: none; n: all, written 0 as in the plan format).
+Recompute stageRecompute(RecomputeMethod method, const uint8_t *k, size_t stage, int layerCount)
+{
+    if (method != RecomputeMethod::Full || !k)
+        return {method, 0};
+    if (k[stage] == 0)
+        return {};
+    return {RecomputeMethod::Full, k[stage] >= layerCount ? 0 : k[stage]};
+}
+
+} // namespace
+
+const uint8_t *SearchResult::recomputedLayersOf(size_t index) const
+{
+    const size_t p = pipelines.at(decodeBase(baseOf.at(index)).pipeline).stages.size();
+    const size_t end = index + 1 < splitOffset.size() ? splitOffset[index + 1] : layerCounts.size();
+    return end - splitOffset.at(index) == 2 * p ? &layerCounts[splitOffset[index] + p] : nullptr;
+}
+
+Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split, const uint8_t *recomputed) const
 {
     const BaseParts bp = decodeBase(base);
     const Decoded d {bp.pipeline,      bp.microBatch,     bp.recompute, bp.distributedOptimizer,
@@ -1906,7 +2079,7 @@ Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
         st.firstLayer = layer;
         st.layerCount = split[si];
         layer += split[si];
-        st.recompute.method = batches[si].method;
+        st.recompute = stageRecompute(batches[si].method, recomputed, si, split[si]);
         // Part 1 (group) first, then a mixed stage's part 2 (group2): the same slice of each.
         for (int part = 0; part < (ss.mixed() ? 2 : 1); ++part) {
             const NodeGroup &ng = cluster.groups[static_cast<size_t>(part ? ss.group2 : ss.group)];
@@ -1933,7 +2106,7 @@ Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split) const
 
 Plan SearchResult::materialize(size_t index) const
 {
-    Plan plan = planOfBase(baseOf.at(index), &layerCounts.at(splitOffset.at(index)));
+    Plan plan = planOfBase(baseOf.at(index), &layerCounts.at(splitOffset.at(index)), recomputedLayersOf(index));
     plan.name = "search #" + std::to_string(index);
     return plan;
 }
@@ -1962,10 +2135,12 @@ std::string SearchResult::signatureKey(size_t index) const
         key += ";cp=" + std::to_string(cpv) + toString(cpComm);
     int layer = 0;
     const uint8_t *split = &layerCounts.at(splitOffset.at(index));
+    const uint8_t *recomputed = recomputedLayersOf(index);
     for (size_t si = 0; si < pl.stages.size(); ++si) {
         const SearchStage &ss = pl.stages[si];
-        key += "|L" + std::to_string(layer) + "+" + std::to_string(split[si]) + ";rc=" + toString(batches[si].method)
-            + ":0;R[";
+        const Recompute rc = stageRecompute(batches[si].method, recomputed, si, split[si]);
+        key += "|L" + std::to_string(layer) + "+" + std::to_string(split[si]) + ";rc=" + toString(rc.method) + ":"
+            + std::to_string(rc.layers) + ";R[";
         // The sorted multiset of replica descriptors (a mixed stage has two kinds).
         std::string rep1 = pl.replicaClass[si] + "/t" + std::to_string(ss.tp) + "/b" + std::to_string(batches[si].mb1);
         std::string rep2;
@@ -2021,6 +2196,8 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
     out.push_back(static_cast<uint32_t>(pl.stages.size()));
     uint32_t layer = 0;
     const uint8_t *split = &layerCounts[splitOffset[index]];
+    const size_t end = index + 1 < splitOffset.size() ? splitOffset[index + 1] : layerCounts.size();
+    const uint8_t *recomputed = end - splitOffset[index] == 2 * pl.stages.size() ? split + pl.stages.size() : nullptr;
     for (size_t si = 0; si < pl.stages.size(); ++si) {
         const SearchStage &ss = pl.stages[si];
         const std::string &dev = cluster.deviceOf(cluster.groups[static_cast<size_t>(ss.group)]).id;
@@ -2032,8 +2209,10 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
         }
         out.push_back(layer);
         out.push_back(split[si]);
-        out.push_back(static_cast<uint32_t>(rcForType(d.rcCombo, type, nRc, recomputeChoices)));
-        out.push_back(0);
+        const Recompute rc
+            = stageRecompute(rcForType(d.rcCombo, type, nRc, recomputeChoices), recomputed, si, split[si]);
+        out.push_back(static_cast<uint32_t>(rc.method));
+        out.push_back(static_cast<uint32_t>(rc.layers));
         out.push_back(ids[3 * si]);
         out.push_back(static_cast<uint32_t>(ss.tp));
         out.push_back(static_cast<uint32_t>(mb));

@@ -33,6 +33,14 @@ struct SearchSpaceOptions {
     int maxReplicaMicroBatch = 32;
     /// Recompute choices, made per device type (heterogeneous recomputation).
     std::vector<RecomputeMethod> recompute = {RecomputeMethod::None, RecomputeMethod::Selective, RecomputeMethod::Full};
+    /// Partial recompute (Megatron-LM's --recompute-method block --recompute-num-layers k): every
+    /// configuration whose stages of a Full choice fit in memory with all layers recomputed is
+    /// also tried with the fewest recomputed layers per stage that fit - the fastest such plan
+    /// (recompute time grows and memory falls linearly in k, so no other k is faster and fits).
+    /// A stage that fits without recompute then recomputes nothing. Megatron-LM takes one k for
+    /// every stage (the largest a stage needs; per model chunk with the interleaved schedule);
+    /// FlagScale and Any take k per stage. docs/search.md section 2 ("Partial recompute").
+    bool partialRecompute = true;
     /// Distributed optimizer settings to try.
     std::vector<bool> distributedOptimizer = {false, true};
     /// Model chunks per pipeline rank to try (Megatron-LM's interleaved 1F1B; 1 = plain 1F1B).
@@ -127,7 +135,9 @@ struct PruneCounts {
     uint64_t outOfMemory = 0; ///< some GPU exceeds its capacity
     uint64_t duplicates = 0; ///< a split already produced for the same base, a distributed-optimizer
                              ///< base whose stages all have DP 1 (same plan as the plain optimizer), or a
-                             ///< recompute choice of a device type that decides no stage (mixed stages)
+                             ///< recompute choice of a device type that decides no stage (mixed stages), or a
+                             ///< partial-recompute variant that is a per-type recompute plan after all (every
+                             ///< layer recomputed, or a type's stages none while "none" is offered)
     uint64_t launcher = 0; ///< the launch target cannot run it (SearchSpaceOptions::target)
     uint64_t total() const { return divisibility + microBatchLimit + layers + outOfMemory + duplicates + launcher; }
     PruneCounts &operator+=(const PruneCounts &o);
@@ -186,7 +196,11 @@ struct SearchResult {
     // compact encoding
     std::vector<uint32_t> baseOf; ///< base configuration index of each configuration
     std::vector<uint32_t> splitOffset; ///< offset of its layer counts in `layerCounts`
-    std::vector<uint8_t> layerCounts; ///< layer count per stage, concatenated (<= kMaxStageLayers)
+    /// Layer count per stage, concatenated (<= kMaxStageLayers). A partial-recompute configuration
+    /// (SearchSpaceOptions::partialRecompute) is followed by its recomputed layers per stage, so it
+    /// holds 2 x stages bytes: entry p + i is stage i's recomputed layers when its device type's
+    /// choice is Full (0: none, the stage runs without recompute), 0 otherwise.
+    std::vector<uint8_t> layerCounts;
 
     /// Decoding tables (filled by runSearch).
     struct Pipeline {
@@ -248,6 +262,9 @@ struct SearchResult {
                         std::vector<uint32_t> &out) const;
     /// The full Plan of configuration `index` (< size()).
     Plan materialize(size_t index) const;
+    /// Configuration `index`'s recomputed layers per stage (see layerCounts), or nullptr when it
+    /// recomputes whole stages (every configuration of a search without partial recompute).
+    const uint8_t *recomputedLayersOf(size_t index) const;
     /// The parts of a base configuration index (mixed radix: pipeline, micro-batch, recompute
     /// combination over deviceTypes, context parallelism, virtual stages, distributed optimizer,
     /// the last varying fastest).
@@ -257,8 +274,9 @@ struct SearchResult {
     };
     BaseParts decodeBase(uint64_t base) const;
     uint64_t encodeBase(const BaseParts &parts) const;
-    /// The Plan of base configuration `base` with the given layer count per stage.
-    Plan planOfBase(uint64_t base, const uint8_t *layerCounts) const;
+    /// The Plan of base configuration `base` with the given layer count per stage and, for a
+    /// partial-recompute configuration, recomputed layers per stage (recomputedLayersOf).
+    Plan planOfBase(uint64_t base, const uint8_t *layerCounts, const uint8_t *recomputedLayers = nullptr) const;
     /// Sequences per iteration of a plan of base `base`: globalBatch, or with roundGlobalBatch the
     /// rounded micro-batch count x the samples per step.
     int globalBatchOfBase(uint64_t base) const;
