@@ -91,6 +91,16 @@ void BM_Search20(benchmark::State &state)
 }
 BENCHMARK(BM_Search20)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
+/// The 20-GPU default without partial recompute (--no-partial-recompute; issue 17 item 4): the
+/// space before the dimension, for the before/after figures of docs/search.md.
+void BM_Search20WholeStageRecompute(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("paper-20gpu-nvidia-amd", 2);
+    r.space.partialRecompute = false;
+    runFull(state, r);
+}
+BENCHMARK(BM_Search20WholeStageRecompute)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
 /// The 20-GPU default with the interleaved schedule searched too (--vpp 1,2 and 1,2,4; issue 17).
 void BM_Search20Interleaved(benchmark::State &state)
 {

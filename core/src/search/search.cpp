@@ -763,6 +763,16 @@ private:
             uniform = std::max(uniform, (need[i] + v - 1) / v);
         }
         const bool megatron = c.target == LaunchTarget::Megatron;
+        if (megatron && noneOffered) {
+            // One block count for the job, at least one layer per chunk: when every stage fits
+            // without recompute, that is the "none" base's plan (a variant would only be slower).
+            bool allFitWithout = true;
+            for (int i = 0; i < p && allFitWithout; ++i)
+                allFitWithout
+                    = methods[i] != RecomputeMethod::Full || fitsWithRecomputed(ps, i, split[i], p, 0, distOpt);
+            if (allFitWithout)
+                return false;
+        }
         int maxChunks = 0;
         for (int i = 0; i < p; ++i)
             if (methods[i] == RecomputeMethod::Full)
