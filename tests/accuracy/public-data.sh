@@ -1,7 +1,8 @@
 #!/bin/sh
 # Accuracy of the cost model (and the learned predictor where a data set has enough runs with
 # both time and memory) on every PUBLIC measured data set in ../shared/data/public, one project
-# per data set. docs/accuracy.md quotes what this prints.
+# per data set; `--calibrate` re-runs the leave-one-out with memx profile calibrate's fit refitted in
+# every fold on its training runs only. docs/accuracy.md quotes what this prints.
 # Usage: tests/accuracy/public-data.sh [MEMX_BINARY] [WORKDIR]
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,6 +16,7 @@ echo "== megatron-tutorials: upstream Megatron-LM on 8 x H100 80GB (device-used 
 "$MEMX" profile import --format runs-csv "$DATA/megatron-tutorials/h100_runs.csv" --project "$WORK/mt.memx"
 "$MEMX" evaluate --project "$WORK/mt.memx" --analytic
 "$MEMX" evaluate --project "$WORK/mt.memx" --loo
+"$MEMX" evaluate --project "$WORK/mt.memx" --loo --calibrate
 
 echo "== vTrain: Megatron-DeepSpeed on one node of A100s (iteration time only)"
 "$MEMX" profile import --format vtrain "$DATA/vtrain/ground_truth_single.csv" --project "$WORK/vtrain.memx"
@@ -23,6 +25,7 @@ echo "== vTrain: Megatron-DeepSpeed on one node of A100s (iteration time only)"
 echo "== Sailor: GH200 runs with the dataset's per-layer profiles"
 "$MEMX" profile import --format sailor "$DATA/sailor" --project "$WORK/sailor.memx" > /dev/null
 "$MEMX" evaluate --project "$WORK/sailor.memx" --loo
+"$MEMX" evaluate --project "$WORK/sailor.memx" --loo --calibrate
 
 echo "== vTrain, throughput ranking within (model, GPU count): the 24 groups of alternatives"
 "$MEMX" evaluate --project "$WORK/vtrain.memx" --analytic --json > "$WORK/vtrain.json"

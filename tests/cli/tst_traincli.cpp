@@ -130,6 +130,34 @@ private slots:
         QVERIFY(text.out.contains("Noise floor"));
     }
 
+    /// Issue 14's GH200 targets, calibrated per fold (memx profile calibrate's fit on each fold's
+    /// training runs only): judged against the data set's measured device-used peaks.
+    void evaluateCalibratedPerFold()
+    {
+        const Run plain = runMemx({"evaluate", "--project", mProject, "--k", "5", "--json"});
+        QVERIFY2(plain.code == 0, plain.err.constData());
+        const Run r = runMemx({"evaluate", "--project", mProject, "--k", "5", "--calibrate", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        auto all = [](const Run &run, const char *method) {
+            const QJsonObject rep = QJsonDocument::fromJson(run.out).object()["reports"].toArray()[0].toObject();
+            return rep[method].toObject()["all"].toObject();
+        };
+        const QJsonObject rep = QJsonDocument::fromJson(r.out).object()["reports"].toArray()[0].toObject();
+        QVERIFY(rep["calibration"].toString().startsWith("per fold"));
+        QCOMPARE(rep["runs"].toArray().size(), 41);
+        const double before = all(plain, "analytic")["memoryMapePct"].toDouble();
+        const double analytic = all(r, "analytic")["memoryMapePct"].toDouble();
+        const double learned = all(r, "learned")["memoryMapePct"].toDouble();
+        qInfo("GH200 memory MAPE, 5-fold: analytic defaults %.1f%%, calibrated per fold %.1f%%, learned %.1f%%", before,
+              analytic, learned);
+        QVERIFY2(analytic <= 10.0 && analytic < before, qPrintable(QString("%1 vs %2").arg(analytic).arg(before)));
+        QVERIFY2(learned <= 5.0, qPrintable(QString::number(learned)));
+        QCOMPARE(all(r, "analytic")["oomConfusion"].toObject()["falseFits"].toInt(), 0);
+        const Run refused = runMemx({"evaluate", "--project", mProject, "--analytic", "--calibrate"});
+        QCOMPARE(refused.code, 2);
+        QVERIFY(refused.err.contains("--calibrate"));
+    }
+
     void errors()
     {
         const Run missing = runMemx({"train", "--project", mDir.filePath("nope.memx")});

@@ -133,6 +133,80 @@ private slots:
         QCOMPARE(j["runs"].size(), size_t(12));
         QVERIFY(formatReport(r).find("Noise floor") != std::string::npos);
     }
+
+    /// With a per-fold sampler (a calibration as part of the method), each fold's samples come from
+    /// it, it never sees the held-out plan (nor its rerun), and the runs that failed out of memory
+    /// are predicted from a calibration of every run that ran. The "calibration" here is worked by
+    /// hand: analytic time = mean measured time of the training runs.
+    void perFoldSamplerNeverSeesTheHeldOutPlan()
+    {
+        std::vector<TrainingSample> s;
+        for (int i = 0; i < 7; ++i) {
+            TrainingSample t;
+            t.runId = "r" + std::to_string(i);
+            t.group = "g";
+            t.clusterName = "c";
+            t.planKey = "p" + std::to_string(i / 2); // r0/r1, r2/r3, r4/r5 are reruns of one plan
+            for (size_t f = 0; f < kFeatureCount; ++f)
+                t.features[f] = static_cast<float>(i % 3);
+            t.analyticTimeMs = 1; // the uncalibrated estimate: never used once the sampler answers
+            t.analyticPeakBytes = 100;
+            t.capacityBytes = 1000;
+            t.measuredTimeMs = 100.0 * (i + 1);
+            t.measuredPeakBytes = 100;
+            s.push_back(t);
+        }
+        s[6].measuredOutOfMemory = true; // r6: failed out of memory
+        s[6].measuredTimeMs = 0;
+        s[6].measuredPeakBytes.reset();
+        std::vector<std::set<std::string>> calls;
+        const FoldSampler sampler = [&](const std::set<std::string> &train) {
+            calls.push_back(train);
+            double sum = 0;
+            for (const TrainingSample &t : s)
+                if (train.count(t.runId))
+                    sum += t.measuredTimeMs;
+            std::vector<TrainingSample> out = s;
+            for (TrainingSample &t : out)
+                t.analyticTimeMs = sum / static_cast<double>(train.size());
+            return out;
+        };
+        PredictorOptions o;
+        o.ensemble = 2;
+        o.rounds = 5;
+        const EvaluationReport r = crossValidate(s, CvScheme::LeaveOneOut, 0, o, {}, 0.05, sampler);
+        QVERIFY(r.calibratedPerFold);
+        QCOMPARE(calls.size(), size_t(7)); // 6 folds + one for the out-of-memory run
+        for (size_t f = 0; f < 6; ++f) {
+            const std::string held = s[f].runId, rerun = s[f ^ 1].runId;
+            QVERIFY(!calls[f].count(held));
+            QVERIFY(!calls[f].count(rerun));
+            QCOMPARE(calls[f].size(), size_t(4));
+            QVERIFY(!calls[f].count("r6"));
+        }
+        QCOMPARE(calls[6].size(), size_t(6));
+        // Fold of r0 (plan p0 held out): trains on r2..r5 -> (300 + 400 + 500 + 600) / 4 = 450 ms.
+        QCOMPARE(r.runs[0].runId, std::string("r0"));
+        QCOMPARE(r.runs[0].analyticTimeMs, 450.0);
+        // Fold of r5 (p2 held out): r0..r3 -> (100 + 200 + 300 + 400) / 4 = 250 ms.
+        QCOMPARE(r.runs[5].analyticTimeMs, 250.0);
+        // The out-of-memory run: every run that ran -> 2100 / 6 = 350 ms.
+        QCOMPARE(r.runs[6].runId, std::string("r6"));
+        QCOMPARE(r.runs[6].analyticTimeMs, 350.0);
+        // Analytic time MAPE by hand over the 6 runs that ran: predictions 450, 450, 350, 350, 250, 250
+        // against 100..600.
+        const double pred[6] = {450, 450, 350, 350, 250, 250};
+        double mape = 0;
+        for (int i = 0; i < 6; ++i)
+            mape += std::abs(pred[i] - 100.0 * (i + 1)) / (100.0 * (i + 1));
+        QVERIFY(std::abs(r.analytic.all.timeMapePct - 100.0 * mape / 6) < 1e-9);
+        QVERIFY(toJson(r)["calibration"].get<std::string>().rfind("per fold", 0) == 0);
+        QVERIFY(formatReport(r).find("calibrated per fold") != std::string::npos);
+        // Without a sampler nothing changes: the samples' own estimate (1 ms).
+        const EvaluationReport plain = crossValidate(s, CvScheme::LeaveOneOut, 0, o);
+        QVERIFY(!plain.calibratedPerFold);
+        QCOMPARE(plain.runs[0].analyticTimeMs, 1.0);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestEvaluate)

@@ -20,8 +20,12 @@ TrainOutcome trainProjectPredictor(const Store &store, const TrainOptions &optio
            {"featureSchema", out.predictor.schemaVersion()},
            {"oobRmseLogRatio", {{"time", out.predictor.oobTimeRmse()}, {"memory", out.predictor.oobMemRmse()}}}};
     if (crossValidate) {
+        // A stored calibration was fitted on every run: the folds refit it on their training runs
+        // so the metrics stay out of sample.
+        const FoldSampler perFold = loadCalibration(store) ? calibratingSampler(store, CostOptions {}) : FoldSampler {};
         out.crossValidation = memx::crossValidate(samples, CvScheme::KFold, options.folds, options.predictor,
-                                                  subProgress(progress, 500, 500, kTotal));
+                                                  subProgress(progress, 500, 500, kTotal),
+                                                  CostOptions {}.memoryUncertainty, perFold);
         out.metrics["kfold"] = toJson(*out.crossValidation);
         out.metrics["kfold"].erase("runs");
     }

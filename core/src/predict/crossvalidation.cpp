@@ -204,8 +204,30 @@ EvaluationReport analyticReport(const std::vector<TrainingSample> &samples, doub
     return rep;
 }
 
+namespace {
+
+/// `perFold`'s samples for the runs named in `trainIds`, keyed by run id (empty without perFold).
+std::map<std::string, TrainingSample> rebuiltSamples(const FoldSampler &perFold, const std::set<std::string> &trainIds)
+{
+    std::map<std::string, TrainingSample> out;
+    if (!perFold)
+        return out;
+    for (TrainingSample &s : perFold(trainIds))
+        out.emplace(s.runId, std::move(s));
+    return out;
+}
+
+const TrainingSample &sampleIn(const std::map<std::string, TrainingSample> &rebuilt, const TrainingSample &s)
+{
+    const auto it = rebuilt.find(s.runId);
+    return it == rebuilt.end() ? s : it->second;
+}
+
+} // namespace
+
 EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme scheme, int k,
-                               const PredictorOptions &options, const ProgressFn &progress, double memoryUncertainty)
+                               const PredictorOptions &options, const ProgressFn &progress, double memoryUncertainty,
+                               const FoldSampler &perFold)
 {
     std::vector<TrainingSample> samples, oomRuns;
     for (const TrainingSample &s : all)
@@ -249,29 +271,44 @@ EvaluationReport crossValidate(const std::vector<TrainingSample> &all, CvScheme 
     rep.scheme = scheme;
     rep.folds = static_cast<int>(tests.size());
     rep.options = options;
+    rep.calibratedPerFold = static_cast<bool>(perFold);
     rep.runs.resize(samples.size());
     for (size_t f = 0; f < tests.size(); ++f) {
         std::set<std::string> heldPlans;
         for (size_t i : tests[f])
             heldPlans.insert(samples[i].planKey);
-        std::vector<TrainingSample> train;
+        std::set<std::string> trainIds;
         for (const TrainingSample &s : samples)
             if (!heldPlans.count(s.planKey))
-                train.push_back(s);
+                trainIds.insert(s.runId);
+        const std::map<std::string, TrainingSample> rebuilt = rebuiltSamples(perFold, trainIds);
+        std::vector<TrainingSample> train;
+        for (const TrainingSample &s : samples)
+            if (trainIds.count(s.runId))
+                train.push_back(sampleIn(rebuilt, s));
         const LearnedPredictor model = LearnedPredictor::train(train, options);
         for (size_t i : tests[f]) {
-            rep.runs[i] = analyticPrediction(samples[i], memoryUncertainty);
-            applyLearned(rep.runs[i], samples[i], model);
+            const TrainingSample &held = sampleIn(rebuilt, samples[i]);
+            rep.runs[i] = analyticPrediction(held, memoryUncertainty);
+            applyLearned(rep.runs[i], held, model);
         }
         if (progress && !progress(f + 1, tests.size()))
             throw Cancelled();
     }
     if (!oomRuns.empty()) {
         // No label to hold out: one model of every run that ran predicts the runs that did not.
-        const LearnedPredictor model = LearnedPredictor::train(samples, options);
+        std::set<std::string> ranIds;
+        for (const TrainingSample &s : samples)
+            ranIds.insert(s.runId);
+        const std::map<std::string, TrainingSample> rebuilt = rebuiltSamples(perFold, ranIds);
+        std::vector<TrainingSample> train;
+        for (const TrainingSample &s : samples)
+            train.push_back(sampleIn(rebuilt, s));
+        const LearnedPredictor model = LearnedPredictor::train(train, options);
         for (const TrainingSample &s : oomRuns) {
-            rep.runs.push_back(analyticPrediction(s, memoryUncertainty));
-            applyLearned(rep.runs.back(), s, model);
+            const TrainingSample &held = sampleIn(rebuilt, s);
+            rep.runs.push_back(analyticPrediction(held, memoryUncertainty));
+            applyLearned(rep.runs.back(), held, model);
         }
     }
     rep.learned = scorePredictions(rep.runs, true);
@@ -351,6 +388,9 @@ nlohmann::json toJson(const EvaluationReport &r)
                                                      : "k-fold"},
             {"folds", r.folds},
             {"leakageControl", "runs of the same plan (e.g. a rerun) are never in training when one is held out"},
+            {"calibration",
+             r.calibratedPerFold ? "per fold: fitted on the fold's training runs only (memx profile calibrate's fit)"
+                                 : "as stored in the project (none: the built-in defaults)"},
             {"memoryKind", "device-used"},
             {"balanceRanking", "T x M (weighted product wt = wm = 1; per-GPU balance B is not measured)"},
             {"learned", methodJson(r.learned)},
@@ -369,6 +409,9 @@ std::string formatReport(const EvaluationReport &r)
     else
         o << (r.scheme == CvScheme::LeaveOneOut ? "Leave-one-out" : "k-fold") << " cross-validation, " << r.folds
           << " folds, " << r.runs.size() << " measured runs (a held-out plan's reruns are excluded from training)\n";
+    if (r.calibratedPerFold)
+        o << "Analytic = calibrated per fold: memx profile calibrate's figures fitted on the fold's training runs only,\n"
+             "so the held-out runs never shape the calibration that predicts them; learned corrects that model.\n";
     o << "Memory = device-used peak. Ranking sets = runs of one group on one cluster; balance ranking = T x M.\n\n";
     auto rk = [&](const RankingMetrics &m) {
         std::ostringstream s;

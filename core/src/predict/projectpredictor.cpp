@@ -4,23 +4,17 @@
 #include "memx/predict/predictioncache.h"
 #include "memx/predict/searchresultcache.h"
 
+#include <memory>
 #include <stdexcept>
 
 namespace memx {
 
-std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &baseCost,
-                                             std::vector<std::string> *notes)
+namespace {
+
+/// The run's model: the project's, else the built-in preset of that id.
+std::function<std::optional<Model>(const std::string &)> projectModels(const Store &store)
 {
-    const ProfileSet profiles = store.profiles();
-    std::vector<MeasuredRun> runs = store.runs();
-    CostOptions cost = baseCost;
-    if (const std::optional<Calibration> cal = loadCalibration(store)) {
-        for (MeasuredRun &r : runs)
-            applyCalibration(*cal, r.cluster, cost);
-        if (notes)
-            notes->push_back("the analytic estimates use the project's calibration (memx profile calibrate)");
-    }
-    auto modelOf = [&](const std::string &id) -> std::optional<Model> {
+    return [&store](const std::string &id) -> std::optional<Model> {
         if (auto m = store.model(id))
             return m;
         for (const Model &m : builtinModels())
@@ -28,7 +22,43 @@ std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptio
                 return m;
         return std::nullopt;
     };
-    return buildSamples(runs, modelOf, profiles.empty() ? nullptr : &profiles, cost, notes);
+}
+
+} // namespace
+
+std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &baseCost,
+                                             std::vector<std::string> *notes, bool useStoredCalibration)
+{
+    const ProfileSet profiles = store.profiles();
+    std::vector<MeasuredRun> runs = store.runs();
+    CostOptions cost = baseCost;
+    if (const std::optional<Calibration> cal = useStoredCalibration ? loadCalibration(store) : std::nullopt) {
+        for (MeasuredRun &r : runs)
+            applyCalibration(*cal, r.cluster, cost);
+        if (notes)
+            notes->push_back("the analytic estimates use the project's calibration (memx profile calibrate)");
+    }
+    return buildSamples(runs, projectModels(store), profiles.empty() ? nullptr : &profiles, cost, notes);
+}
+
+FoldSampler calibratingSampler(const Store &store, const CostOptions &cost)
+{
+    auto profiles = std::make_shared<const ProfileSet>(store.profiles());
+    auto runs = std::make_shared<const std::vector<MeasuredRun>>(store.runs());
+    return [&store, profiles, runs, cost](const std::set<std::string> &trainIds) {
+        const auto modelOf = projectModels(store);
+        const ProfileSet *p = profiles->empty() ? nullptr : profiles.get();
+        std::vector<MeasuredRun> train;
+        for (const MeasuredRun &r : *runs)
+            if (trainIds.count(r.id))
+                train.push_back(r);
+        const Calibration cal = calibrate(train, modelOf, p, cost, 0);
+        CostOptions calibrated = cost;
+        std::vector<MeasuredRun> every = *runs;
+        for (MeasuredRun &r : every)
+            applyCalibration(cal, r.cluster, calibrated);
+        return buildSamples(every, modelOf, p, calibrated);
+    };
 }
 
 namespace {

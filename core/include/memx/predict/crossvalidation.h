@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,9 @@ struct NoiseFloor {
 
 struct EvaluationReport {
     bool analyticOnly = false; ///< analyticReport: nothing was trained
+    /// Each fold's analytic estimates came from a calibration fitted on its training runs only
+    /// (crossValidate's `perFold`): the analytic column is the calibrated model out of sample.
+    bool calibratedPerFold = false;
     CvScheme scheme = CvScheme::LeaveOneOut;
     int folds = 0;
     PredictorOptions options;
@@ -89,14 +93,23 @@ struct EvaluationReport {
     NoiseFloor noise;
 };
 
+/// Rebuilds the samples of every run with the analytic model calibrated on the runs whose ids are
+/// given (and on no other): how a fold is judged out of sample when the calibration is part of
+/// the method (calibratingSampler in projectpredictor.h).
+using FoldSampler = std::function<std::vector<TrainingSample>(const std::set<std::string> &trainRunIds)>;
+
 /// Cross-validates the learned predictor on `samples` (those with a measured time and peak
 /// memory) and scores the analytic model on the same runs. `k` is used by KFold (>= 2).
 /// Runs that failed out of memory never train; a model trained on every other run predicts
 /// them, for the confusion table. `memoryUncertainty` is the analytic verdict's band.
-/// `progress(done, total)` counts folds; false cancels (throws Cancelled).
+/// `progress(done, total)` counts folds; false cancels (throws Cancelled). With `perFold`, each
+/// fold's training and held-out samples are rebuilt by it from the fold's training run ids (the
+/// runs that failed out of memory: from every run that ran), so a calibration is never fitted on
+/// the runs it is judged on; a run it does not rebuild keeps its sample from `samples`.
 EvaluationReport crossValidate(const std::vector<TrainingSample> &samples, CvScheme scheme, int k,
                                const PredictorOptions &options, const ProgressFn &progress = {},
-                               double memoryUncertainty = CostOptions {}.memoryUncertainty);
+                               double memoryUncertainty = CostOptions {}.memoryUncertainty,
+                               const FoldSampler &perFold = {});
 /// The analytic model alone on `samples` (no training): MAPE, ranking and the OOM confusion
 /// table; the learned columns repeat the analytic ones. For data sets too large or too small
 /// to cross-validate, and for `memx evaluate --analytic`.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "memx/cost/calibration.h"
+#include "memx/predict/crossvalidation.h"
 #include "memx/predict/learnedpredictor.h"
 #include "memx/store/store.h"
 
@@ -15,8 +16,15 @@ namespace memx {
 /// Every measured run of the project as a sample: the run's model from the project (else the
 /// built-in preset of that id), the project's per-layer profiles and its calibration (when
 /// `memx profile calibrate` stored one) feeding the analytic estimate.
+/// `useStoredCalibration` false: the built-in figures (and the cluster files'), whatever is stored.
 std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &cost,
-                                             std::vector<std::string> *notes = nullptr);
+                                             std::vector<std::string> *notes = nullptr, bool useStoredCalibration = true);
+
+/// crossValidate's per-fold calibration for the project: each call fits `calibrate` (the fit of
+/// `memx profile calibrate`, no inner folds) on the runs with the given ids only, from `cost` and
+/// the cluster files' figures (never the stored calibration), and rebuilds every run's sample with
+/// it. The sampler refers to `store`: use it while the store is open.
+FoldSampler calibratingSampler(const Store &store, const CostOptions &cost);
 
 /// Stores the predictor and its training metrics (JSON) in one transaction, replacing any
 /// previous one. The prediction caches keyed by the old model become stale (their context hash
