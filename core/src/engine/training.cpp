@@ -23,9 +23,9 @@ TrainOutcome trainProjectPredictor(const Store &store, const TrainOptions &optio
         // A stored calibration was fitted on every run: the folds refit it on their training runs
         // so the metrics stay out of sample.
         const FoldSampler perFold = loadCalibration(store) ? calibratingSampler(store, CostOptions {}) : FoldSampler {};
-        out.crossValidation = memx::crossValidate(samples, CvScheme::KFold, options.folds, options.predictor,
-                                                  subProgress(progress, 500, 500, kTotal),
-                                                  CostOptions {}.memoryUncertainty, perFold);
+        out.crossValidation
+            = memx::crossValidate(samples, CvScheme::KFold, options.folds, options.predictor,
+                                  subProgress(progress, 500, 500, kTotal), CostOptions {}.memoryUncertainty, perFold);
         out.metrics["kfold"] = toJson(*out.crossValidation);
         out.metrics["kfold"].erase("runs");
     }

@@ -410,7 +410,8 @@ std::string formatReport(const EvaluationReport &r)
         o << (r.scheme == CvScheme::LeaveOneOut ? "Leave-one-out" : "k-fold") << " cross-validation, " << r.folds
           << " folds, " << r.runs.size() << " measured runs (a held-out plan's reruns are excluded from training)\n";
     if (r.calibratedPerFold)
-        o << "Analytic = calibrated per fold: memx profile calibrate's figures fitted on the fold's training runs only,\n"
+        o << "Analytic = calibrated per fold: memx profile calibrate's figures fitted on the fold's training runs "
+             "only,\n"
              "so the held-out runs never shape the calibration that predicts them; learned corrects that model.\n";
     o << "Memory = device-used peak. Ranking sets = runs of one group on one cluster; balance ranking = T x M.\n\n";
     auto rk = [&](const RankingMetrics &m) {

@@ -18,7 +18,8 @@ namespace memx {
 /// `memx profile calibrate` stored one) feeding the analytic estimate.
 /// `useStoredCalibration` false: the built-in figures (and the cluster files'), whatever is stored.
 std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &cost,
-                                             std::vector<std::string> *notes = nullptr, bool useStoredCalibration = true);
+                                             std::vector<std::string> *notes = nullptr,
+                                             bool useStoredCalibration = true);
 
 /// crossValidate's per-fold calibration for the project: each call fits `calibrate` (the fit of
 /// `memx profile calibrate`, no inner folds) on the runs with the given ids only, from `cost` and
