@@ -14,6 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -340,17 +344,19 @@ private slots:
         QCOMPARE(parsed.size(), size_t(4));
         QCOMPARE(parsed[3].device, std::string("h100-sxm"));
         QVERIFY(*parsed[3].plan == *memory[3].plan);
-        // The scripts: Megatron-LM on 2 layers, nvidia-smi sampling next to the log.
-        bool sampler = false, twoLayers = false;
+        // The scripts: Megatron-LM on 2 layers, the device-used sampler next to the log.
+        bool sampler = false, twoLayers = false, samplerFile = false;
         for (const ExportFile &f : profilingJobFiles(plan, c, m, "2026-01-01T00:00:00Z")) {
             if (f.path == "jobs/memory-h100-sxm-g8-mbs1/run.sh")
-                sampler = f.content.find("nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits")
-                        != std::string::npos
-                    && f.content.find("'memory-h100-sxm-g8-mbs1.nvml.csv'") != std::string::npos;
+                sampler = f.content.find(
+                              "bash \"$HERE\"/sample-memory.sh \"$LOG_DIR\"/'memory-h100-sxm-g8-mbs1.nvml.csv' &")
+                    != std::string::npos;
+            if (f.path == "jobs/memory-h100-sxm-g8-mbs1/sample-memory.sh")
+                samplerFile = f.executable && f.content == memorySamplerScript();
             if (f.path == "jobs/memory-h100-sxm-g8-mbs1/launch-node0.sh")
                 twoLayers = f.content.find("--num-layers 2") != std::string::npos;
         }
-        QVERIFY(sampler && twoLayers);
+        QVERIFY(sampler && twoLayers && samplerFile);
 
         // Logs written as a device with a known runtime would write them: context 1.25 GiB,
         // 0.8 GiB per communicator, a 15% allocator reserve. Megatron's report says the allocator's
@@ -414,6 +420,80 @@ private slots:
             const std::string w = e.what();
             QVERIFY2(w.find("line 2") != std::string::npos && w.find(".nvml.csv") != std::string::npos, e.what());
         }
+    }
+
+    /// sample-memory.sh run for real against stand-ins of nvidia-smi and rocm-smi (the only tools on
+    /// its PATH besides awk and sleep): what it writes is what peakDeviceUsedBytes reads, and the
+    /// peak is the highest sample of the job's GPUs.
+    void memorySamplerReadsNvidiaAndRocmSmi_data()
+    {
+        QTest::addColumn<QString>("tool");
+        QTest::addColumn<QString>("fake");
+        QTest::addColumn<double>("peakMiB");
+        // nvidia-smi -lms loops by itself: the stand-in prints two samples, then waits to be killed.
+        QTest::newRow("nvidia-smi") << "nvidia-smi"
+                                    << "#!/bin/sh\necho '0, 1200'\necho '1, 900'\necho '0, 1500'\necho '2, 70000'\n"
+                                       "echo '1, 1400'\nexec sleep 30\n"
+                                    << 1500.0;
+        // rocm-smi: one table per call; the stand-in grows card1's usage by 1 MiB a call (a counter
+        // file), and lists a third card outside the job. Header as rocm-smi 5.x/6.x prints it.
+        QTest::newRow("rocm-smi") << "rocm-smi"
+                                  << "#!/bin/sh\nn=$(cat \"$0.n\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$0.n\"\n"
+                                     "echo 'device,VRAM Total Memory (B),VRAM Total Used Memory (B)'\n"
+                                     "echo \"card0,68702699520,1073741824\"\n"
+                                     "echo \"card1,68702699520,$((2147483648 + n * 1048576))\"\n"
+                                     "echo \"card2,68702699520,60000000000\"\n"
+                                  << -1.0; // 2048 + (calls - 1) MiB
+    }
+
+    void memorySamplerReadsNvidiaAndRocmSmi()
+    {
+        QFETCH(QString, tool);
+        QFETCH(QString, fake);
+        QFETCH(double, peakMiB);
+        QTemporaryDir dir;
+        const QString bin = dir.filePath("bin");
+        QVERIFY(QDir().mkpath(bin));
+        for (const char *t : {"awk", "sleep", "cat", "sh"}) {
+            const QString real = QStandardPaths::findExecutable(t);
+            QVERIFY2(!real.isEmpty(), t);
+            QVERIFY(QFile::link(real, bin + "/" + t));
+        }
+        QFile f(bin + "/" + tool);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(fake.toUtf8());
+        f.close();
+        f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+        QFile script(dir.filePath("sample-memory.sh"));
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write(QByteArray::fromStdString(memorySamplerScript()));
+        script.close();
+        const QString out = dir.filePath("m.nvml.csv");
+        QProcess p;
+        QProcessEnvironment env;
+        env.insert("PATH", bin);
+        p.setProcessEnvironment(env);
+        p.start(QStandardPaths::findExecutable("bash"), {script.fileName(), out});
+        QVERIFY(p.waitForStarted());
+        QTest::qWait(900);
+        p.terminate();
+        QVERIFY(p.waitForFinished(5000));
+        QFile o(out);
+        QVERIFY(o.open(QIODevice::ReadOnly));
+        const std::string text = o.readAll().toStdString();
+        const std::optional<double> peak = peakDeviceUsedBytes(text, out.toStdString(), 2);
+        QVERIFY2(peak, text.c_str());
+        if (peakMiB < 0) {
+            QFile n(bin + "/rocm-smi.n");
+            QVERIFY(n.open(QIODevice::ReadOnly));
+            const int made = n.readAll().trimmed().toInt();
+            QVERIFY2(made >= 2, qPrintable(QString::number(made))); // it loops (every 200 ms)
+            // Card 1 is the job's fullest GPU; the last table may have been cut when the sampler was
+            // stopped: the peak is at least the next-to-last call's and at most the last call's.
+            QVERIFY2(*peak >= (2048.0 + made - 2) * 1048576.0 - 1 && *peak <= (2048.0 + made - 1) * 1048576.0 + 1,
+                     qPrintable(QString::number(*peak / 1048576.0)));
+        } else
+            QCOMPARE(*peak, peakMiB * 1048576.0);
     }
 
     void loopInCore()

@@ -645,15 +645,14 @@ std::string runScript(const ProfileJob &job, const std::vector<std::string> &var
     s += "set -euo pipefail\nHERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\nLOG_DIR=\"${LOG_DIR:-logs}\"\n"
          "mkdir -p \"$LOG_DIR\"\n";
     if (job.kind == ProfileJobKind::Memory)
-        s += "# Device-used memory (what the CUDA context and NCCL buffers add to the allocator's figures):\n"
-             "# nvidia-smi samples every 200 ms. Run on idle GPUs: other processes' memory counts too.\n"
-             "if command -v nvidia-smi >/dev/null 2>&1; then\n"
-             "  nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 200 > \"$LOG_DIR\"/"
+        s += "# Device-used memory (what the CUDA/HIP context and NCCL/RCCL buffers add to the allocator's\n"
+             "# figures): sample-memory.sh samples nvidia-smi or rocm-smi every 200 ms. Run on idle GPUs:\n"
+             "# other processes' memory counts too.\n"
+             "bash \"$HERE\"/sample-memory.sh \"$LOG_DIR\"/"
             + shellQuote(memoryJobSampleFile(job))
             + " &\n"
-              "  SAMPLER=$!\n"
-              "  trap 'kill \"$SAMPLER\" 2>/dev/null || true' EXIT\n"
-              "fi\n";
+              "SAMPLER=$!\n"
+              "trap 'kill \"$SAMPLER\" 2>/dev/null || true' EXIT\n";
     for (size_t v = 0; v < variantDirs.size(); ++v)
         s += "bash \"$HERE\"/" + shellQuote(variantDirs[v]) + " \"$@\" 2>&1 | tee \"$LOG_DIR\"/"
             + shellQuote(job.logFiles[v]) + "\n";
@@ -661,6 +660,32 @@ std::string runScript(const ProfileJob &job, const std::vector<std::string> &var
 }
 
 } // namespace
+
+std::string memorySamplerScript()
+{
+    // One format for both vendors, the one peakDeviceUsedBytes reads: "index, MiB used" per line.
+    // nvidia-smi loops by itself (exec: the job's trap stops the sampler, not a parent shell);
+    // rocm-smi has no loop option and prints bytes under a header ("device,VRAM Total Memory (B),
+    // VRAM Total Used Memory (B)", device "card<N>"): the column is found by its name.
+    return "#!/usr/bin/env bash\n"
+           "# MemX device-used memory sampler: writes \"index, MiB used\" lines to $1 every 200 ms until killed.\n"
+           "# NVIDIA: nvidia-smi (NVML memory.used). AMD: rocm-smi --showmeminfo vram (VRAM used, bytes).\n"
+           "# Neither installed: writes nothing (the import then falls back to the log's max reserved).\n"
+           "set -u\n"
+           "out=\"${1:?usage: sample-memory.sh OUTPUT}\"\n"
+           "if command -v nvidia-smi >/dev/null 2>&1; then\n"
+           "  exec nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 200 > \"$out\"\n"
+           "elif command -v rocm-smi >/dev/null 2>&1; then\n"
+           "  : > \"$out\"\n"
+           "  while :; do\n"
+           "    rocm-smi --showmeminfo vram --csv 2>/dev/null | awk -F, '\n"
+           "      /^device/ { for (i = 1; i <= NF; i++) if ($i ~ /[Uu]sed/) u = i; next }\n"
+           "      u && $1 ~ /^card[0-9]+$/ { sub(/^card/, \"\", $1); printf \"%s, %.3f\\n\", $1, $u / 1048576 }' >> "
+           "\"$out\"\n"
+           "    sleep 0.2\n"
+           "  done\n"
+           "fi\n";
+}
 
 std::vector<ExportFile> profilingJobFiles(ProfilingPlan &plan, const Cluster &cluster, const Model &model,
                                           const std::string &date)
@@ -742,6 +767,13 @@ std::vector<ExportFile> profilingJobFiles(ProfilingPlan &plan, const Cluster &cl
                 files.push_back(launcher);
                 entry.push_back("flagscale-run.sh");
             }
+        }
+        if (job.kind == ProfileJobKind::Memory) {
+            ExportFile sampler;
+            sampler.path = dir + "sample-memory.sh";
+            sampler.executable = true;
+            sampler.content = memorySamplerScript();
+            files.push_back(std::move(sampler));
         }
         ExportFile run;
         run.path = dir + "run.sh";

@@ -122,8 +122,8 @@ ProfileManifest parseManifest(const std::string &text, const std::string &file);
 /// The files of a plan: per job a folder jobs/<id>/ with Megatron-LM launch scripts (a few
 /// iterations, log interval 1, timers at level 2, memory report) or, for heterogeneous end-to-end
 /// plans, the FlagScale export; a run.sh per job that tees the log to $LOG_DIR/<log file> (memory
-/// jobs also sample nvidia-smi into $LOG_DIR/<log stem>.nvml.csv, see memoryJobSampleFile); and
-/// manifest.json.
+/// jobs also run their sample-memory.sh, nvidia-smi or rocm-smi into $LOG_DIR/<log stem>.nvml.csv,
+/// see memoryJobSampleFile and memorySamplerScript); and manifest.json.
 std::vector<ExportFile> profilingJobFiles(ProfilingPlan &plan, const Cluster &cluster, const Model &model,
                                           const std::string &date = {});
 
@@ -147,6 +147,9 @@ MegatronTimers parseMegatronTimers(const std::string &text, const std::string &f
 /// lines "index, memory.used [MiB]" of `nvidia-smi --query-gpu=index,memory.used
 /// --format=csv,noheader,nounits -lms 200`.
 std::string memoryJobSampleFile(const ProfileJob &job);
+/// The memory job's sampler (jobs/<id>/sample-memory.sh, started by its run.sh): "index, MiB used"
+/// lines every 200 ms from nvidia-smi, or from rocm-smi's VRAM-used column on AMD nodes.
+std::string memorySamplerScript();
 /// Peak "memory.used" (bytes, MiB x 2^20) over the samples of GPU indices 0 .. gpus-1 in such a
 /// file. Throws LoadError naming the file and line on a malformed line; nullopt without samples.
 std::optional<double> peakDeviceUsedBytes(const std::string &text, const std::string &file, int gpus);
