@@ -67,9 +67,9 @@ ObjectiveWeights weightsOption(const Args &args)
 const std::set<std::string> kSpaceValueOptions {"stages",     "tp",     "mbs",        "max-mbs",  "recompute",
                                                 "vpp",        "cp",     "cp-comm",    "dist-opt", "radius",
                                                 "max-stages", "target", "idle-groups"};
-const std::set<std::string> kSpaceSwitches {"no-permute",           "no-memory-split",      "sequence-parallel",
-                                            "no-sequence-parallel", "no-partial-recompute", "no-mixed-stages",
-                                            "round-batch"};
+const std::set<std::string> kSpaceSwitches {
+    "no-permute",           "no-memory-split", "sequence-parallel", "no-sequence-parallel",
+    "no-partial-recompute", "no-mixed-stages", "round-batch",       "overlap-dp"};
 
 const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens one dimension; docs/search.md):
   --stages LIST         pipeline stages per node group, e.g. 1,2
@@ -90,6 +90,10 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --no-sequence-parallel  plans without sequence parallelism (default: on where TP > 1; it
                         dominates TP without it in the cost model)
   --no-mixed-stages     every stage on one node group (no DP group mixing GPU types)
+  --overlap-dp          Megatron's --overlap-grad-reduce on every plan (and --overlap-param-gather
+                        with the distributed optimizer): DP communication hidden behind the last
+                        backward / first forward where the model says it can be (default: off,
+                        as in Megatron-LM)
   --round-batch         accept the nearest global batch a plan can run (its micro-batch count
                         rounded; each plan's batch is reported) instead of pruning the plan
   --target T            launch target: megatron, flagscale or any (the cost model's whole space,
@@ -128,6 +132,8 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
         sp.sequenceParallel = false;
     if (args.has("no-mixed-stages"))
         sp.mixedStages = false;
+    if (args.has("overlap-dp"))
+        sp.overlapDataParallel = true;
     if (args.has("round-batch"))
         sp.roundGlobalBatch = true;
     if (const auto t = targetOption(args))

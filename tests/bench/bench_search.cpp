@@ -101,6 +101,16 @@ void BM_Search20WholeStageRecompute(benchmark::State &state)
 }
 BENCHMARK(BM_Search20WholeStageRecompute)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
+/// The 20-GPU default with Megatron's DP overlap on every plan (--overlap-dp; issue 17 item 5):
+/// the same space, exposedDpSyncMs per split.
+void BM_Search20OverlapDp(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("paper-20gpu-nvidia-amd", 2);
+    r.space.overlapDataParallel = true;
+    runFull(state, r);
+}
+BENCHMARK(BM_Search20OverlapDp)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
 /// The 20-GPU default with the interleaved schedule searched too (--vpp 1,2 and 1,2,4; issue 17).
 void BM_Search20Interleaved(benchmark::State &state)
 {

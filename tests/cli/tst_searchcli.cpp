@@ -61,6 +61,39 @@ private slots:
         QVERIFY(table.out.contains("headroom"));
     }
 
+    /// --overlap-dp: the plans carry Megatron's overlap flags (the gather with the distributed
+    /// optimizer only), predict of the written plan gives the search's time, and the export's
+    /// launch script has the flags.
+    void overlapDpEndToEnd()
+    {
+        const QString cluster = kSamples + "/h100-8x.json";
+        const Run r = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "5",
+                               "--overlap-dp", "--dist-opt", "on"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject top = QJsonDocument::fromJson(r.out).object()["top"].toArray()[0].toObject();
+        const QJsonObject plan = top["plan"].toObject();
+        QVERIFY(plan["overlapGradReduce"].toBool());
+        QCOMPARE(plan["overlapParamGather"].toBool(), plan["distributedOptimizer"].toBool());
+        QTemporaryDir dir;
+        const QString planPath = dir.filePath("plan.json");
+        QFile f(planPath);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QJsonDocument(plan).toJson());
+        f.close();
+        const Run p = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
+        QVERIFY2(p.code == 0, p.err.constData());
+        const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
+        QVERIFY(qAbs(t - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
+        const Run e = runMemx({"export", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--format",
+                               "megatron", "--out", dir.filePath("launch")});
+        QVERIFY2(e.code == 0, e.err.constData());
+        QFile script(dir.filePath("launch/launch-node0.sh"));
+        QVERIFY(script.open(QIODevice::ReadOnly));
+        const QByteArray text = script.readAll();
+        QVERIFY(text.contains("--overlap-grad-reduce"));
+        QCOMPARE(text.contains("--overlap-param-gather"), plan["distributedOptimizer"].toBool());
+    }
+
     /// The default target follows the cluster: FlagScale for the NVIDIA + AMD sample, the MI250X
     /// group idle (no ROCm in FlagScale); every listed plan names its launcher and idle GPUs.
     void defaultTargetAndIdleGroups()

@@ -785,6 +785,88 @@ private slots:
         Plan p = simplePlan("n", {16, 15}, 1, 1, 1, 8); // 31 of 32 layers
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, estimatePlan(p, c, m, nullptr, CostOptions {}));
     }
+
+    /// Issue 17 item 5: Megatron's DP overlap, worked by hand on exposedDpSyncMs. Stage 0 holds
+    /// 120M parameters at DP 8: buckets of max(40M, 8M) -> 3. Reduce 30 ms over a 30 ms backward:
+    /// bucket k is ready at 10k ms and takes 10 ms -> ends at 40, 10 ms past the backward
+    /// = max(30/3, 30 - 30 x 2/3). Reduce 60 ms: comm-bound, 10 + 3 x 20 - 30 = 40 = 60 - 20.
+    /// Stage 1 (one bucket) starts at its own last backward's end, drain = backward 30 + send 2
+    /// ahead of stage 0's: 50 - 32 = 18 exposed. Gather 9 ms (distributed optimizer) over stage 0's
+    /// 12 ms forward: max(3, 9 - 8) = 3; stage 1's over the fill 12 + 2: 0. (Contention 0 here
+    /// unless given: CostOptions::overlapContention charges part of the hidden time back.)
+    void dataParallelOverlapByHand()
+    {
+        DpOverlapStage st[2];
+        st[0].comm = {30.0, 9.0};
+        st[0].params = 120e6;
+        st[0].dp = 8;
+        st[0].forwardMs = 12;
+        st[0].backwardMs = 30;
+        st[0].p2pMs = 2;
+        st[1].comm = {50.0, 9.0};
+        st[1].params = 120e6;
+        st[1].dp = 8;
+        st[1].forwardMs = 12;
+        st[1].backwardMs = 30;
+        double exposed[2];
+        QCOMPARE(dpBucketParams(8), 40e6);
+        QCOMPARE(dpBucketParams(64), 64e6);
+        // Off: everything exposed.
+        QNEAR(exposedDpSyncMs(st, 2, false, false, exposed), 59.0);
+        QNEAR(exposed[0], 39.0);
+        // Gradient overlap only.
+        QNEAR(exposedDpSyncMs(st, 2, true, false, exposed), 27.0);
+        QNEAR(exposed[0], 10.0 + 9.0);
+        QNEAR(exposed[1], 18.0 + 9.0);
+        // Both.
+        QNEAR(exposedDpSyncMs(st, 2, true, true, exposed), 18.0);
+        QNEAR(exposed[0], 10.0 + 3.0);
+        QNEAR(exposed[1], 18.0);
+        // Contention 0.25: a quarter of every hidden millisecond comes back. Stage 0 hides 20 of
+        // its reduce and 6 of its gather: 13 + 6.5; stage 1 hides 32 + 9: 18 + 10.25.
+        QNEAR(exposedDpSyncMs(st, 2, true, true, exposed, 0.25), 28.25);
+        QNEAR(exposed[0], 19.5);
+        st[0].comm.reduceMs = 60;
+        exposedDpSyncMs(st, 2, true, true, exposed);
+        QNEAR(exposed[0], 40.0 + 3.0);
+        // One bucket (40M parameters) cannot overlap on stage 0: max(C, C - 0) = C.
+        st[0].params = 40e6;
+        exposedDpSyncMs(st, 2, true, false, exposed);
+        QNEAR(exposed[0], 60.0 + 9.0);
+
+        // estimatePlan on 8 x H100 (llama2-7b, PP 2 x DP 4, distributed optimizer): overlap only
+        // removes time, stage 0 keeps at least one bucket of its reduce-scatter exposed, and the
+        // pipeline and memory are untouched.
+        const Cluster c = loadCluster(kSamples + "/h100-8x.json");
+        const Model m = resolveModel("llama2-7b");
+        Plan plain = simplePlan("dgx-h100", {16, 16}, 1, 4, 1, 64);
+        plain.distributedOptimizer = true;
+        Plan ov = plain;
+        ov.overlapGradReduce = ov.overlapParamGather = true;
+        Diagnostics d;
+        validatePlan(ov, c, m, d);
+        QVERIFY2(d.empty(), d.empty() ? "" : d.items().front().toString().c_str());
+        const PlanEstimate a = estimatePlan(plain, c, m, nullptr, {});
+        const PlanEstimate b = estimatePlan(ov, c, m, nullptr, {});
+        QVERIFY(a.dpSyncMs > 0);
+        QVERIFY2(b.dpSyncMs < a.dpSyncMs, std::to_string(b.dpSyncMs).c_str());
+        QNEAR(b.pipelineMs, a.pipelineMs);
+        QNEAR(b.peakBytes, a.peakBytes);
+        QNEAR(b.iterationTimeMs - b.dpSyncMs, a.iterationTimeMs - a.dpSyncMs);
+        // Invalid: the parameter gather without the distributed optimizer.
+        Plan bad = ov;
+        bad.distributedOptimizer = false;
+        Diagnostics db;
+        validatePlan(bad, c, m, db);
+        QVERIFY(!db.empty());
+        QCOMPARE(db.items().front().pointer, std::string("/overlapParamGather"));
+        Plan bad2 = ov;
+        bad2.overlapGradReduce = false; // Megatron-LM: --overlap-param-gather needs --overlap-grad-reduce
+        Diagnostics db2;
+        validatePlan(bad2, c, m, db2);
+        QVERIFY(!db2.empty());
+        QCOMPARE(db2.items().front().pointer, std::string("/overlapParamGather"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCostModel)

@@ -152,6 +152,8 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
     p.globalBatch = a.globalBatch;
     p.sequenceParallel = a.sequenceParallel;
     p.distributedOptimizer = a.distributedOptimizer;
+    p.overlapGradReduce = a.overlapGradReduce;
+    p.overlapParamGather = a.overlapParamGather;
     p.virtualStages = a.virtualStages;
     p.contextParallel = cp;
     p.cpComm = a.cpComm;

@@ -425,6 +425,35 @@ private slots:
         }
     }
 
+    /// Issue 17 item 5: with overlapDataParallel every plan carries Megatron's overlap flags
+    /// (the parameter gather only with the distributed optimizer), the fast path prices them as
+    /// estimatePlan does, the space is the same size, and no plan gets slower.
+    void dataParallelOverlapSetting()
+    {
+        SearchRequest req = smallRequest(1);
+        const SearchResult plain = runSearch(req);
+        req.space.overlapDataParallel = true;
+        const SearchResult ov = runSearch(req);
+        QCOMPARE(ov.size(), plain.size());
+        QVERIFY(ov.overlapDataParallel);
+        int faster = 0;
+        for (size_t i = 0; i < ov.size(); i += ov.size() / 60 + 1) {
+            const Plan plan = ov.materialize(i);
+            QVERIFY(plan.overlapGradReduce);
+            QCOMPARE(plan.overlapParamGather, plan.distributedOptimizer);
+            Diagnostics d;
+            validatePlan(plan, req.cluster, req.model, d);
+            QVERIFY2(d.empty(), plan.summary(req.cluster).c_str());
+            const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
+            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
+            QVERIFY2(rel(e.iterationTimeMs, ov.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY(ov.timeMs[i] <= plain.timeMs[i] + 1e-9);
+            QCOMPARE(ov.peakMemory[i], plain.peakMemory[i]);
+            faster += ov.timeMs[i] < plain.timeMs[i] - 1e-9;
+        }
+        QVERIFY(faster > 0);
+    }
+
     /// Issue 17 item 1: the interleaved schedule as a dimension. On 8 x H100 with llama2-7b
     /// (32 layers), virtual stages {1, 2, 4}: the v = 1 rows are exactly the plain search's, every
     /// v > 1 row is a valid Megatron-LM interleaved plan (p >= 3, micro-batches in groups of p,

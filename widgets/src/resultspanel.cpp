@@ -105,6 +105,10 @@ QVBoxLayout *ResultsPanel::createToolbar()
     mTarget->setToolTip(tr("The runtime the plans must launch on. \"From the cluster\": Megatron-LM for one device "
                            "type, FlagScale for types it runs (the groups it cannot run stay idle). \"Any\": the cost "
                            "model's whole space; each plan shows which launcher runs it, if any."));
+    mOverlapDp = new QCheckBox(tr("Overlap DP"));
+    mOverlapDp->setToolTip(tr("Megatron-LM's --overlap-grad-reduce on every plan (and --overlap-param-gather with the "
+                              "distributed optimizer): the data-parallel collectives run behind the last backward / "
+                              "first forward where the cost model says they can; exports carry the flags"));
     mExport = new QPushButton(tr("Export plan..."));
     mExport->setEnabled(false);
     mExport->setToolTip(tr("Write launch files (Megatron-LM, FlagScale, Slurm, JSON) for the selected plan"));
@@ -116,6 +120,7 @@ QVBoxLayout *ResultsPanel::createToolbar()
     bar->addStretch(1);
     bar->addWidget(new QLabel(tr("Target:")));
     bar->addWidget(mTarget);
+    bar->addWidget(mOverlapDp);
     bar->addWidget(new QLabel(tr("Global batch:")));
     bar->addWidget(mGlobalBatch);
     bar->addWidget(mExport);
@@ -222,6 +227,7 @@ void ResultsPanel::connectViews()
     connect(mExport, &QPushButton::clicked, this, &ResultsPanel::exportRequested);
     connect(mGlobalBatch, &QSpinBox::valueChanged, this, &ResultsPanel::scheduleSearch);
     connect(mTarget, &QComboBox::currentIndexChanged, this, &ResultsPanel::scheduleSearch);
+    connect(mOverlapDp, &QCheckBox::toggled, this, &ResultsPanel::scheduleSearch);
     connectSearchJob();
     connect(mFilter, &QLineEdit::textChanged, mProxy, &PlanFilterProxy::setTextFilter);
     connect(mParetoOnly, &QCheckBox::toggled, mProxy, &PlanFilterProxy::setParetoOnly);
@@ -289,6 +295,7 @@ void ResultsPanel::runSearch()
     request.search = mRequest;
     if (mGlobalBatch->value() > 0)
         request.search.globalBatch = mGlobalBatch->value();
+    request.search.space.overlapDataParallel = mOverlapDp->isChecked();
     const int target = mTarget->currentIndex();
     request.autoTarget = target <= 0;
     if (target > 0)

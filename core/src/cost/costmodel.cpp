@@ -245,7 +245,8 @@ std::string costOptionsSignature(const CostOptions &o)
                      o.allocatorReserveFraction,
                      static_cast<double>(o.vocabDivisibleBy),
                      o.opsPerContextParallelStep,
-                     o.p2pOpOverheadMs})
+                     o.p2pOpOverheadMs,
+                     o.overlapContention})
         s += exactNumber(v) + " ";
     return s;
 }
@@ -497,6 +498,60 @@ double sharedAllGatherMs(int n, double bytes, const Link &link, int flows)
     return allGatherMs(n, bytes, shared);
 }
 
+DpComm dpCommMs(int dp, double params, double gradBytesPerParam, bool distributedOptimizer,
+                const std::vector<Link> &links, int flows)
+{
+    DpComm worst;
+    const double gradBytes = params * gradBytesPerParam;
+    for (const Link &l : links) {
+        DpComm c;
+        if (distributedOptimizer) {
+            c.reduceMs = sharedAllGatherMs(dp, gradBytes, l, flows); // reduce-scatter: the same bytes
+            c.gatherMs = sharedAllGatherMs(dp, params * 2.0, l, flows);
+        } else
+            c.reduceMs = sharedAllReduceMs(dp, gradBytes, l, flows);
+        if (c.total() > worst.total())
+            worst = c;
+    }
+    return worst;
+}
+
+double dpBucketParams(int dp)
+{
+    return std::max(40e6, 1e6 * std::max(dp, 1));
+}
+
+namespace {
+
+/// What stays exposed of `commMs` in `buckets` serial pieces overlapped with `computeMs` that
+/// produces (or consumes) the pieces in order: max(C/B, C - w (B-1)/B).
+double bucketedExposedMs(double commMs, double computeMs, double buckets)
+{
+    return std::max(commMs / buckets, commMs - computeMs * (buckets - 1) / buckets);
+}
+
+} // namespace
+
+double exposedDpSyncMs(const DpOverlapStage *stages, int p, bool overlapGradReduce, bool overlapParamGather,
+                       double *exposed, double contention)
+{
+    double drain = 0, fill = 0, worst = 0;
+    for (int i = 0; i < p; ++i) {
+        const DpOverlapStage &s = stages[i];
+        double reduce = s.comm.reduceMs, gather = s.comm.gatherMs;
+        const double buckets = std::max(1.0, std::ceil(s.params / dpBucketParams(s.dp) - 1e-9));
+        if (overlapGradReduce && reduce > 0)
+            reduce = i == 0 ? bucketedExposedMs(reduce, s.backwardMs, buckets) : std::max(0.0, reduce - drain);
+        if (overlapParamGather && gather > 0)
+            gather = i == 0 ? bucketedExposedMs(gather, s.forwardMs, buckets) : std::max(0.0, gather - fill);
+        exposed[i] = reduce + gather + contention * (s.comm.total() - reduce - gather);
+        worst = std::max(worst, exposed[i]);
+        drain += s.backwardMs + s.p2pMs;
+        fill += s.forwardMs + s.p2pMs;
+    }
+    return worst;
+}
+
 std::vector<int> dpNicFlows(const std::vector<std::vector<int>> &stageNodes, const std::vector<int> &stageTp)
 {
     std::map<int, int> perNode;
@@ -589,6 +644,7 @@ public:
         e.stages.resize(static_cast<size_t>(p));
         const std::vector<int> flows = nicFlows();
         std::vector<double> steps(static_cast<size_t>(p)), sends(static_cast<size_t>(std::max(p - 1, 1)), 0.0);
+        std::vector<DpOverlapStage> overlap(static_cast<size_t>(p));
         std::vector<int> lastStageNodes;
         for (int i = 0; i < p; ++i) {
             const Stage &st = plan.stages[static_cast<size_t>(i)];
@@ -601,16 +657,26 @@ public:
             std::vector<int> stageNodes;
             for (size_t r = 0; r < st.replicas.size(); ++r)
                 stageNodes.push_back(replica(i, r, se, e.gpus));
+            DpOverlapStage &ov = overlap[static_cast<size_t>(i)];
+            ov.dp = st.dp();
+            ov.forwardMs = se.forwardMs + 0.5 * (se.tpCommMs + se.cpCommMs);
+            ov.backwardMs = se.backwardMs + se.recomputeMs + 0.5 * (se.tpCommMs + se.cpCommMs);
             if (st.dp() * cp > 1)
-                se.dpSyncMs = dpSyncMs(i, stageNodes, flows[static_cast<size_t>(i)]);
+                ov.comm = dpSyncMs(i, stageNodes, flows[static_cast<size_t>(i)], ov.params);
             steps[static_cast<size_t>(i)] = se.stepMs;
             if (i == p - 1)
                 lastStageNodes = stageNodes;
             if (i + 1 < p) {
                 se.p2pMs = p2pMs(i, stageNodes, i + 1);
                 sends[static_cast<size_t>(i)] = se.p2pMs;
+                ov.p2pMs = se.p2pMs;
             }
         }
+        std::vector<double> exposed(static_cast<size_t>(p), 0.0);
+        exposedDpSyncMs(overlap.data(), p, plan.overlapGradReduce, plan.overlapParamGather, exposed.data(),
+                        options.overlapContention);
+        for (int i = 0; i < p; ++i)
+            e.stages[static_cast<size_t>(i)].dpSyncMs = exposed[static_cast<size_t>(i)];
         // Section 5, heterogeneous 1F1B with blocking sends (pipelineMakespanMs); interleaved:
         // the last rank also sends to the first.
         const double wrap = v > 1 && p > 1 ? p2pMs(p - 1, lastStageNodes, 0) : 0.0;
@@ -725,7 +791,7 @@ private:
     /// DP gradient synchronisation of stage i over the bottleneck link of its replica set
     /// (section 5): every TP rank index reduces in its own ring; rings of a node share its NIC.
     /// With CP the gradients reduce over DP x CP ranks (a replica's CP ranks share its node).
-    double dpSyncMs(int i, const std::vector<int> &stageNodes, int flows) const
+    DpComm dpSyncMs(int i, const std::vector<int> &stageNodes, int flows, double &params) const
     {
         const Stage &st = plan.stages[static_cast<size_t>(i)];
         const bool first = i == 0, last = i == p - 1;
@@ -737,14 +803,9 @@ private:
             = makeMemoryKernel(model, dev0, r0.tp, r0.microBatch, plan.sequenceParallel, p, nullptr, options);
         const double psi
             = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
-        const double gradBytes = psi * options.gradReduceBytesPerParam;
-        double ms = 0;
-        for (const Link &l : linkTable.linksAmong(stageNodes))
-            ms = std::max(ms,
-                          plan.distributedOptimizer
-                              ? sharedAllGatherMs(dp, gradBytes, l, flows) + sharedAllGatherMs(dp, psi * 2.0, l, flows)
-                              : sharedAllReduceMs(dp, gradBytes, l, flows));
-        return ms;
+        params = psi;
+        return dpCommMs(dp, psi, options.gradReduceBytesPerParam, plan.distributedOptimizer,
+                        linkTable.linksAmong(stageNodes), flows);
     }
 
     /// P2P from stage i to stage `to` (the next, or stage 0 from the last when interleaved): one

@@ -162,6 +162,10 @@ std::string trainYaml(const ExportRequest &request, const FlagScaleShape &f)
         t << "  cp_comm_type: " << toString(plan.cpComm) << "\n";
     t << "  sequence_parallel: " << yamlBool(plan.sequenceParallel) << "\n";
     t << "  use_distributed_optimizer: " << yamlBool(plan.distributedOptimizer) << "\n";
+    if (plan.overlapGradReduce)
+        t << "  overlap_grad_reduce: true\n";
+    if (plan.overlapParamGather)
+        t << "  overlap_param_gather: true\n";
     t << "  distributed_backend: nccl\n";
     if (model.training.optimizer == Optimizer::SGD)
         t << "  optimizer: sgd\n";

@@ -76,6 +76,10 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
     add("--global-batch-size", std::to_string(m.globalBatch));
     if (plan.distributedOptimizer)
         add("--use-distributed-optimizer");
+    if (plan.overlapGradReduce)
+        add("--overlap-grad-reduce");
+    if (plan.overlapParamGather)
+        add("--overlap-param-gather");
     switch (m.recompute) {
     case JobRecompute::None:
         break;

@@ -153,6 +153,10 @@ FlagValues collectFlags(const std::vector<std::string> &args, MegatronArgs &a, D
             a.sequenceParallel = true;
         } else if (flag == "--use-distributed-optimizer") {
             a.distributedOptimizer = true;
+        } else if (flag == "--overlap-grad-reduce") {
+            a.overlapGradReduce = true;
+        } else if (flag == "--overlap-param-gather") {
+            a.overlapParamGather = true;
         } else if (flag == "--bf16") {
             a.bf16 = true;
         } else if (flag == "--fp16") {

@@ -636,12 +636,15 @@ Plan parsePlan(const json &j, Diagnostics &diags)
     if (!r.valid())
         return p;
     r.requireFormat(kPlanFormat);
-    r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer", "virtualStages",
-                         "contextParallel", "cpComm", "stages", "metrics", "provenance"});
+    r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer",
+                         "overlapGradReduce", "overlapParamGather", "virtualStages", "contextParallel", "cpComm",
+                         "stages", "metrics", "provenance"});
     p.name = r.optionalString("name").value_or("");
     p.globalBatch = static_cast<int>(r.requireInt("globalBatch", 1, 1 << 24));
     p.sequenceParallel = r.optionalBool("sequenceParallel").value_or(false);
     p.distributedOptimizer = r.optionalBool("distributedOptimizer").value_or(false);
+    p.overlapGradReduce = r.optionalBool("overlapGradReduce").value_or(false);
+    p.overlapParamGather = r.optionalBool("overlapParamGather").value_or(false);
     p.virtualStages = static_cast<int>(r.optionalInt("virtualStages", 1, 1024).value_or(1));
     p.contextParallel = static_cast<int>(r.optionalInt("contextParallel", 1, 1024).value_or(1));
     if (j.contains("cpComm"))
@@ -718,6 +721,10 @@ json toJson(const Plan &p)
     j["globalBatch"] = p.globalBatch;
     j["sequenceParallel"] = p.sequenceParallel;
     j["distributedOptimizer"] = p.distributedOptimizer;
+    if (p.overlapGradReduce)
+        j["overlapGradReduce"] = true;
+    if (p.overlapParamGather)
+        j["overlapParamGather"] = true;
     if (p.virtualStages != 1)
         j["virtualStages"] = p.virtualStages;
     if (p.contextParallel != 1) {

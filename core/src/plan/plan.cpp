@@ -79,6 +79,9 @@ std::string Plan::summary(const Cluster &cluster) const
     out << "PP" << pp() << " m" << microBatches();
     if (virtualStages > 1)
         out << " vpp" << virtualStages;
+    if (overlapGradReduce || overlapParamGather)
+        out << " overlap=" << (overlapGradReduce ? "grad" : "") << (overlapGradReduce && overlapParamGather ? "+" : "")
+            << (overlapParamGather ? "param" : "");
     if (contextParallel > 1)
         out << " cp" << contextParallel << "(" << toString(cpComm) << ")";
     for (const Stage &s : stages) {
@@ -185,6 +188,14 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
     for (const Node &n : cluster.nodes())
         nodes.emplace(n.name, n);
     validateInterleaving(plan, diags);
+    if (plan.overlapParamGather && !plan.distributedOptimizer)
+        diags.error("/overlapParamGather",
+                    "expected false without the distributed optimizer (Megatron-LM gathers parameter shards only "
+                    "when the optimizer state is sharded: set distributedOptimizer), found true");
+    else if (plan.overlapParamGather && !plan.overlapGradReduce)
+        diags.error("/overlapParamGather",
+                    "expected false without overlapGradReduce (Megatron-LM: --overlap-param-gather needs "
+                    "--overlap-grad-reduce), found true");
     const int cp = plan.contextParallel;
     validateContextParallel(plan, model, diags);
 

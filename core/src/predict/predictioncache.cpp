@@ -52,6 +52,8 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const Cost
     // Only when used, so the keys of plans without them stay those stored before.
     if (plan.virtualStages > 1)
         key += ";vp=" + std::to_string(plan.virtualStages);
+    if (plan.overlapGradReduce || plan.overlapParamGather)
+        key += std::string(";ov=") + (plan.overlapGradReduce ? "g" : "") + (plan.overlapParamGather ? "p" : "");
     if (plan.contextParallel > 1)
         key += ";cp=" + std::to_string(plan.contextParallel) + toString(plan.cpComm);
     for (size_t i = 0; i < plan.stages.size(); ++i) {

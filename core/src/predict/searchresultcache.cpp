@@ -48,8 +48,9 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
         + ";cp=" + list(sp.contextParallel) + toString(sp.cpComm) + ";perm=" + (sp.permuteGroups ? "1" : "0")
         + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
         + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0")
-        + ";target=" + toString(sp.target) + ";mixed=" + (sp.mixedStages ? "1" : "0")
-        + ";round=" + (sp.roundGlobalBatch ? "1" : "0") + ";partial=" + (sp.partialRecompute ? "1" : "0");
+        + (sp.overlapDataParallel ? ";overlap=1" : "") + ";target=" + toString(sp.target)
+        + ";mixed=" + (sp.mixedStages ? "1" : "0") + ";round=" + (sp.roundGlobalBatch ? "1" : "0")
+        + ";partial=" + (sp.partialRecompute ? "1" : "0");
     if (r.stream) {
         s += "\nstream top=" + std::to_string(r.stream->topK) + ";objectives=";
         for (const ObjectiveWeights &o : r.stream->objectives)
@@ -295,7 +296,7 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.str(toJson(r.cluster).dump());
     w.str(toJson(r.model).dump());
     w.u64(static_cast<std::uint64_t>(r.globalBatch));
-    w.u64(r.sequenceParallel ? 1 : 0);
+    w.u64((r.sequenceParallel ? 1u : 0u) | (r.overlapDataParallel ? 2u : 0u)); // bit 1: since version 6
     w.u64((r.roundGlobalBatch ? 1u : 0u) | (r.streamed ? 2u : 0u));
     w.str(r.predictor);
     w.pod(r.timeSpread);
@@ -408,7 +409,12 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
             throw std::runtime_error("search result: stored cluster/model: " + diags.items().front().toString());
     }
     r.globalBatch = static_cast<int>(rd.u64());
-    r.sequenceParallel = rd.u64() != 0;
+    const std::uint64_t spFlags = rd.u64();
+    if (spFlags > 3)
+        throw std::runtime_error("search result: expected sequence-parallel flags 0 to 3, found "
+                                 + std::to_string(spFlags));
+    r.sequenceParallel = (spFlags & 1) != 0;
+    r.overlapDataParallel = (spFlags & 2) != 0;
     const std::uint64_t flags = rd.u64();
     if (flags > 3)
         throw std::runtime_error("search result: expected flags 0 to 3, found " + std::to_string(flags));

@@ -208,6 +208,10 @@ Plan rowPlan(const Row &row, const Model &m, const std::string &name)
     p.globalBatch = row.integer("gbs", 1, 1 << 24);
     p.sequenceParallel = row.integer("sp", 0, 1) == 1;
     p.distributedOptimizer = row.integer("dist_optimizer", 0, 1) == 1;
+    // The tutorials' launch scripts (scripts/100_*, 112_*, 130_*: the ZERO=1 branch) pass
+    // --overlap-grad-reduce --overlap-param-gather together with --use-distributed-optimizer,
+    // and neither without it.
+    p.overlapGradReduce = p.overlapParamGather = p.distributedOptimizer;
     const Recompute rc = parseRecompute(row);
     const int per = m.shape.layers / pp;
     for (int i = 0; i < pp; ++i) {

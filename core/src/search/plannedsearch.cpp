@@ -55,6 +55,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     m.model = r0.model;
     m.globalBatch = r0.globalBatch;
     m.sequenceParallel = r0.sequenceParallel;
+    m.overlapDataParallel = r0.overlapDataParallel;
     m.roundGlobalBatch = r0.roundGlobalBatch;
     m.microBatchSizes = r0.microBatchSizes;
     m.recomputeChoices = r0.recomputeChoices;

@@ -449,7 +449,8 @@ public:
         if (d.pipeline != dpCachePipeline || d.mbIndex != dpCacheMb) {
             dpCachePipeline = d.pipeline;
             dpCacheMb = d.mbIndex;
-            dpCache.assign(static_cast<size_t>(p) * (c.layers + 1) * 2, std::numeric_limits<double>::quiet_NaN());
+            dpCache.assign(static_cast<size_t>(p) * (c.layers + 1) * 2,
+                           DpComm {std::numeric_limits<double>::quiet_NaN(), 0.0});
         }
         auto prune = [&](uint64_t &reason) {
             ++out.enumerated;
@@ -861,6 +862,7 @@ private:
         int nUtil = 0;
         int first = 0;
         double maxDp = 0, maxOpt = 0, steps[64];
+        DpOverlapStage *ov = overlapBuf; // per evaluator: no 64-stage construction per split
         for (int i = 0; i < p; ++i) {
             const StageShape &s = ps.stages[static_cast<size_t>(i)];
             const int n = split[i];
@@ -887,7 +889,12 @@ private:
                 ++nUtil;
 
                 const LayerKernel &k = *kern[part][i];
-                steps[i] = std::max(steps[i], replicaStep(k, first, n, hasEmb, hasHead, rc[i]).total());
+                const ReplicaStep rs = replicaStep(k, first, n, hasEmb, hasHead, rc[i]);
+                if (part == 0 || rs.total() > steps[i]) {
+                    steps[i] = rs.total();
+                    ov[i].forwardMs = rs.forwardMs + 0.5 * (rs.tpCommMs + rs.cpCommMs);
+                    ov[i].backwardMs = rs.backwardMs + rs.recomputeMs + 0.5 * (rs.tpCommMs + rs.cpCommMs);
+                }
                 const MemoryKernel &mk = *mem[part][i];
                 const double psi
                     = n * mk.layerParams + (hasEmb ? mk.embeddingParams : 0) + (hasHead ? mk.headParams : 0);
@@ -900,25 +907,28 @@ private:
                     optMs = std::max(optMs, psi * share * k.optimizerMsPerParam);
                 // DP gradient bytes from the first part (estimatePlan: replica 0's device; the
                 // parameter count depends on TP only).
+                if (part == 0) {
+                    ov[i].comm = {};
+                    ov[i].params = psi;
+                    ov[i].dp = s.dp / cpNow; // Megatron's dp group (without CP) sizes the buckets
+                    ov[i].p2pMs = i + 1 < p ? p2p[i] : 0.0;
+                }
                 if (part == 0 && s.dp > 1) {
                     // The same for every recompute choice of the (pipeline, micro-batch): cached per
                     // stage, layer count and optimizer (dpCache, reset in runBase).
-                    double &slot = dpCache[(static_cast<size_t>(i) * (c.layers + 1) + n) * 2 + (distOpt ? 1 : 0)];
-                    if (std::isnan(slot)) {
-                        const double gradBytes = psi * r.cost.gradReduceBytesPerParam;
-                        double worst = 0;
-                        for (const Link &l : s.dpLinks)
-                            worst = std::max(worst,
-                                             distOpt ? sharedAllGatherMs(s.dp, gradBytes, l, s.dpFlows)
-                                                     + sharedAllGatherMs(s.dp, psi * 2.0, l, s.dpFlows)
-                                                     : sharedAllReduceMs(s.dp, gradBytes, l, s.dpFlows));
-                        slot = worst;
-                    }
-                    maxDp = std::max(maxDp, slot);
+                    DpComm &slot = dpCache[(static_cast<size_t>(i) * (c.layers + 1) + n) * 2 + (distOpt ? 1 : 0)];
+                    if (std::isnan(slot.reduceMs))
+                        slot = dpCommMs(s.dp, psi, r.cost.gradReduceBytesPerParam, distOpt, s.dpLinks, s.dpFlows);
+                    ov[i].comm = slot;
+                    maxDp = std::max(maxDp, slot.total());
                 }
             }
             maxOpt = std::max(maxOpt, optMs);
             first += n;
+        }
+        if (r.space.overlapDataParallel) {
+            double exposed[64];
+            maxDp = exposedDpSyncMs(ov, p, true, distOpt, exposed, r.cost.overlapContention);
         }
         const double pipe = pipelineMakespanMs(p, m, steps, p2p, r.cost.exposedP2pFraction, v, wrapP2p);
         const double mean = sumU / sumW;
@@ -1064,7 +1074,8 @@ private:
     int planBatch = 0; ///< the current base's global batch (the request's, or rounded)
     /// DP synchronisation time per (stage, layer count, optimizer) of one (pipeline, micro-batch):
     /// it depends on neither the recompute choice nor the rest of the split. NaN: not computed yet.
-    std::vector<double> dpCache;
+    std::vector<DpComm> dpCache;
+    DpOverlapStage overlapBuf[64]; ///< evaluateSplit's per-stage DP figures (exposedDpSyncMs)
     size_t dpCachePipeline = SIZE_MAX, dpCacheMb = SIZE_MAX;
     RecomputeMethod methods[64] = {};
     Recompute rc[64];
@@ -1648,6 +1659,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.model = req.model;
     res.globalBatch = req.globalBatch > 0 ? req.globalBatch : req.model.training.globalBatch;
     res.sequenceParallel = req.space.sequenceParallel;
+    res.overlapDataParallel = req.space.overlapDataParallel;
     res.roundGlobalBatch = req.space.roundGlobalBatch;
     res.microBatchSizes = req.space.microBatches;
     res.recomputeChoices = req.space.recompute;
@@ -2081,6 +2093,8 @@ Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split, const uint8_t
     plan.globalBatch = globalBatchOfBase(base);
     plan.sequenceParallel = sequenceParallel;
     plan.distributedOptimizer = distOptChoices[d.distIndex];
+    plan.overlapGradReduce = overlapDataParallel;
+    plan.overlapParamGather = overlapDataParallel && plan.distributedOptimizer;
     plan.virtualStages = virtualStageChoices.at(d.vIndex);
     int layer = 0;
     for (size_t si = 0; si < pl.stages.size(); ++si) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 namespace memx {
@@ -391,8 +392,9 @@ namespace {
 /// Per-stage per-micro-batch forward/backward time of the slowest replica and what it holds.
 struct StageSim {
     double forwardMs = 0, backwardMs = 0; // incl. TP collectives and recompute
-    double dpSyncMs = 0, optimizerMs = 0;
+    double dpSyncMs = 0, optimizerMs = 0; // dpSyncMs: what the iteration waits for (overlap applied)
     double p2pMs = 0; // to the next stage
+    std::vector<double> reduceBucketsMs, gatherBucketsMs; // per gradient bucket, in backward order
 };
 
 /// 1F1B schedule, discrete-event: each stage runs its operations in 1F1B order; a forward waits
@@ -578,8 +580,8 @@ ReplicaTimes replicaTimes(const PlanSim &sim, int si, const Replica &r)
 }
 
 /// Gradient sync of stage `si`: bucketed all-reduce (or reduce-scatter + all-gather) over its DP
-/// group, the slowest link of the group setting the pace.
-double dpSyncMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes, double maxLocalParams)
+/// group, the slowest link of the group setting the pace. The buckets' times go to `ss`.
+double dpSyncMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes, double maxLocalParams, StageSim &ss)
 {
     const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
     if (st.dp() <= 1)
@@ -596,17 +598,62 @@ double dpSyncMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes, 
     while (remaining > 0) {
         const double bucket = std::min(remaining, sim.tb.options().gradBucketParams);
         remaining -= bucket;
-        double worst = 0;
+        double worst = 0, worstReduce = 0, worstGather = 0;
         for (const Link &l : links) {
-            const double t = sim.plan.distributedOptimizer
+            const double reduce = sim.plan.distributedOptimizer
                 ? 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode)
-                    + 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
                 : sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode);
-            worst = std::max(worst, t);
+            const double gather = sim.plan.distributedOptimizer
+                ? 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
+                : 0.0;
+            if (reduce + gather > worst) {
+                worst = reduce + gather;
+                worstReduce = reduce;
+                worstGather = gather;
+            }
         }
+        ss.reduceBucketsMs.push_back(worstReduce);
+        ss.gatherBucketsMs.push_back(worstGather);
         total += worst;
     }
     return total;
+}
+
+/// What the iteration waits for of `buckets` (serial collectives) issued as `computeMs` of work
+/// produces them in order (bucket k ready at its share of the work): the time past the work's end.
+double exposedAfterMs(const std::vector<double> &buckets, double computeMs)
+{
+    double end = 0, done = 0;
+    const double n = static_cast<double>(buckets.size());
+    for (size_t k = 0; k < buckets.size(); ++k) {
+        done += computeMs / n;
+        end = std::max(end, done) + buckets[k];
+    }
+    return std::max(0.0, end - computeMs);
+}
+
+/// Megatron's --overlap-grad-reduce / --overlap-param-gather, simulated on the stages' own
+/// buckets: pipeline rank 0 overlaps its buckets with the last micro-batch's backward (the
+/// gather: with the next first forward); a later rank (Megatron keeps one bucket there) starts
+/// when its own last backward ends, ahead of rank 0's by the backwards and sends in between.
+void applyDpOverlap(const Plan &plan, std::vector<StageSim> &stages)
+{
+    if (!plan.overlapGradReduce && !plan.overlapParamGather)
+        return;
+    double drain = 0, fill = 0;
+    for (size_t i = 0; i < stages.size(); ++i) {
+        StageSim &s = stages[i];
+        const auto sum = [](const std::vector<double> &v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+        double reduce = sum(s.reduceBucketsMs), gather = sum(s.gatherBucketsMs);
+        if (plan.overlapGradReduce)
+            reduce = i == 0 ? exposedAfterMs(s.reduceBucketsMs, s.backwardMs) : std::max(0.0, reduce - drain);
+        if (plan.overlapParamGather)
+            gather = i == 0 ? exposedAfterMs(s.gatherBucketsMs, s.forwardMs) : std::max(0.0, gather - fill);
+        if (!s.reduceBucketsMs.empty())
+            s.dpSyncMs = reduce + gather;
+        drain += s.backwardMs + s.p2pMs;
+        fill += s.forwardMs + s.p2pMs;
+    }
 }
 
 /// Point-to-point activation send from stage `si` to the next (Simple protocol, whole micro-batch).
@@ -659,9 +706,10 @@ std::vector<StageSim> stageTimes(const PlanSim &sim, int stragglerGpu)
             ss.optimizerMs = std::max(ss.optimizerMs, rt.optimizerMs);
             maxLocalParams = std::max(maxLocalParams, rt.localParams);
         }
-        ss.dpSyncMs = dpSyncMs(sim, si, stageNodes, maxLocalParams);
+        ss.dpSyncMs = dpSyncMs(sim, si, stageNodes, maxLocalParams, ss);
         ss.p2pMs = p2pMs(sim, si, stageNodes);
     }
+    applyDpOverlap(sim.plan, stages);
     return stages;
 }
 

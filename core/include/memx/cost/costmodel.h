@@ -69,6 +69,12 @@ struct CostOptions {
     /// Gradient bytes per parameter in the data-parallel reduction (4 = fp32 main grads,
     /// Megatron's default; 2 with --grad-reduce-in-bf16).
     double gradReduceBytesPerParam = 4;
+    /// Overlapped data-parallel collectives (Plan::overlapGradReduce / overlapParamGather) still
+    /// cost compute: NCCL/RCCL kernels occupy SMs/CUs (on H100 class ~16-32 channels of 132 SMs)
+    /// and HBM bandwidth while the backward runs. This fraction of every hidden millisecond is
+    /// charged back (0: perfect overlap, 1: none). A physical estimate, not a fit: the SM share of
+    /// a 32-channel ring on a 132-SM device.
+    double overlapContention = 0.25;
 
     // ---- fixed memory overheads (not in Megatron's formula) ----
     // Defaults for devices whose GpuSpec::runtimeMemory leaves a figure unset.
@@ -271,6 +277,41 @@ Link crossVendorLink(const Link &direct, const GpuSpec &a, const GpuSpec &b, con
 double sharedAllReduceMs(int n, double bytes, const Link &link, int flows);
 /// The same for reduce-scatter / all-gather.
 double sharedAllGatherMs(int n, double bytes, const Link &link, int flows);
+
+/// Data-parallel communication of one stage per iteration, on its slowest link: the gradient
+/// all-reduce (reduce-scatter with the distributed optimizer) and the parameter all-gather of the
+/// distributed optimizer (0 without it).
+struct DpComm {
+    double reduceMs = 0, gatherMs = 0;
+    double total() const { return reduceMs + gatherMs; }
+};
+/// DpComm of `params` parameters among `dp` ranks over the worst of `links` (the link with the
+/// largest total), gradients at `gradBytesPerParam`, parameters at 2 bytes.
+DpComm dpCommMs(int dp, double params, double gradBytesPerParam, bool distributedOptimizer,
+                const std::vector<Link> &links, int flows);
+
+/// Megatron-core's gradient bucket with --overlap-grad-reduce: max(40M, 1M x dp) parameters
+/// (DistributedDataParallel; only pipeline rank 0 is bucketed, later ranks hold one bucket).
+double dpBucketParams(int dp);
+
+/// What exposedDpSyncMs needs of one stage; per-micro-batch times of its slowest replica.
+struct DpOverlapStage {
+    DpComm comm;
+    double params = 0; ///< parameters of the stage (for the bucket count)
+    int dp = 1; ///< data-parallel replicas (Megatron's dp group: bucket size)
+    double forwardMs = 0, backwardMs = 0; ///< one micro-batch; backward incl. recompute
+    double p2pMs = 0; ///< send to the next stage (0 on the last)
+};
+/// Exposed data-parallel communication per stage (written to `exposed[0..p)`), returns the max.
+/// Not overlapped: reduce + gather. --overlap-grad-reduce: stage 0 reduces bucket k as soon as the
+/// last micro-batch's backward has produced it and bucket k-1's collective is done, so with B
+/// buckets of C/B over a backward w what stays exposed is max(C/B, C - w (B-1)/B); a later stage
+/// (one bucket) starts when its own last backward ends, which precedes stage 0's by the drain
+/// sum_{j<i} (backward_j + p2p_j): exposed max(0, C - drain). --overlap-param-gather: the same
+/// with the next iteration's first forward (stage 0) and the pipeline fill (later stages).
+/// `contention` (CostOptions::overlapContention) of every hidden millisecond is charged back.
+double exposedDpSyncMs(const DpOverlapStage *stages, int p, bool overlapGradReduce, bool overlapParamGather,
+                       double *exposed, double contention = 0.0);
 
 /// Flows sharing the busiest node NIC of each stage during the data-parallel reduction:
 /// per node, the sum of `stageTp` over the stages whose DP group spans several nodes and has a

@@ -19,6 +19,8 @@ struct MegatronArgs {
     int numLayers = 0;
     bool sequenceParallel = false;
     bool distributedOptimizer = false;
+    bool overlapGradReduce = false; ///< --overlap-grad-reduce
+    bool overlapParamGather = false; ///< --overlap-param-gather
     bool bf16 = false;
     bool fp16 = false;
     bool tpPpDpMapping = false; ///< --use-tp-pp-dp-mapping (rank order tp-cp-ep-pp-dp)

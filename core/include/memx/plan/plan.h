@@ -67,6 +67,12 @@ struct Plan {
     int globalBatch = 0;
     bool sequenceParallel = false;
     bool distributedOptimizer = false;
+    /// Megatron-LM's --overlap-grad-reduce: the data-parallel gradient reduction runs in buckets
+    /// during the last micro-batch's backward pass (only what it cannot hide is exposed).
+    bool overlapGradReduce = false;
+    /// --overlap-param-gather (needs the distributed optimizer): the all-gather of the updated
+    /// parameter shards runs in buckets during the next iteration's first forward pass.
+    bool overlapParamGather = false;
     /// Interleaved 1F1B: model chunks per pipeline rank (Megatron-LM's virtual pipeline size;
     /// 1 = the plain 1F1B schedule). Stage i still owns layerCount layers (its firstLayer is
     /// where they would start without interleaving), but as v equal chunks: chunk j is global

@@ -70,6 +70,11 @@ struct SearchSpaceOptions {
     /// and smaller sends (tst_search::sequenceParallelDominates) - so it is on; off (the CLI's
     /// --no-sequence-parallel) searches the plans without it.
     bool sequenceParallel = true;
+    /// Megatron-LM's --overlap-grad-reduce on every plan, and --overlap-param-gather on those with
+    /// the distributed optimizer (exposedDpSyncMs). Not enumerated: overlapping never costs time or
+    /// memory in the model (the buckets exist either way), it only hides communication. Off, like
+    /// Megatron-LM's defaults; the CLI's --overlap-dp turns it on.
+    bool overlapDataParallel = false;
     /// The runtime the plans must launch on (memx/export/launchtarget.h): only plans it runs are
     /// evaluated, the others are pruned for "launcher". Any: the cost model's whole space. (The
     /// planned search, memx/search/plannedsearch.h, picks the default from the cluster.)
@@ -227,6 +232,7 @@ struct SearchResult {
     Model model;
     int globalBatch = 0; ///< the requested global batch
     bool sequenceParallel = false;
+    bool overlapDataParallel = false; ///< SearchSpaceOptions::overlapDataParallel of the search
     /// SearchSpaceOptions::roundGlobalBatch of the search: a configuration's global batch is
     /// globalBatchOf(index), the nearest multiple of its samples per step.
     bool roundGlobalBatch = false;

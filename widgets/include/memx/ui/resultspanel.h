@@ -157,6 +157,7 @@ private:
     QLabel *mNotes = nullptr;
     QSpinBox *mGlobalBatch = nullptr;
     QComboBox *mTarget = nullptr;
+    QCheckBox *mOverlapDp = nullptr; ///< SearchSpaceOptions::overlapDataParallel
     ParetoChartView *mPareto = nullptr;
     MemoryBarChart *mBars = nullptr;
     StageDiagram *mStages = nullptr;
