@@ -82,14 +82,7 @@ int run(const std::vector<std::string> &argv)
     const int folds = static_cast<int>(args.intValue("folds", 0, 100).value_or(5));
     SqliteStore store(path, false);
     const ProfileSet profiles = store.profiles();
-    auto modelOf = [&](const std::string &id) -> std::optional<Model> {
-        if (auto m = store.model(id))
-            return m;
-        for (const Model &m : builtinModels())
-            if (m.id == id)
-                return m;
-        return std::nullopt;
-    };
+    const auto modelOf = projectModels(store);
     Calibration c;
     {
         CliProgress progress("estimates");

@@ -9,9 +9,6 @@
 
 namespace memx {
 
-namespace {
-
-/// The run's model: the project's, else the built-in preset of that id.
 std::function<std::optional<Model>(const std::string &)> projectModels(const Store &store)
 {
     return [&store](const std::string &id) -> std::optional<Model> {
@@ -23,8 +20,6 @@ std::function<std::optional<Model>(const std::string &)> projectModels(const Sto
         return std::nullopt;
     };
 }
-
-} // namespace
 
 std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &baseCost,
                                              std::vector<std::string> *notes, bool useStoredCalibration)

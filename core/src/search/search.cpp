@@ -743,7 +743,7 @@ private:
     /// interleaved schedule, one count for every stage on Megatron-LM (its "block" k applies to
     /// every stage, min(k, layers)); each checked with gpuMemory. False when that is every layer
     /// of every such stage (the configuration already evaluated), or no layer of any while the
-    /// space offers no recompute (that plan's base is in the space).
+    /// space offers the "none" choice (that plan's base is in the space).
     bool fewestRecomputedLayers(const PipelineShape &ps, const uint8_t *split, int p, int v, bool distOpt, uint8_t *k)
     {
         int need[64];
@@ -1080,7 +1080,7 @@ private:
     RecomputeMethod methods[64] = {};
     Recompute rc[64];
     bool anyFull = false; ///< some stage of the base has a Full choice
-    /// The space offers no recompute (SearchSpaceOptions::recompute holds None).
+    /// The space offers the "none" choice (SearchSpaceOptions::recompute holds None).
     bool noneOffered = false;
     std::vector<uint8_t> typeState; ///< sameAsWholeTypes' per-device-type scratch
     double keptLayerBytes[2][64] = {}; ///< [part][stage] with Full: bytes a layer not recomputed adds

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@ namespace memx {
 /// Every measured run of the project as a sample: the run's model from the project (else the
 /// built-in preset of that id), the project's per-layer profiles and its calibration (when
 /// `memx profile calibrate` stored one) feeding the analytic estimate.
+/// A run's model by id: the project's, else the built-in preset of that id (nullopt: neither).
+/// Refers to `store`: use it while the store is open.
+std::function<std::optional<Model>(const std::string &)> projectModels(const Store &store);
+
 /// `useStoredCalibration` false: the built-in figures (and the cluster files'), whatever is stored.
 std::vector<TrainingSample> samplesFromStore(const Store &store, const CostOptions &cost,
                                              std::vector<std::string> *notes = nullptr,
