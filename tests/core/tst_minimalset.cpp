@@ -444,6 +444,15 @@ private slots:
                                      "echo \"card1,68702699520,$((2147483648 + n * 1048576))\"\n"
                                      "echo \"card2,68702699520,60000000000\"\n"
                                   << -1.0; // 2048 + (calls - 1) MiB
+        // Another rocm-smi release: "GPU[N]" devices, "VRAM Used Memory (B)".
+        QTest::newRow("rocm-smi GPU[N]")
+            << "rocm-smi"
+            << "#!/bin/sh\nn=$(cat \"$0.n\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$0.n\"\n"
+               "echo 'device,VRAM Total Memory (B),VRAM Used Memory (B)'\n"
+               "echo \"GPU[0],68702699520,1073741824\"\n"
+               "echo \"GPU[1],68702699520,$((2147483648 + n * 1048576))\"\n"
+               "echo \"GPU[2],68702699520,60000000000\"\n"
+            << -1.0;
     }
 
     void memorySamplerReadsNvidiaAndRocmSmi()

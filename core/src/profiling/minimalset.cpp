@@ -666,7 +666,8 @@ std::string memorySamplerScript()
     // One format for both vendors, the one peakDeviceUsedBytes reads: "index, MiB used" per line.
     // nvidia-smi loops by itself (exec: the job's trap stops the sampler, not a parent shell);
     // rocm-smi has no loop option and prints bytes under a header ("device,VRAM Total Memory (B),
-    // VRAM Total Used Memory (B)", device "card<N>"): the column is found by its name.
+    // VRAM Total Used Memory (B)", device "card<N>"; some releases say "GPU[N]" or "VRAM Used
+    // Memory (B)"): the column is found by its name.
     return "#!/usr/bin/env bash\n"
            "# MemX device-used memory sampler: writes \"index, MiB used\" lines to $1 every 200 ms until killed.\n"
            "# NVIDIA: nvidia-smi (NVML memory.used). AMD: rocm-smi --showmeminfo vram (VRAM used, bytes).\n"
@@ -680,7 +681,8 @@ std::string memorySamplerScript()
            "  while :; do\n"
            "    rocm-smi --showmeminfo vram --csv 2>/dev/null | awk -F, '\n"
            "      /^device/ { for (i = 1; i <= NF; i++) if ($i ~ /[Uu]sed/) u = i; next }\n"
-           "      u && $1 ~ /^card[0-9]+$/ { sub(/^card/, \"\", $1); printf \"%s, %.3f\\n\", $1, $u / 1048576 }' >> "
+           "      u && ($1 ~ /^card[0-9]+$/ || $1 ~ /^GPU\\[[0-9]+\\]$/) { gsub(/[^0-9]/, \"\", $1);\n"
+           "        printf \"%s, %.3f\\n\", $1, $u / 1048576 }' >> "
            "\"$out\"\n"
            "    sleep 0.2\n"
            "  done\n"
