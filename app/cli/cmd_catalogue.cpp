@@ -55,6 +55,8 @@ int run(const std::vector<std::string> &argv)
                   << "  dense BF16       " << fmt(d->denseBf16Tflops, 1) << " TFLOP/s"
                   << (d->bf16Supported ? "" : " (no BF16)") << "\n"
                   << "  dense FP16       " << fmt(d->denseFp16Tflops, 1) << " TFLOP/s\n"
+                  << "  dense FP8        " << fmt(d->denseFp8Tflops, 1) << " TFLOP/s"
+                  << (d->denseFp8Tflops ? "" : " (no FP8 training)") << "\n"
                   << "  scale-up         " << toString(d->scaleUpKind) << " (" << toString(d->scaleUpTopology) << "), "
                   << fmt(d->scaleUpPerDirectionGBps) << " GB/s per direction\n"
                   << "  devices/package  " << d->devicesPerPackage << "\n"
@@ -75,15 +77,15 @@ int run(const std::vector<std::string> &argv)
     }
     std::cout << std::left << std::setw(16) << "ID" << std::setw(10) << "VENDOR" << std::setw(24) << "NAME"
               << std::right << std::setw(8) << "MEM GiB" << std::setw(9) << "HBM GB/s" << std::setw(9) << "BF16 TF"
-              << std::setw(9) << "FP16 TF"
+              << std::setw(9) << "FP16 TF" << std::setw(9) << "FP8 TF"
               << "  SCALE-UP\n";
     for (const GpuSpec &d : list) {
         std::string name = d.name + (d.verified ? "" : " *");
         std::cout << std::left << std::setw(16) << d.id << std::setw(10) << d.vendor << std::setw(24)
                   << name.substr(0, 23) << std::right << std::setw(8) << fmt(d.memoryGiB, 1) << std::setw(9)
                   << fmt(d.memoryBandwidthGBps) << std::setw(9) << fmt(d.denseBf16Tflops, 1) << std::setw(9)
-                  << fmt(d.denseFp16Tflops, 1) << "  " << toString(d.scaleUpKind) << " "
-                  << fmt(d.scaleUpPerDirectionGBps) << " GB/s\n";
+                  << fmt(d.denseFp16Tflops, 1) << std::setw(9) << fmt(d.denseFp8Tflops, 1) << "  "
+                  << toString(d.scaleUpKind) << " " << fmt(d.scaleUpPerDirectionGBps) << " GB/s\n";
     }
     std::cout << list.size() << " devices. '-' unknown, '*' unverified figures. 'memx catalogue ID' for sources.\n";
     return Ok;

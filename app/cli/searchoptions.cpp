@@ -64,9 +64,9 @@ ObjectiveWeights weightsOption(const Args &args)
     return ObjectiveWeights {v[0], v[1], v[2]};
 }
 
-const std::set<std::string> kSpaceValueOptions {"stages",     "tp",     "mbs",        "max-mbs",  "recompute",
-                                                "vpp",        "cp",     "cp-comm",    "dist-opt", "radius",
-                                                "max-stages", "target", "idle-groups"};
+const std::set<std::string> kSpaceValueOptions {"stages",     "tp",     "mbs",         "max-mbs",  "recompute",
+                                                "vpp",        "cp",     "cp-comm",     "dist-opt", "radius",
+                                                "max-stages", "target", "idle-groups", "fp8"};
 const std::set<std::string> kSpaceSwitches {
     "no-permute",           "no-memory-split", "sequence-parallel", "no-sequence-parallel",
     "no-partial-recompute", "no-mixed-stages", "round-batch",       "overlap-dp"};
@@ -94,6 +94,8 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
                         with the distributed optimizer): DP communication hidden behind the last
                         backward / first forward where the model says it can be (default: off,
                         as in Megatron-LM)
+  --fp8 FORMAT          FP8 GEMMs (Transformer Engine) on every plan: hybrid (E4M3 forward, E5M2
+                        gradients) or e4m3; groups whose GPUs have no FP8 stay idle (default: off)
   --round-batch         accept the nearest global batch a plan can run (its micro-batch count
                         rounded; each plan's batch is reported) instead of pruning the plan
   --target T            launch target: megatron, flagscale or any (the cost model's whole space,
@@ -136,6 +138,12 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
         sp.overlapDataParallel = true;
     if (args.has("round-batch"))
         sp.roundGlobalBatch = true;
+    if (auto f = args.value("fp8")) {
+        const auto fmt = fp8FromString(*f);
+        if (!fmt)
+            throw UsageError {"--fp8: expected off, hybrid or e4m3, found \"" + *f + "\""};
+        sp.fp8 = *fmt;
+    }
     if (const auto t = targetOption(args))
         sp.target = *t;
     if (auto v = args.value("recompute")) {

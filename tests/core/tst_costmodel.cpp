@@ -1,6 +1,7 @@
 // Analytic cost model: memory against Megatron-LM's theoretical_memory_usage.py worked by hand,
 // iteration time against the section-5 formulas worked by hand, 1F1B in-flight counts,
 // slowest-replica stages, recompute effects, profiles, out-of-memory flags.
+#include "memx/cost/compute.h"
 #include "memx/cost/costmodel.h"
 #include "memx/cost/linktable.h"
 #include "memx/io/formats.h"
@@ -866,6 +867,114 @@ private slots:
         validatePlan(bad2, c, m, db2);
         QVERIFY(!db2.empty());
         QCOMPARE(db2.items().front().pointer, std::string("/overlapParamGather"));
+    }
+
+    void fp8ByHand()
+    {
+        // Time, tiny model (T = 1024 tokens, h 1024, f 4096, 16 heads, TP 1) on a synthetic GPU
+        // with 100 TFLOP/s BF16, 200 FP8, efficiency 0.5, one compute unit (no wave loss) and every
+        // dimension a multiple of the 128 tile: a GEMM (m, n, k) takes 2mnk (k + 96) / k / (peak x
+        // eff). FP8 runs the four linear GEMMs at 200 x 0.5 x 0.85 and adds the casts: forward the
+        // inputs T (h + q + h + f) = 7,340,032 elements, backward the output gradients
+        // T ((q + 2kv) + h + f + h) = 9,437,184, at 4 bytes each over 1000 GB/s x 0.7; the host does
+        // 4 more ops per pass (40 us each).
+        Cluster c = syntheticCluster();
+        GpuSpec &g = c.devices[0];
+        g.denseFp8Tflops = 200;
+        g.computeUnits = 1;
+        const Model m = tinyModel();
+        const CostOptions o;
+        const ComputeParams p = computeParams(g, m, o);
+        QNEAR(p.fp8PeakFlops, 200e12);
+        QNEAR(p.fp8GemmEfficiency, 0.5 * 0.85);
+        const LayerSeconds bf = transformerLayerSeconds(p, m, 1, 1, false, AttentionBackend::Flash, o);
+        const LayerSeconds f8 = transformerLayerSeconds(p, m, 1, 1, false, AttentionBackend::Flash, o, 1, true);
+        const double T = 1024;
+        auto work = [](double mm, double n, double k) { return 2.0 * mm * n * k * (k + 96.0) / k; };
+        const double fwdWork = work(T, 3072, 1024) + work(T, 1024, 1024) + work(T, 4096, 1024) + work(T, 1024, 4096);
+        const double bwdWork = work(T, 1024, 3072) + work(1024, 3072, T) + work(T, 1024, 1024) + work(1024, 1024, T)
+            + work(T, 1024, 4096) + work(1024, 4096, T) + work(T, 4096, 1024) + work(4096, 1024, T);
+        const double bf16Rate = 100e12 * 0.5, fp8Rate = 200e12 * 0.5 * 0.85, castBw = 1000e9 * 0.7;
+        QNEAR(bf.gpu.forward - f8.gpu.forward, fwdWork / bf16Rate - fwdWork / fp8Rate - 7340032.0 * 4 / castBw);
+        QNEAR(bf.gpu.backward - f8.gpu.backward, bwdWork / bf16Rate - bwdWork / fp8Rate - 9437184.0 * 4 / castBw);
+        QNEAR(f8.host.forward - bf.host.forward, 4 * 40e-6);
+        QNEAR(f8.host.backward - bf.host.backward, 4 * 40e-6);
+        // A device without FP8 ignores the flag (validatePlan refuses such plans).
+        GpuSpec none = g;
+        none.denseFp8Tflops.reset();
+        const ComputeParams pn = computeParams(none, m, o);
+        QNEAR(transformerLayerSeconds(pn, m, 1, 1, false, AttentionBackend::Flash, o, 1, true).gpu.forward,
+              bf.gpu.forward);
+
+        // Memory, GPT-6.7B-like at s 2048, b 1, t 8 (attentionTermsKorthikanti's 13 sbh with flash,
+        // 23 sbh unfused): the two norm outputs (2 bytes each of the replicated 10 sbh) drop to 1
+        // byte, -2 sbh; the FC2 input (f / t = 0.5 h elements per token, 1 sbh at 2 bytes) halves,
+        // -0.5 sbh; the projection input's FP8 copy (q / t = 0.125 h elements) is +0.125 sbh with
+        // flash (whose own output stays 16-bit) and -0.125 unfused (its 16-bit copy goes).
+        // Flash: 13 - 2 - 0.5 + 0.125 = 10.625 sbh; unfused: 23 - 2 - 0.5 - 0.125 = 20.375 sbh;
+        // flash + SP (replicated terms / t): 4.25 - 0.25 - 0.5 + 0.125 = 3.625 sbh.
+        // Weight copies: 2 bytes x 12 h^2 / 8 = 50,331,648 per layer.
+        Model gm = megatronModel();
+        GpuSpec dev = syntheticCluster().devices[0];
+        dev.denseFp8Tflops = 200;
+        const double sbh = 2048.0 * 4096;
+        struct Case {
+            AttentionBackend a;
+            bool sp;
+            double none;
+        };
+        for (const Case &k : {Case {AttentionBackend::Flash, false, 10.625 * sbh},
+                              Case {AttentionBackend::Unfused, false, 20.375 * sbh},
+                              Case {AttentionBackend::Flash, true, 3.625 * sbh}}) {
+            gm.training.attention = k.a;
+            const MemoryKernel mk = makeMemoryKernel(gm, dev, 8, 1, k.sp, 1, nullptr, o, 1, true);
+            QNEAR(mk.layerActivationBytes[0], k.none);
+            QNEAR(mk.layerActivationBytes[2], 2.0 * sbh / (k.sp ? 8 : 1)); // full recompute: the input only
+            QNEAR(mk.fp8WeightBytesPerLayer, 50331648.0);
+            const MemoryKernel plain = makeMemoryKernel(gm, dev, 8, 1, k.sp, 1, nullptr, o);
+            QCOMPARE(plain.fp8WeightBytesPerLayer, 0.0);
+            const MemoryBreakdown a = gpuMemory(plain, 4, false, false, {}, 1, 1, false, 0);
+            const MemoryBreakdown b = gpuMemory(mk, 4, false, false, {}, 1, 1, false, 0);
+            QNEAR(b.params - a.params, 4 * 50331648.0);
+            QNEAR(b.grads, a.grads);
+        }
+
+        // End to end on 8 x H100 (llama2-7b, TP 2 x PP 2 x DP 2): FP8 is faster, holds the weight
+        // copies, and the same plan on A100s is refused at /fp8; a TP whose shards FP8 cannot run
+        // is refused at the replica.
+        const Cluster h = loadCluster(kSamples + "/h100-8x.json");
+        const Model llama = resolveModel("llama2-7b");
+        Plan plan = simplePlan("dgx-h100", {16, 16}, 2, 2, 1, 64);
+        plan.sequenceParallel = true;
+        Plan fp8 = plan;
+        fp8.fp8 = Fp8Format::Hybrid;
+        Diagnostics d;
+        validatePlan(fp8, h, llama, d);
+        QVERIFY2(d.empty(), d.empty() ? "" : d.items().front().toString().c_str());
+        const PlanEstimate eb = estimatePlan(plan, h, llama, nullptr, o);
+        const PlanEstimate e8 = estimatePlan(fp8, h, llama, nullptr, o);
+        QVERIFY2(e8.pipelineMs < 0.9 * eb.pipelineMs,
+                 (std::to_string(e8.pipelineMs) + " vs " + std::to_string(eb.pipelineMs)).c_str());
+        QVERIFY(e8.gpus[0].paramsBytes > eb.gpus[0].paramsBytes);
+        QVERIFY(e8.gpus[0].activationBytes < eb.gpus[0].activationBytes);
+        QVERIFY(e8.optimizerMs > eb.optimizerMs); // the weights' cast once per iteration
+        Cluster a100 = h;
+        a100.devices[0] = *builtinCatalogue().find("a100-80gb-sxm");
+        a100.groups[0].gpu = a100.devices[0].id;
+        Diagnostics da;
+        validatePlan(fp8, a100, llama, da);
+        QVERIFY(!da.empty());
+        QCOMPARE(da.items().front().pointer, std::string("/fp8"));
+        QVERIFY2(da.items().front().message.find("a100-80gb-sxm") != std::string::npos,
+                 da.items().front().message.c_str());
+        Model odd = llama;
+        odd.shape.ffnHidden = 11000; // 11000 / 2 = 5500: not a multiple of 16
+        Diagnostics ds;
+        validatePlan(fp8, h, odd, ds);
+        QVERIFY(!ds.empty());
+        QCOMPARE(ds.items().front().pointer, std::string("/stages/0/replicas/0"));
+        QVERIFY(fp8ShapeProblem(odd, 2, 1, 1).find("FFN") != std::string::npos);
+        QVERIFY(fp8ShapeProblem(llama, 2, 1, 1).empty());
     }
 };
 

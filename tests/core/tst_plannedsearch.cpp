@@ -344,6 +344,42 @@ private slots:
         qInfo("%s: target %s, %zu plans, %zu subsets, %zu top plans export", qPrintable(QTest::currentDataTag()),
               toString(p.target), p.result.size(), p.subsets.size(), top.size());
     }
+
+    /// FP8 plans on the 20-GPU NVIDIA + AMD sample: only the H100 group trains in FP8, so the
+    /// others stay idle, the reason says so, and every plan found uses H100s only and carries the
+    /// format into its export.
+    void fp8LeavesGroupsWithoutFp8Idle()
+    {
+        PlannedSearchRequest req;
+        req.search.cluster = loadCluster(kSamples + "/paper-20gpu-nvidia-amd.json");
+        req.search.model = resolveModel("gpt3-1.3b");
+        req.search.space.fp8 = Fp8Format::Hybrid;
+        req.search.threads = 2;
+        const PlannedSearchResult r = runPlannedSearch(req);
+        QVERIFY2(r.targetReason.find("without FP8 idle") != std::string::npos, r.targetReason.c_str());
+        QVERIFY2(r.targetReason.find("a100-40gb-sxm") != std::string::npos, r.targetReason.c_str());
+        QVERIFY(r.result.size() > 0);
+        for (size_t i = 0; i < r.result.size(); i += r.result.size() / 20 + 1) {
+            const Plan plan = r.result.materialize(i);
+            QCOMPARE(plan.fp8, Fp8Format::Hybrid);
+            for (const Stage &st : plan.stages)
+                for (const Replica &rep : st.replicas)
+                    QVERIFY2(rep.node.rfind("h100", 0) == 0, rep.node.c_str());
+            std::string why;
+            QVERIFY2(exportsTo(plan, r.result, r.target, &why), why.c_str());
+        }
+        // No group with FP8 at all: no plan, and the advice says why.
+        PlannedSearchRequest none = req;
+        none.search.cluster = loadCluster(kSamples + "/paper-20gpu-mixed-consumer.json");
+        none.search.cluster.groups.erase(std::remove_if(none.search.cluster.groups.begin(),
+                                                        none.search.cluster.groups.end(),
+                                                        [&](const NodeGroup &g) { return g.gpu == "rtx-4090"; }),
+                                         none.search.cluster.groups.end());
+        const PlannedSearchResult n = runPlannedSearch(none);
+        QCOMPARE(n.result.size(), size_t(0));
+        QVERIFY(n.advice);
+        QVERIFY2(n.advice->text.find("FP8") != std::string::npos, n.advice->text.c_str());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestPlannedSearch)

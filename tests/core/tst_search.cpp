@@ -454,6 +454,64 @@ private slots:
         QVERIFY(faster > 0);
     }
 
+    /// Issue 17 item 7: FP8 as a search setting. On 8 x H100 every plan carries the format, is
+    /// valid, and its fast-path time and memory are estimatePlan's; the best FP8 plan is faster
+    /// than the best BF16 one. A TP degree whose shards FP8 GEMMs cannot run (FFN 11024 / 2 =
+    /// 5512, not a multiple of 16) is pruned for divisibility; a group without FP8 is refused.
+    void fp8Setting()
+    {
+        SearchRequest req;
+        req.cluster = loadCluster(kSamples + "/h100-8x.json");
+        req.model = resolveModel("llama2-7b");
+        req.model.training.globalBatch = 32;
+        req.space.stagesPerGroup = {1, 2, 4};
+        req.space.tensorParallel = {1, 2, 4};
+        req.space.microBatches = {1, 2};
+        req.threads = 2;
+        const SearchResult bf = runSearch(req);
+        req.space.fp8 = Fp8Format::Hybrid;
+        const SearchResult f8 = runSearch(req);
+        QCOMPARE(f8.fp8, Fp8Format::Hybrid);
+        QVERIFY(f8.size() > 0);
+        for (size_t i = 0; i < f8.size(); i += f8.size() / 40 + 1) {
+            const Plan plan = f8.materialize(i);
+            QCOMPARE(plan.fp8, Fp8Format::Hybrid);
+            Diagnostics d;
+            validatePlan(plan, req.cluster, req.model, d);
+            QVERIFY2(d.empty(), plan.summary(req.cluster).c_str());
+            const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
+            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
+            QVERIFY2(rel(e.iterationTimeMs, f8.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY2(rel(e.peakUtilisation, f8.peakMemory[i]) < 1e-9, plan.summary(req.cluster).c_str());
+        }
+        const auto best = [](const SearchResult &r) { return *std::min_element(r.timeMs.begin(), r.timeMs.end()); };
+        QVERIFY2(best(f8) < 0.95 * best(bf), (std::to_string(best(f8)) + " vs " + std::to_string(best(bf))).c_str());
+
+        SearchRequest odd = req;
+        odd.model.shape.ffnHidden = 11024;
+        const SearchResult o = runSearch(odd);
+        QVERIFY(o.size() > 0);
+        for (size_t i = 0; i < o.size(); ++i)
+            for (const Stage &st : o.materialize(i).stages)
+                for (const Replica &r : st.replicas)
+                    QVERIFY2(r.tp != 2, "TP 2 shards FFN 11024 into 5512, which FP8 cannot run");
+        odd.space.fp8 = Fp8Format::Off;
+        bool bf16HasTp2 = false;
+        const SearchResult ob = runSearch(odd);
+        for (size_t i = 0; i < ob.size() && !bf16HasTp2; ++i)
+            bf16HasTp2 = ob.materialize(i).stages.front().replicas.front().tp == 2;
+        QVERIFY(bf16HasTp2);
+
+        SearchRequest mixed = request20(1);
+        mixed.space.fp8 = Fp8Format::E4M3;
+        try {
+            runSearch(mixed);
+            QFAIL("expected a refusal: A100 and MI250X have no FP8");
+        } catch (const std::invalid_argument &e) {
+            QVERIFY2(std::string(e.what()).find("a100-40gb-sxm") != std::string::npos, e.what());
+        }
+    }
+
     /// Issue 17 item 1: the interleaved schedule as a dimension. On 8 x H100 with llama2-7b
     /// (32 layers), virtual stages {1, 2, 4}: the v = 1 rows are exactly the plain search's, every
     /// v > 1 row is a valid Megatron-LM interleaved plan (p >= 3, micro-batches in groups of p,

@@ -109,6 +109,13 @@ QVBoxLayout *ResultsPanel::createToolbar()
     mOverlapDp->setToolTip(tr("Megatron-LM's --overlap-grad-reduce on every plan (and --overlap-param-gather with the "
                               "distributed optimizer): the data-parallel collectives run behind the last backward / "
                               "first forward where the cost model says they can; exports carry the flags"));
+    mFp8 = new QComboBox;
+    mFp8->addItem(tr("BF16"), int(Fp8Format::Off));
+    mFp8->addItem(tr("FP8 hybrid"), int(Fp8Format::Hybrid));
+    mFp8->addItem(tr("FP8 e4m3"), int(Fp8Format::E4M3));
+    mFp8->setToolTip(tr("FP8 GEMMs with Transformer Engine on every plan (Megatron-LM's --fp8-format): faster "
+                        "linear layers, FP8 copies of the weights. Groups whose GPUs have no FP8 (before Hopper/Ada, "
+                        "CDNA3) stay idle; exports carry the flags"));
     mExport = new QPushButton(tr("Export plan..."));
     mExport->setEnabled(false);
     mExport->setToolTip(tr("Write launch files (Megatron-LM, FlagScale, Slurm, JSON) for the selected plan"));
@@ -121,6 +128,7 @@ QVBoxLayout *ResultsPanel::createToolbar()
     bar->addWidget(new QLabel(tr("Target:")));
     bar->addWidget(mTarget);
     bar->addWidget(mOverlapDp);
+    bar->addWidget(mFp8);
     bar->addWidget(new QLabel(tr("Global batch:")));
     bar->addWidget(mGlobalBatch);
     bar->addWidget(mExport);
@@ -228,6 +236,7 @@ void ResultsPanel::connectViews()
     connect(mGlobalBatch, &QSpinBox::valueChanged, this, &ResultsPanel::scheduleSearch);
     connect(mTarget, &QComboBox::currentIndexChanged, this, &ResultsPanel::scheduleSearch);
     connect(mOverlapDp, &QCheckBox::toggled, this, &ResultsPanel::scheduleSearch);
+    connect(mFp8, &QComboBox::currentIndexChanged, this, &ResultsPanel::scheduleSearch);
     connectSearchJob();
     connect(mFilter, &QLineEdit::textChanged, mProxy, &PlanFilterProxy::setTextFilter);
     connect(mParetoOnly, &QCheckBox::toggled, mProxy, &PlanFilterProxy::setParetoOnly);
@@ -296,6 +305,7 @@ void ResultsPanel::runSearch()
     if (mGlobalBatch->value() > 0)
         request.search.globalBatch = mGlobalBatch->value();
     request.search.space.overlapDataParallel = mOverlapDp->isChecked();
+    request.search.space.fp8 = static_cast<Fp8Format>(mFp8->currentData().toInt());
     const int target = mTarget->currentIndex();
     request.autoTarget = target <= 0;
     if (target > 0)

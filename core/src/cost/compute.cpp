@@ -33,6 +33,11 @@ ComputeParams computeParams(const GpuSpec &device, const Model &model, const Cos
     p.hostOpSeconds = o.hostOpMicroseconds * 1e-6;
     p.computeUnits = device.computeUnits.value_or(device.vendor == "AMD" ? 110 : 108);
     p.tile = std::max(1, o.gemmTile);
+    if (device.denseFp8Tflops && *device.denseFp8Tflops > 0) {
+        p.fp8PeakFlops = *device.denseFp8Tflops * 1e12;
+        p.fp8GemmEfficiency = p.gemmEfficiency * o.fp8GemmEfficiencyScale;
+    }
+    p.fp8CastBytesPerElement = o.fp8CastBytesPerElement;
     return p;
 }
 
@@ -56,8 +61,9 @@ PassSeconds LayerSeconds::pass() const
 
 LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
                                      bool sequenceParallel, AttentionBackend attention, const CostOptions &o,
-                                     int contextParallel)
+                                     int contextParallel, bool fp8)
 {
+    fp8 = fp8 && p.fp8PeakFlops > 0;
     const ModelShape &s = model.shape;
     // Context parallelism: each rank holds seqLength / cp tokens of every sequence; its queries
     // attend to the keys of the whole sequence (load-balanced causal chunks), so the attention
@@ -71,10 +77,18 @@ LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model,
     };
     const G gemms[]
         = {{T, (q + 2 * kv) / tp, h}, {T, h, q / tp}, {T, f * (s.swiglu ? 2.0 : 1.0) / tp, h}, {T, h, f / tp}};
+    ComputeParams linear = p; // the four linear GEMMs: FP8 with `fp8`
+    if (fp8) {
+        linear.peakFlops = p.fp8PeakFlops;
+        linear.gemmEfficiency = p.fp8GemmEfficiency;
+    }
     PassSeconds gpu;
+    double castIn = 0, castGrad = 0; // FP8: elements cast per pass (GEMM inputs; output gradients)
     for (const G &g : gemms) {
-        gpu.forward += gemmSeconds(p, g.m, g.n, g.k);
-        gpu.backward += gemmSeconds(p, g.m, g.k, g.n) + gemmSeconds(p, g.k, g.n, g.m); // data + weight gradient
+        gpu.forward += gemmSeconds(linear, g.m, g.n, g.k);
+        gpu.backward += gemmSeconds(linear, g.m, g.k, g.n) + gemmSeconds(linear, g.k, g.n, g.m); // data + weight grad
+        castIn += g.m * g.k;
+        castGrad += g.m * g.n;
     }
     // Elements of the (s / cp) x s score tensor per local head (s x s without CP).
     const double scores = microBatch * headsLocal * seq * seq / cp;
@@ -105,8 +119,21 @@ LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model,
     const double bytes = 4.0 * sbh2 + 7.0 * sbh2 + actBytes;
     gpu.forward += bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
     gpu.backward += 2.0 * bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
+    PassSeconds host {o.opsPerLayerForward * p.hostOpSeconds, o.opsPerLayerBackward * p.hostOpSeconds};
+    if (fp8) {
+        // Transformer Engine casts each GEMM input (forward) and each output gradient (backward) to
+        // FP8 with its transpose; with sequence parallelism the QKV / FC1 inputs are cast on the
+        // rank's s / tp tokens before the gather (the other operands are whole on every rank).
+        if (sequenceParallel)
+            castIn -= 2.0 * T * h * (1.0 - 1.0 / tp);
+        const double bw = p.hbmBytesPerSecond * p.memoryBoundEfficiency;
+        gpu.forward += castIn * p.fp8CastBytesPerElement / bw;
+        gpu.backward += castGrad * p.fp8CastBytesPerElement / bw;
+        host.forward += o.fp8OpsPerLayerForward * p.hostOpSeconds;
+        host.backward += o.fp8OpsPerLayerBackward * p.hostOpSeconds;
+    }
     // Host: the framework issues its ops one by one; tiny kernels wait for it.
-    return {gpu, {o.opsPerLayerForward * p.hostOpSeconds, o.opsPerLayerBackward * p.hostOpSeconds}};
+    return {gpu, host};
 }
 
 PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &o)

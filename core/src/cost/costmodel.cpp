@@ -117,13 +117,14 @@ void contextParallelComm(LayerKernel &k, const Model &model, int tp, int microBa
 
 LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const Model &model, int tp, int microBatch,
                             bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options,
-                            int contextParallel, CpComm cpComm)
+                            int contextParallel, CpComm cpComm, bool fp8)
 {
     const ModelShape &s = model.shape;
     const int L = s.layers;
     const int cp = std::max(1, contextParallel);
-    // A profile is measured at the whole sequence per GPU: it does not describe a CP rank.
-    if (cp > 1)
+    // A profile is measured at the whole sequence per GPU in 16-bit: it describes neither a CP
+    // rank nor FP8 GEMMs.
+    if (cp > 1 || fp8)
         profiles = nullptr;
     LayerKernel k;
     k.forwardPrefixMs.assign(static_cast<size_t>(L) + 1, 0.0);
@@ -159,7 +160,7 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
         // attention by backend, memory-bound kernels, the host time of each pass.
         const ComputeParams params = computeParams(device, model, options);
         layer = transformerLayerSeconds(params, model, tp, microBatch, sequenceParallel,
-                                        resolveAttention(model, device), options, cp);
+                                        resolveAttention(model, device), options, cp, fp8);
         if (cp > 1) {
             // The CP exchange is more framework ops per layer: a ring step (send, receive,
             // block attention, softmax correction) per peer, or the gather / the all-to-alls.
@@ -184,6 +185,12 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
     }
     const double memBw = device.memoryBandwidthGBps.value_or(1000.0) * 1e9 * options.optimizerBandwidthEfficiency;
     k.optimizerMsPerParam = options.optimizerBytesPerParam / memBw * 1e3;
+    if (fp8 && device.denseFp8Tflops) {
+        // The first micro-batch casts every linear weight to FP8 with its transpose; the others
+        // reuse the copies (Megatron passes is_first_microbatch to TE). Once per iteration.
+        const double castBw = device.memoryBandwidthGBps.value_or(1000.0) * 1e9 * options.memoryBoundEfficiency;
+        k.fp8WeightCastMsPerParam = options.fp8CastBytesPerElement / castBw * 1e3;
+    }
 
     // Section 5, TP: per layer per micro-batch 2 all-reduces forward + 2 backward of b*s*h*2
     // bytes (with SP the same volume as all-gathers + reduce-scatters); full recompute adds
@@ -246,7 +253,12 @@ std::string costOptionsSignature(const CostOptions &o)
                      static_cast<double>(o.vocabDivisibleBy),
                      o.opsPerContextParallelStep,
                      o.p2pOpOverheadMs,
-                     o.overlapContention})
+                     o.overlapContention,
+                     o.fp8GemmEfficiencyScale,
+                     o.fp8CastBytesPerElement,
+                     o.fp8OpsPerLayerForward,
+                     o.fp8OpsPerLayerBackward,
+                     o.fp8WeightCacheBytesPerParam})
         s += exactNumber(v) + " ";
     return s;
 }
@@ -318,11 +330,12 @@ double measuredLayerActivationBytes(const LayerProfile &prof, int layers)
 
 MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
                               int pipelineStages, const ProfileSet *profiles, const CostOptions &options,
-                              int contextParallel)
+                              int contextParallel, bool fp8)
 {
     const double cp = std::max(1, contextParallel);
-    if (cp > 1)
-        profiles = nullptr; // measured at the whole sequence per GPU
+    fp8 = fp8 && device.denseFp8Tflops.has_value();
+    if (cp > 1 || fp8)
+        profiles = nullptr; // measured at the whole sequence per GPU, in 16-bit
     const ModelShape &s = model.shape;
     MemoryKernel k;
     const double h = s.hidden, a = s.heads, g = s.kvGroups, f = s.ffnHidden;
@@ -354,6 +367,23 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
     const double selective = sequenceParallel ? sbh * (10.0 + sharded) / tp : sbh * (10.0 + sharded / tp);
     double none = selective + sbh * scores / tp;
     double sel = selective;
+    if (fp8) {
+        // Transformer Engine saves the FP8 cast of each GEMM input for the weight gradient instead
+        // of the 16-bit tensor: the two norm outputs (QKV and FC1 inputs, replicated without SP)
+        // and the FC2 input (f per token) drop from 2 bytes to 1. The projection's input is the
+        // attention output, which flash/fused attention keeps in 16-bit for its own backward: its
+        // FP8 copy is one byte more there (unfused attention does not need it: one byte less).
+        const double q = static_cast<double>(model.kvChannels()) * a;
+        const double replicatedDelta = -2.0 / (sequenceParallel ? tp : 1);
+        const double shardedDelta = (-f + (storesNoScores(k.attention) ? q : -q)) / h / tp;
+        const double delta = sbh * (replicatedDelta + shardedDelta);
+        none += delta;
+        sel += delta;
+        // The FP8 weight copies (weight + transpose) of the four linear layers, per TP rank.
+        const double d = model.kvChannels(), kvw = d * g;
+        const double linear = h * (q + 2.0 * kvw) + q * h + h * f * (s.swiglu ? 2.0 : 1.0) + f * h;
+        k.fp8WeightBytesPerLayer = options.fp8WeightCacheBytesPerParam * linear / tp;
+    }
     const LayerProfile *prof
         = profiles ? profiles->find(ProfileKey {device.id, model.id, tp, microBatch, s.seqLength}) : nullptr;
     if (const double measured = prof ? measuredLayerActivationBytes(*prof, s.layers) : 0.0; measured > 0) {
@@ -422,7 +452,7 @@ MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbeddi
         = layerCount * k.layerParams + (hasEmbedding ? k.embeddingParams : 0) + (hasHead ? k.headParams : 0);
     // Section 1.8: 18 bytes/param = 2 (bf16 weight) + 4 (fp32 main grad) + 12 (fp32 master + Adam m, v);
     // distributed optimizer: 6 + 12/d.
-    m.params = 2.0 * params;
+    m.params = 2.0 * params + layerCount * k.fp8WeightBytesPerLayer; // + FP8 weight copies (Plan::fp8)
     m.grads = 4.0 * params;
     m.optimizer = 12.0 * params / (distributedOptimizer ? std::max(dp, 1) : 1);
 
@@ -701,7 +731,8 @@ private:
             it = kernels
                      .emplace(key,
                               makeLayerKernel(cluster.devices[static_cast<size_t>(n.device)], n.intraLink, model, tp,
-                                              mbs, plan.sequenceParallel, profiles, options, cp, plan.cpComm))
+                                              mbs, plan.sequenceParallel, profiles, options, cp, plan.cpComm,
+                                              plan.fp8 != Fp8Format::Off))
                      .first;
         }
         return it->second;
@@ -744,8 +775,8 @@ private:
         // Memory of this replica's GPUs.
         const Node &node = nodes[static_cast<size_t>(ni)];
         const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
-        const MemoryKernel mk
-            = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles, options, cp);
+        const MemoryKernel mk = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles,
+                                                 options, cp, plan.fp8 != Fp8Format::Off);
         // Communicators: TP, CP (the K/V exchange), DP x CP (gradients), PP.
         const int groups = (rep.tp > 1) + (cp > 1) + (dp * cp > 1) + (p > 1);
         const MemoryBreakdown mb
@@ -784,6 +815,7 @@ private:
                 * optShare;
         else
             optMs = localParams * optShare * k.optimizerMsPerParam;
+        optMs += st.layerCount * mk.layerParams * k.fp8WeightCastMsPerParam; // not sharded: every rank casts its own
         se.optimizerMs = std::max(se.optimizerMs, optMs);
         return ni;
     }

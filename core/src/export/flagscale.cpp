@@ -177,6 +177,9 @@ std::string trainYaml(const ExportRequest &request, const FlagScaleShape &f)
     else
         t << "    fp16: true\n    initial_loss_scale: 65536\n    loss_scale_window: 1000\n    hysteresis: 2\n"
              "    min_loss_scale: 1\n";
+    if (plan.fp8 != Fp8Format::Off)
+        t << "    transformer_impl: transformer_engine\n    fp8_format: " << toString(plan.fp8)
+          << "\n    fp8_recipe: delayed\n    fp8_amax_history_len: 1024\n    fp8_amax_compute_algo: max\n";
     t << "    attention_softmax_in_fp32: true\n    accumulate_allreduce_grads_in_fp32: true\n";
     t << "  logging:\n    log_interval: 1\n";
     t << "  checkpoint:\n";

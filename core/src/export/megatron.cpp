@@ -109,6 +109,15 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
         add("--hysteresis", "2");
         add("--min-loss-scale", "1");
     }
+    if (plan.fp8 != Fp8Format::Off) {
+        // Transformer Engine's delayed scaling as NVIDIA's FP8 recipes set it
+        // (examples/llama/train_llama3_8b_h100_fp8.sh; the ROCm guide's MI300 flags).
+        add("--transformer-impl", "transformer_engine");
+        add("--fp8-format", toString(plan.fp8));
+        add("--fp8-recipe", "delayed");
+        add("--fp8-amax-history-len", "1024");
+        add("--fp8-amax-compute-algo", "max");
+    }
     add("--attention-softmax-in-fp32");
     const GpuSpec &dev = request.cluster.devices[static_cast<size_t>(m.device)];
     if (dev.vendor == "AMD")

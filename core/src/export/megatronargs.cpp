@@ -132,6 +132,7 @@ FlagValues collectFlags(const std::vector<std::string> &args, MegatronArgs &a, D
                                                         "--recompute-num-layers",
                                                         "--context-parallel-size",
                                                         "--cp-comm-type",
+                                                        "--fp8-format",
                                                         "--num-layers-per-virtual-pipeline-stage"};
     for (size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
@@ -309,6 +310,13 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
         else
             diags.error("argv",
                         "--cp-comm-type expects p2p, all_gather or a2a, found \"" + values["--cp-comm-type"] + "\"");
+    }
+    if (values.count("--fp8-format")) {
+        const auto f = fp8FromString(values["--fp8-format"]);
+        if (f && *f != Fp8Format::Off)
+            a.fp8 = *f;
+        else
+            diags.error("argv", "--fp8-format expects hybrid or e4m3, found \"" + values["--fp8-format"] + "\"");
     }
     parseStageLayers(values, a, diags);
     if (values.count("--num-layers-per-virtual-pipeline-stage") && !a.stageLayers.empty()) {

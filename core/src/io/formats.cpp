@@ -93,6 +93,7 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
                          "memoryBandwidthGBps",
                          "denseBf16Tflops",
                          "denseFp16Tflops",
+                         "denseFp8Tflops",
                          "bf16Supported",
                          "scaleUp",
                          "hostLink",
@@ -127,6 +128,7 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
         = r.has("memoryBandwidthGBps") ? r.nullableNumber("memoryBandwidthGBps", 1, 1e6) : std::nullopt;
     d.denseBf16Tflops = r.has("denseBf16Tflops") ? r.nullableNumber("denseBf16Tflops", 0.001, 1e6) : std::nullopt;
     d.denseFp16Tflops = r.nullableNumber("denseFp16Tflops", 0.001, 1e6);
+    d.denseFp8Tflops = r.has("denseFp8Tflops") ? r.nullableNumber("denseFp8Tflops", 0.001, 1e6) : std::nullopt;
     d.bf16Supported = r.optionalBool("bf16Supported").value_or(d.denseBf16Tflops.has_value());
     if (const json *su = r.optionalObject("scaleUp")) {
         JsonObjectReader s(*su, r.pointerTo("scaleUp"), diags);
@@ -195,6 +197,8 @@ json toJson(const GpuSpec &d)
     j["memoryBandwidthGBps"] = optionalToJson(d.memoryBandwidthGBps);
     j["denseBf16Tflops"] = optionalToJson(d.denseBf16Tflops);
     j["denseFp16Tflops"] = optionalToJson(d.denseFp16Tflops);
+    if (d.denseFp8Tflops) // only when known: files and hashes of devices without FP8 stay as they were
+        j["denseFp8Tflops"] = *d.denseFp8Tflops;
     j["bf16Supported"] = d.bf16Supported;
     j["scaleUp"] = {{"kind", toString(d.scaleUpKind)},
                     {"perDirectionGBps", optionalToJson(d.scaleUpPerDirectionGBps)},
@@ -637,7 +641,7 @@ Plan parsePlan(const json &j, Diagnostics &diags)
         return p;
     r.requireFormat(kPlanFormat);
     r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer",
-                         "overlapGradReduce", "overlapParamGather", "virtualStages", "contextParallel", "cpComm",
+                         "overlapGradReduce", "overlapParamGather", "virtualStages", "contextParallel", "cpComm", "fp8",
                          "stages", "metrics", "provenance"});
     p.name = r.optionalString("name").value_or("");
     p.globalBatch = static_cast<int>(r.requireInt("globalBatch", 1, 1 << 24));
@@ -649,6 +653,8 @@ Plan parsePlan(const json &j, Diagnostics &diags)
     p.contextParallel = static_cast<int>(r.optionalInt("contextParallel", 1, 1024).value_or(1));
     if (j.contains("cpComm"))
         p.cpComm = static_cast<CpComm>(r.requireEnum("cpComm", {"p2p", "all_gather", "a2a"}));
+    if (j.contains("fp8"))
+        p.fp8 = static_cast<Fp8Format>(r.requireEnum("fp8", {"off", "hybrid", "e4m3"}));
     const json *stages = r.requireArray("stages");
     if (stages && stages->empty())
         r.error("stages", "expected at least one pipeline stage, found an empty list");
@@ -731,6 +737,8 @@ json toJson(const Plan &p)
         j["contextParallel"] = p.contextParallel;
         j["cpComm"] = toString(p.cpComm);
     }
+    if (p.fp8 != Fp8Format::Off)
+        j["fp8"] = toString(p.fp8);
     json stages = json::array();
     for (const Stage &s : p.stages) {
         json st {{"firstLayer", s.firstLayer}, {"layerCount", s.layerCount}};

@@ -46,6 +46,54 @@ std::optional<CpComm> cpCommFromString(const std::string &text)
     return std::nullopt;
 }
 
+const char *toString(Fp8Format v)
+{
+    switch (v) {
+    case Fp8Format::Off:
+        return "off";
+    case Fp8Format::Hybrid:
+        return "hybrid";
+    case Fp8Format::E4M3:
+        return "e4m3";
+    }
+    return "off";
+}
+
+std::optional<Fp8Format> fp8FromString(const std::string &text)
+{
+    for (Fp8Format f : {Fp8Format::Off, Fp8Format::Hybrid, Fp8Format::E4M3})
+        if (text == toString(f))
+            return f;
+    return std::nullopt;
+}
+
+std::string fp8ShapeProblem(const Model &model, int tp, int microBatch, int contextParallel)
+{
+    const ModelShape &s = model.shape;
+    tp = std::max(1, tp);
+    const long long tokens = static_cast<long long>(microBatch) * s.seqLength / std::max(1, contextParallel);
+    if (tokens % 8 != 0)
+        return "a GEMM's " + std::to_string(tokens)
+            + " tokens (micro-batch x sequence / cp) are not a multiple of 8, which FP8 GEMMs need";
+    const long long d = model.kvChannels(), q = d * s.heads, kv = d * s.kvGroups;
+    const long long ffnOut = static_cast<long long>(s.ffnHidden) * (s.swiglu ? 2 : 1);
+    struct Dim {
+        const char *what;
+        long long value;
+        int multiple;
+    };
+    const Dim dims[] = {{"hidden size (QKV and FC1 input)", s.hidden, 16},
+                        {"attention output per TP rank (projection input)", q / tp, 16},
+                        {"FFN size per TP rank (FC2 input)", s.ffnHidden / tp, 16},
+                        {"QKV output per TP rank", (q + 2 * kv) / tp, 8},
+                        {"FC1 output per TP rank", ffnOut / tp, 8}};
+    for (const Dim &x : dims)
+        if (x.value % x.multiple != 0)
+            return "the " + std::string(x.what) + " of " + std::to_string(x.value) + " is not a multiple of "
+                + std::to_string(x.multiple) + ", which FP8 GEMMs need";
+    return {};
+}
+
 int Stage::samplesPerStep() const
 {
     int n = 0;
@@ -84,6 +132,8 @@ std::string Plan::summary(const Cluster &cluster) const
             << (overlapParamGather ? "param" : "");
     if (contextParallel > 1)
         out << " cp" << contextParallel << "(" << toString(cpComm) << ")";
+    if (fp8 != Fp8Format::Off)
+        out << " fp8=" << toString(fp8);
     for (const Stage &s : stages) {
         out << " | " << s.firstLayer << "-" << (s.firstLayer + s.layerCount - 1);
         // Group replicas by (device, tp, microBatch) so mixed stages read naturally.
@@ -172,6 +222,37 @@ void validateContextParallel(const Plan &plan, const Model &model, Diagnostics &
             }
 }
 
+/// FP8: every replica's device has an FP8 peak (GpuSpec::denseFp8Tflops) and its GEMM shapes are
+/// ones Transformer Engine runs in FP8.
+void validateFp8(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &diags)
+{
+    if (plan.fp8 == Fp8Format::Off)
+        return;
+    std::map<std::string, int> deviceOfNode;
+    for (const Node &n : cluster.nodes())
+        deviceOfNode.emplace(n.name, n.device);
+    std::set<std::string> reported;
+    for (size_t si = 0; si < plan.stages.size(); ++si)
+        for (size_t ri = 0; ri < plan.stages[si].replicas.size(); ++ri) {
+            const Replica &r = plan.stages[si].replicas[ri];
+            const auto it = deviceOfNode.find(r.node);
+            if (it == deviceOfNode.end())
+                continue; // reported with the replica
+            const GpuSpec &dev = cluster.devices[static_cast<size_t>(it->second)];
+            if (!dev.denseFp8Tflops && reported.insert(dev.id).second)
+                diags.error("/fp8",
+                            "expected \"off\": " + dev.id + " (stage " + std::to_string(si) + ", node '" + r.node
+                                + "') has no FP8 support in the catalogue (denseFp8Tflops); Transformer Engine "
+                                  "trains in FP8 on NVIDIA Hopper/Ada/Blackwell and AMD CDNA3, found \""
+                                + toString(plan.fp8) + "\"");
+            const std::string shape = fp8ShapeProblem(model, r.tp, r.microBatch, plan.contextParallel);
+            if (!shape.empty() && reported.insert("shape:" + shape).second)
+                diags.error(jsonPointerJoin(jsonPointerJoin("/stages", si) + "/replicas", ri),
+                            "expected GEMM shapes FP8 can run (fp8 \"" + std::string(toString(plan.fp8))
+                                + "\"): " + shape);
+        }
+}
+
 } // namespace
 
 void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &diags)
@@ -198,6 +279,7 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
                     "--overlap-grad-reduce), found true");
     const int cp = plan.contextParallel;
     validateContextParallel(plan, model, diags);
+    validateFp8(plan, cluster, model, diags);
 
     int nextLayer = 0;
     std::set<std::pair<std::string, int>> used;

@@ -56,6 +56,8 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const Cost
         key += std::string(";ov=") + (plan.overlapGradReduce ? "g" : "") + (plan.overlapParamGather ? "p" : "");
     if (plan.contextParallel > 1)
         key += ";cp=" + std::to_string(plan.contextParallel) + toString(plan.cpComm);
+    if (plan.fp8 != Fp8Format::Off)
+        key += std::string(";fp8=") + toString(plan.fp8);
     for (size_t i = 0; i < plan.stages.size(); ++i) {
         const Stage &st = plan.stages[i];
         std::vector<std::string> reps;

@@ -48,9 +48,10 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
         + ";cp=" + list(sp.contextParallel) + toString(sp.cpComm) + ";perm=" + (sp.permuteGroups ? "1" : "0")
         + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
         + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0")
-        + (sp.overlapDataParallel ? ";overlap=1" : "") + ";target=" + toString(sp.target)
-        + ";mixed=" + (sp.mixedStages ? "1" : "0") + ";round=" + (sp.roundGlobalBatch ? "1" : "0")
-        + ";partial=" + (sp.partialRecompute ? "1" : "0");
+        + (sp.overlapDataParallel ? ";overlap=1" : "")
+        + (sp.fp8 != Fp8Format::Off ? std::string(";fp8=") + toString(sp.fp8) : std::string())
+        + ";target=" + toString(sp.target) + ";mixed=" + (sp.mixedStages ? "1" : "0")
+        + ";round=" + (sp.roundGlobalBatch ? "1" : "0") + ";partial=" + (sp.partialRecompute ? "1" : "0");
     if (r.stream) {
         s += "\nstream top=" + std::to_string(r.stream->topK) + ";objectives=";
         for (const ObjectiveWeights &o : r.stream->objectives)
@@ -296,7 +297,9 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     w.str(toJson(r.cluster).dump());
     w.str(toJson(r.model).dump());
     w.u64(static_cast<std::uint64_t>(r.globalBatch));
-    w.u64((r.sequenceParallel ? 1u : 0u) | (r.overlapDataParallel ? 2u : 0u)); // bit 1: since version 6
+    // bit 1: since version 6; bits 2-3: Fp8Format (0 off, 1 hybrid, 2 e4m3), absent before FP8
+    w.u64((r.sequenceParallel ? 1u : 0u) | (r.overlapDataParallel ? 2u : 0u)
+          | (static_cast<std::uint64_t>(r.fp8) << 2));
     w.u64((r.roundGlobalBatch ? 1u : 0u) | (r.streamed ? 2u : 0u));
     w.str(r.predictor);
     w.pod(r.timeSpread);
@@ -410,11 +413,12 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
     }
     r.globalBatch = static_cast<int>(rd.u64());
     const std::uint64_t spFlags = rd.u64();
-    if (spFlags > 3)
-        throw std::runtime_error("search result: expected sequence-parallel flags 0 to 3, found "
+    if (spFlags > 11)
+        throw std::runtime_error("search result: expected sequence-parallel flags 0 to 11, found "
                                  + std::to_string(spFlags));
     r.sequenceParallel = (spFlags & 1) != 0;
     r.overlapDataParallel = (spFlags & 2) != 0;
+    r.fp8 = static_cast<Fp8Format>(spFlags >> 2);
     const std::uint64_t flags = rd.u64();
     if (flags > 3)
         throw std::runtime_error("search result: expected flags 0 to 3, found " + std::to_string(flags));

@@ -56,6 +56,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     m.globalBatch = r0.globalBatch;
     m.sequenceParallel = r0.sequenceParallel;
     m.overlapDataParallel = r0.overlapDataParallel;
+    m.fp8 = r0.fp8;
     m.roundGlobalBatch = r0.roundGlobalBatch;
     m.microBatchSizes = r0.microBatchSizes;
     m.recomputeChoices = r0.recomputeChoices;
@@ -247,6 +248,12 @@ double groupSlowness(const SearchRequest &req, const NodeGroup &g)
     return k.forwardPrefixMs[1] + k.backwardPrefixMs[1];
 }
 
+/// A group the search may use: the target runs its device and, for FP8 plans, the device has FP8.
+bool groupUsable(const SearchRequest &req, LaunchTarget target, const GpuSpec &dev)
+{
+    return targetRunsDevice(target, dev) && (req.space.fp8 == Fp8Format::Off || dev.denseFp8Tflops.has_value());
+}
+
 /// The subsets: per base set of groups the target can run together (every usable group for
 /// FlagScale and Any; per vendor and GPUs per node for Megatron-LM, whose jobs need both equal),
 /// the set itself and then the slowest 1..maxIdle groups idle; the baseline before them.
@@ -258,8 +265,9 @@ std::vector<Candidate> idleCandidates(const PlannedSearchRequest &req, LaunchTar
     std::vector<std::string> unusable;
     for (size_t g = 0; g < G; ++g) {
         const GpuSpec &dev = cl.deviceOf(cl.groups[g]);
-        if (!targetRunsDevice(target, dev)) {
-            unusable.push_back(cl.groups[g].name + " (" + dev.vendor + ")");
+        if (!groupUsable(req.search, target, dev)) {
+            unusable.push_back(cl.groups[g].name + " ("
+                               + (targetRunsDevice(target, dev) ? dev.id + ", no FP8" : dev.vendor) + ")");
             continue;
         }
         const std::string key = target == LaunchTarget::Megatron
@@ -283,7 +291,7 @@ std::vector<Candidate> idleCandidates(const PlannedSearchRequest &req, LaunchTar
             x.count = y.count = 0;
             x.x = y.x = x.y = y.y = 0;
             prefix = prefix && x == y;
-            c.used[g] = targetRunsDevice(target, cl.deviceOf(cl.groups[g])) ? b.groups[g].count : 0;
+            c.used[g] = groupUsable(req.search, target, cl.deviceOf(cl.groups[g])) ? b.groups[g].count : 0;
         }
         if (prefix) {
             c.label = "the cluster before the edit";
@@ -581,6 +589,9 @@ NoPlanAdvice advise(const PlannedSearchRequest &req, const PlannedSearchResult &
     a.reason = reason;
     if (reason == "empty space") {
         a.text = "the search space is empty; widen --stages, --tp or --mbs";
+    } else if (reason == "launcher" && p.subsets.empty() && req.search.space.fp8 != Fp8Format::Off) {
+        a.text = "no GPU of the cluster trains in FP8 (" + p.targetReason
+            + "); search without --fp8, or add Hopper/Ada/CDNA3-class GPUs";
     } else if (reason == "launcher") {
         a.text = std::string("the target (") + toString(p.target) + ") runs none of the candidates ("
             + (p.subsets.empty() ? "none of the cluster's GPUs" : "none of the plans") + "): " + p.targetReason
@@ -621,6 +632,14 @@ SubsetPlan planSubsets(const PlannedSearchRequest &request)
                 cannot += (cannot.empty() ? "" : ", ") + g.name + " (" + cl.deviceOf(g).vendor + ")";
         out.targetReason = "chosen by the user"
             + (cannot.empty() ? std::string() : "; it cannot run " + cannot + ", which stay idle");
+    }
+    if (request.search.space.fp8 != Fp8Format::Off) {
+        std::string noFp8;
+        for (const NodeGroup &g : cl.groups)
+            if (targetRunsDevice(out.target, cl.deviceOf(g)) && !cl.deviceOf(g).denseFp8Tflops)
+                noFp8 += (noFp8.empty() ? "" : ", ") + g.name + " (" + cl.deviceOf(g).id + ")";
+        if (!noFp8.empty())
+            out.targetReason += "; FP8 plans leave the groups without FP8 idle: " + noFp8;
     }
     size_t largest = 0;
     for (const Candidate &c : idleCandidates(request, out.target)) {

@@ -107,6 +107,14 @@ struct Context {
     // memKernels[((group * nTp + tpIndex) * (maxMb + 1) + mb) * 2 + (p > 1)]: per group, since the
     // device decides the attention backend, measured activation bytes and runtime overheads
     std::vector<MemoryKernel> memKernels;
+    /// FP8 plans (SearchSpaceOptions::fp8): per (CP index, TP index, micro-batch) 1 when the GEMM
+    /// shapes are ones FP8 cannot run (fp8ShapeProblem). Empty without FP8.
+    std::vector<char> fp8Bad;
+    bool fp8Refused(size_t cpIndex, int tpIndex, int mb) const
+    {
+        return !fp8Bad.empty()
+            && fp8Bad[(cpIndex * tpValues.size() + static_cast<size_t>(tpIndex)) * (maxMb + 1) + mb] != 0;
+    }
     std::vector<double> groupPeakTflops; ///< per cluster group, for the learned predictor's features
     double modelParams = 0;
     size_t nMbs = 0, nRcCombos = 0, nRc = 0, nDist = 0, nTypes = 0, nV = 1, nCp = 1;
@@ -498,6 +506,9 @@ public:
             }
             if (std::max(mbs[i], mbs2[i]) > c.maxMb)
                 return prune(out.pruned.microBatchLimit);
+            if (c.fp8Refused(d.cpIndex, s.tpIndex, mbs[i])
+                || (mbs2[i] > 0 && c.fp8Refused(d.cpIndex, s.tpIndex, mbs2[i])))
+                return prune(out.pruned.divisibility);
         }
         if (!ps.launchOk.empty()
             && !ps.launchOk[((d.mbIndex * c.nCp + d.cpIndex) * c.nV + d.vIndex) * c.nDist + d.distIndex])
@@ -898,13 +909,15 @@ private:
                 const MemoryKernel &mk = *mem[part][i];
                 const double psi
                     = n * mk.layerParams + (hasEmb ? mk.embeddingParams : 0) + (hasHead ? mk.headParams : 0);
+                const double cast = n * mk.layerParams * k.fp8WeightCastMsPerParam; // FP8 weight copies
                 if (!k.optimizerPrefixMs.empty())
                     optMs = std::max(optMs,
                                      (k.optimizerPrefixMs[first + n] - k.optimizerPrefixMs[first]
                                       + (hasEmb ? k.embeddingOptimizerMs : 0) + (hasHead ? k.headOptimizerMs : 0))
-                                         * share);
+                                             * share
+                                         + cast);
                 else
-                    optMs = std::max(optMs, psi * share * k.optimizerMsPerParam);
+                    optMs = std::max(optMs, psi * share * k.optimizerMsPerParam + cast);
                 // DP gradient bytes from the first part (estimatePlan: replica 0's device; the
                 // parameter count depends on TP only).
                 if (part == 0) {
@@ -1444,6 +1457,13 @@ void checkSearchRequest(const SearchRequest &req, int globalBatch)
     for (int v : req.space.microBatches)
         if (v < 1)
             throw std::invalid_argument("micro-batch sizes must be positive, found " + std::to_string(v));
+    if (req.space.fp8 != Fp8Format::Off)
+        for (const NodeGroup &g : req.cluster.groups)
+            if (!req.cluster.deviceOf(g).denseFp8Tflops)
+                throw std::invalid_argument(
+                    "FP8 (" + std::string(toString(req.space.fp8)) + ") needs every GPU to train in FP8, but group '"
+                    + g.name + "' (" + req.cluster.deviceOf(g).id
+                    + ") has none (no denseFp8Tflops in the catalogue); the planned search leaves such groups idle");
 }
 
 /// The per-layer time and memory kernels of every group x TP x micro-batch (memory per pipeline
@@ -1464,20 +1484,30 @@ bool buildKernelTables(Context &ctx, SetupPoll &poll)
                 for (int mb = 1; mb <= ctx.maxMb; ++mb) {
                     if (poll.cancelled())
                         return false;
-                    ctx.layerKernels[((ci * G + g) * nTp + ti) * (ctx.maxMb + 1) + mb] = makeLayerKernel(
-                        req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb, req.space.sequenceParallel,
-                        profiles, req.cost, req.space.contextParallel[ci], req.space.cpComm);
+                    ctx.layerKernels[((ci * G + g) * nTp + ti) * (ctx.maxMb + 1) + mb]
+                        = makeLayerKernel(req.cluster.deviceOf(ng), intra, req.model, ctx.tpValues[ti], mb,
+                                          req.space.sequenceParallel, profiles, req.cost, req.space.contextParallel[ci],
+                                          req.space.cpComm, req.space.fp8 != Fp8Format::Off);
                 }
         }
+    if (req.space.fp8 != Fp8Format::Off) {
+        ctx.fp8Bad.assign(nCp * nTp * (ctx.maxMb + 1), 0);
+        for (size_t ci = 0; ci < nCp; ++ci)
+            for (size_t ti = 0; ti < nTp; ++ti)
+                for (int mb = 1; mb <= ctx.maxMb; ++mb)
+                    ctx.fp8Bad[(ci * nTp + ti) * (ctx.maxMb + 1) + mb]
+                        = !fp8ShapeProblem(req.model, ctx.tpValues[ti], mb, req.space.contextParallel[ci]).empty();
+    }
     ctx.memKernels.resize(nCp * G * nTp * (ctx.maxMb + 1) * 2);
     for (size_t ci = 0; ci < nCp; ++ci)
         for (size_t g = 0; g < G; ++g)
             for (size_t ti = 0; ti < nTp; ++ti)
                 for (int mb = 1; mb <= ctx.maxMb; ++mb)
                     for (int pg = 0; pg < 2; ++pg)
-                        ctx.memKernels[(((ci * G + g) * nTp + ti) * (ctx.maxMb + 1) + mb) * 2 + pg] = makeMemoryKernel(
-                            req.model, req.cluster.deviceOf(req.cluster.groups[g]), ctx.tpValues[ti], mb,
-                            req.space.sequenceParallel, pg ? 2 : 1, profiles, req.cost, req.space.contextParallel[ci]);
+                        ctx.memKernels[(((ci * G + g) * nTp + ti) * (ctx.maxMb + 1) + mb) * 2 + pg]
+                            = makeMemoryKernel(req.model, req.cluster.deviceOf(req.cluster.groups[g]), ctx.tpValues[ti],
+                                               mb, req.space.sequenceParallel, pg ? 2 : 1, profiles, req.cost,
+                                               req.space.contextParallel[ci], req.space.fp8 != Fp8Format::Off);
     return true;
 }
 
@@ -1660,6 +1690,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.globalBatch = req.globalBatch > 0 ? req.globalBatch : req.model.training.globalBatch;
     res.sequenceParallel = req.space.sequenceParallel;
     res.overlapDataParallel = req.space.overlapDataParallel;
+    res.fp8 = req.space.fp8;
     res.roundGlobalBatch = req.space.roundGlobalBatch;
     res.microBatchSizes = req.space.microBatches;
     res.recomputeChoices = req.space.recompute;
@@ -2095,6 +2126,7 @@ Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split, const uint8_t
     plan.distributedOptimizer = distOptChoices[d.distIndex];
     plan.overlapGradReduce = overlapDataParallel;
     plan.overlapParamGather = overlapDataParallel && plan.distributedOptimizer;
+    plan.fp8 = fp8;
     plan.virtualStages = virtualStageChoices.at(d.vIndex);
     int layer = 0;
     for (size_t si = 0; si < pl.stages.size(); ++si) {

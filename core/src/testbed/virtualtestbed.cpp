@@ -115,8 +115,10 @@ LayerShape layerShape(const Model &model, int tp, int microBatch)
 /// (bytes each), by recompute method. Follows what Megatron's layer saves (Korthikanti et al.).
 /// `scoresStored`: the attention backend keeps the s x s tensors (unfused); flash/fused do not.
 std::vector<double> layerActivationTensors(const Model &model, int tp, int microBatch, RecomputeMethod rc,
-                                           bool sequenceParallel, bool scoresStored)
+                                           bool sequenceParallel, bool scoresStored, bool fp8 = false)
 {
+    // FP8: the linear layers keep their inputs as FP8 casts (1 byte per element).
+    const double in = fp8 ? 1.0 : 2.0;
     const LayerShape ls = layerShape(model, tp, microBatch);
     const double sbh = ls.tokens * ls.h;
     const double sp = sequenceParallel ? tp : 1.0; // tensors SP shards along the sequence
@@ -124,7 +126,7 @@ std::vector<double> layerActivationTensors(const Model &model, int tp, int micro
         return {2.0 * sbh / sp}; // the layer input only
     std::vector<double> t;
     t.push_back(2.0 * sbh / sp); // layernorm 1 input
-    t.push_back(2.0 * sbh / sp); // QKV GEMM input (layernorm output)
+    t.push_back(in * sbh / sp); // QKV GEMM input (layernorm output)
     t.push_back(2.0 * ls.tokens * (ls.q + 2 * ls.kv) / tp); // Q, K, V
     if (rc == RecomputeMethod::None && scoresStored) {
         const double scores = ls.headsLocal * ls.s * ls.s;
@@ -132,13 +134,15 @@ std::vector<double> layerActivationTensors(const Model &model, int tp, int micro
         t.push_back(1.0 * scores); // attention dropout mask
         t.push_back(2.0 * scores); // dropout output (input of attention x V)
     }
-    t.push_back(2.0 * ls.tokens * ls.q / tp); // context (projection input)
+    if (fp8 && !scoresStored)
+        t.push_back(2.0 * ls.tokens * ls.q / tp); // flash attention's own 16-bit output
+    t.push_back(in * ls.tokens * ls.q / tp); // context (projection input)
     t.push_back(1.0 * sbh / sp); // attention dropout mask
     t.push_back(2.0 * sbh / sp); // layernorm 2 input
-    t.push_back(2.0 * sbh / sp); // FC1 input
+    t.push_back(in * sbh / sp); // FC1 input
     const double fc1Out = ls.tokens * ls.f * (ls.swiglu ? 2.0 : 1.0) / tp;
     t.push_back(2.0 * fc1Out); // activation function input
-    t.push_back(2.0 * ls.tokens * ls.f / tp); // FC2 input
+    t.push_back(in * ls.tokens * ls.f / tp); // FC2 input
     t.push_back(1.0 * sbh / sp); // MLP dropout mask
     return t;
 }
@@ -201,6 +205,18 @@ double VirtualTestbed::gemmMs(const GpuSpec &device, bool bf16, double m, double
     return flops / (peakFlops(device, bf16) * gemmEfficiency(device, m, n, k)) * 1e3 + mOptions.kernelLaunchUs * 1e-3;
 }
 
+double VirtualTestbed::fp8GemmMs(const GpuSpec &device, double m, double n, double k) const
+{
+    if (m <= 0 || n <= 0 || k <= 0)
+        return 0;
+    if (!device.denseFp8Tflops || *device.denseFp8Tflops <= 0)
+        throw std::invalid_argument("device " + device.id + " has no FP8 peak (denseFp8Tflops)");
+    const double flops = 2.0 * m * n * k;
+    return flops / (*device.denseFp8Tflops * 1e12 * gemmEfficiency(device, m, n, k) * mOptions.fp8EfficiencyFactor)
+        * 1e3
+        + mOptions.kernelLaunchUs * 1e-3;
+}
+
 namespace {
 
 /// `count` independent GEMMs of one shape run as one batched kernel: quantisation per GEMM,
@@ -217,8 +233,8 @@ double batchedGemmMs(const VirtualTestbed &tb, const GpuSpec &device, bool bf16,
 
 } // namespace
 
-SimulatedLayerTimes VirtualTestbed::transformerLayer(const GpuSpec &device, const Model &model, int tp,
-                                                     int microBatch) const
+SimulatedLayerTimes VirtualTestbed::transformerLayer(const GpuSpec &device, const Model &model, int tp, int microBatch,
+                                                     bool fp8) const
 {
     const LayerShape ls = layerShape(model, tp, microBatch);
     const bool bf16 = isBf16(model);
@@ -233,7 +249,16 @@ SimulatedLayerTimes VirtualTestbed::transformerLayer(const GpuSpec &device, cons
         {T, ls.h, ls.f / tp}, // FC2
     };
     double fwd = 0, bwd = 0;
+    const double castBw = hbmBytesPerSecond(device) * mOptions.memoryBoundEfficiency;
     for (const G &g : gemms) {
+        if (fp8) {
+            // Transformer Engine: cast + transpose of the input (forward) and of the output
+            // gradient (backward), one kernel each (read 2 bytes, write 1 + 1).
+            fwd += fp8GemmMs(device, g.m, g.n, g.k) + 4.0 * g.m * g.k / castBw * 1e3 + mOptions.kernelLaunchUs * 1e-3;
+            bwd += fp8GemmMs(device, g.m, g.k, g.n) + fp8GemmMs(device, g.k, g.n, g.m) + 4.0 * g.m * g.n / castBw * 1e3
+                + mOptions.kernelLaunchUs * 1e-3;
+            continue;
+        }
         fwd += gemmMs(device, bf16, g.m, g.n, g.k);
         bwd += gemmMs(device, bf16, g.m, g.k, g.n); // data gradient
         bwd += gemmMs(device, bf16, g.k, g.n, g.m); // weight gradient (reduction over tokens)
@@ -536,7 +561,8 @@ ReplicaTimes replicaTimes(const PlanSim &sim, int si, const Replica &r)
     const bool first = si == 0, last = si == sim.p - 1;
     const Node &node = sim.nodeOf(r);
     const GpuSpec &dev = sim.deviceOf(r);
-    const SimulatedLayerTimes lt = tb.transformerLayer(dev, model, r.tp, r.microBatch);
+    const bool fp8 = sim.plan.fp8 != Fp8Format::Off;
+    const SimulatedLayerTimes lt = tb.transformerLayer(dev, model, r.tp, r.microBatch, fp8);
     const EndTimes ends = endLayers(tb, dev, model, r.tp, r.microBatch);
     ReplicaTimes out;
     double fwd = st.layerCount * lt.forwardMs, bwd = st.layerCount * lt.backwardMs;
@@ -576,6 +602,11 @@ ReplicaTimes replicaTimes(const PlanSim &sim, int si, const Replica &r)
     out.localParams = localParams;
     out.optimizerMs = localParams * 30.0 / (hbmBytesPerSecond(dev) * opt.memoryBoundEfficiency) * 1e3
         / (sim.plan.distributedOptimizer ? st.dp() : 1);
+    if (fp8) { // the first micro-batch casts the layers' weights to FP8 (+ transpose), every rank its own
+        const std::vector<double> w = layerParamTensors(model, r.tp);
+        out.optimizerMs += st.layerCount * 4.0 * (w[0] + w[1] + w[2] + w[3])
+            / (hbmBytesPerSecond(dev) * opt.memoryBoundEfficiency) * 1e3;
+    }
     return out;
 }
 
@@ -740,6 +771,12 @@ double replicaDeviceUsedBytes(const PlanSim &sim, int si, const Replica &r)
         if (ms.tiedEmbeddings && sim.p > 1)
             params.push_back(static_cast<double>(model.embeddingParams()) / r.tp);
     }
+    if (plan.fp8 != Fp8Format::Off) { // FP8 weight copies of the linear layers: weight + transpose
+        const std::vector<double> w = layerParamTensors(model, r.tp);
+        for (int l = 0; l < st.layerCount; ++l)
+            for (size_t i = 0; i < 4; ++i)
+                tensors.insert(tensors.end(), 2, w[i]);
+    }
     double localParams = 0;
     for (double e : params) {
         tensors.push_back(2.0 * e);
@@ -758,10 +795,11 @@ double replicaDeviceUsedBytes(const PlanSim &sim, int si, const Replica &r)
     }
     // Activations of the micro-batches in flight.
     const int recomputed = PlanSim::recomputedLayers(st);
+    const bool fp8 = plan.fp8 != Fp8Format::Off;
     const auto keptNone = layerActivationTensors(
         model, r.tp, r.microBatch,
         st.recompute.method == RecomputeMethod::Selective ? RecomputeMethod::Selective : RecomputeMethod::None,
-        plan.sequenceParallel, scoresStored);
+        plan.sequenceParallel, scoresStored, fp8);
     const auto keptFull
         = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::Full, plan.sequenceParallel, scoresStored);
     const double T = static_cast<double>(r.microBatch) * ms.seqLength;
@@ -775,8 +813,8 @@ double replicaDeviceUsedBytes(const PlanSim &sim, int si, const Replica &r)
         }
     }
     // Working set: one layer's full activations (recompute / backward) + its gradients.
-    const auto work
-        = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None, plan.sequenceParallel, scoresStored);
+    const auto work = layerActivationTensors(model, r.tp, r.microBatch, RecomputeMethod::None, plan.sequenceParallel,
+                                             scoresStored, fp8);
     for (double b : work)
         tensors.push_back(b);
     tensors.push_back(*std::max_element(work.begin(), work.end()));

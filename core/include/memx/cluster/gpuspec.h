@@ -26,6 +26,9 @@ struct GpuSpec {
     std::optional<double> memoryBandwidthGBps; ///< HBM/GDDR bandwidth, 1e9 bytes/s
     std::optional<double> denseBf16Tflops; ///< dense BF16 peak, 1e12 FLOP/s; unset when no BF16
     std::optional<double> denseFp16Tflops; ///< dense FP16 peak, 1e12 FLOP/s
+    /// Dense FP8 tensor peak, 1e12 FLOP/s (FP32 accumulate, what Transformer Engine uses); unset:
+    /// the device has no FP8 training support (or none is known), so FP8 plans are refused on it.
+    std::optional<double> denseFp8Tflops;
     bool bf16Supported = true;
     ScaleUpKind scaleUpKind = ScaleUpKind::Pcie;
     std::optional<double> scaleUpPerDirectionGBps; ///< per GPU, per direction

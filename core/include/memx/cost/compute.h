@@ -17,6 +17,11 @@ struct ComputeParams {
     double hostOpSeconds = 0; ///< host cost of one framework op (dispatch, autograd, launch)
     int computeUnits = 0; ///< SMs / CUs the tiles of one GEMM are spread over
     int tile = 128; ///< GEMM output tile edge (M and N are padded up to it)
+    /// Dense FP8 peak, FLOP/s (GpuSpec::denseFp8Tflops; 0: no FP8) and the fraction of it an FP8
+    /// GEMM reaches: gemmEfficiency x CostOptions::fp8GemmEfficiencyScale.
+    double fp8PeakFlops = 0;
+    double fp8GemmEfficiency = 0;
+    double fp8CastBytesPerElement = 0; ///< CostOptions::fp8CastBytesPerElement
 };
 
 /// The device's compute figures: measured/calibrated ones where the GpuSpec has them
@@ -46,9 +51,14 @@ struct LayerSeconds {
 };
 /// `contextParallel` > 1: one rank of a context-parallel group (seqLength / cp tokens, queries
 /// against the whole sequence); its communication is makeLayerKernel's.
+/// `fp8` (Plan::fp8, on a device with p.fp8PeakFlops): the four linear GEMMs run at the FP8 peak
+/// x fp8GemmEfficiency (same tile/wave model), every GEMM operand that is not cached is cast to
+/// FP8 by a memory-bound kernel (forward: the four inputs; backward: the four output gradients;
+/// fp8CastBytesPerElement each), and the casts and scaling updates are more host ops
+/// (CostOptions::fp8OpsPerLayerForward / Backward). Attention stays 16-bit.
 LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
                                      bool sequenceParallel, AttentionBackend attention, const CostOptions &options,
-                                     int contextParallel = 1);
+                                     int contextParallel = 1, bool fp8 = false);
 /// Output layer (final norm, logits GEMM over the padded vocabulary, fp32 cross-entropy).
 PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &options);
 /// Embedding lookup (a gather of b x s x h 16-bit values, memory bound) and its scatter-add.

@@ -51,6 +51,20 @@ struct CostOptions {
     /// m, v and the 16-bit weight: 7 x 4 + 2).
     double optimizerBytesPerParam = 30;
 
+    // ---- FP8 (Plan::fp8: Transformer Engine, delayed scaling) ----
+    /// FP8 GEMMs reach this fraction of the device's (BF16) GEMM efficiency, of the FP8 peak. A
+    /// physical estimate, not a fit (no FP8 run is in the public data): on H100 large cuBLASLt FP8
+    /// GEMMs run ~1.7x their BF16 twins at twice the peak, so 0.85.
+    double fp8GemmEfficiencyScale = 0.85;
+    /// HBM bytes per element of a cast to FP8 with its transpose (read 2, write 1 + 1).
+    double fp8CastBytesPerElement = 4;
+    /// Extra framework ops per layer pass: the casts and the scaling-factor bookkeeping.
+    double fp8OpsPerLayerForward = 4;
+    double fp8OpsPerLayerBackward = 4;
+    /// Bytes per linear-layer weight TE keeps as FP8 copies while an iteration runs (the weight and
+    /// its transpose, cast at the first micro-batch and reused by the others).
+    double fp8WeightCacheBytesPerParam = 2;
+
     // ---- communication ----
     /// Share of each pipeline send that sits on the 1F1B critical path: Megatron-LM's
     /// non-overlapped P2P (batch_isend_irecv + wait) blocks the stage, so every micro-batch step
@@ -200,6 +214,8 @@ struct LayerKernel {
     double cpCommPerLayerMs = 0; ///< exposed fwd + bwd context-parallel exchange of one layer
     double cpCommRecomputePerLayerMs = 0; ///< its forward part again for a fully recomputed layer
     double optimizerMsPerParam = 0; ///< analytic optimizer step time per local parameter
+    /// FP8: the per-iteration cast of the layers' weights to FP8, per local layer parameter (0 without).
+    double fp8WeightCastMsPerParam = 0;
     bool profiled = false;
 };
 
@@ -212,6 +228,7 @@ struct MemoryKernel {
     double fullWorkingSetBytes = 0; ///< one layer's working set while it is recomputed (full)
     double embeddingActivationBytes = 0; ///< input ids + embedding dropout mask per in-flight micro-batch
     double logitsBytes = 0; ///< logits + cross-entropy on the last stage
+    double fp8WeightBytesPerLayer = 0; ///< FP8 weight copies of one layer on one TP rank (0 without FP8)
     AttentionBackend attention = AttentionBackend::Unfused; ///< resolved for the device
     bool activationsMeasured = false; ///< layerActivationBytes come from a measured profile
     // Device-used overheads of the device (GpuSpec::runtimeMemory, else CostOptions' defaults).
@@ -227,18 +244,23 @@ double headForwardFlops(const Model &model, int tp, int microBatch);
 
 /// `contextParallel` > 1: one rank of a CP group of that size exchanging K/V by `cpComm` over
 /// `intraLink` (profiles are not used: they are measured at the whole sequence).
+/// `fp8` (Plan::fp8 != Off): the layers' linear GEMMs in FP8 (transformerLayerSeconds) and the
+/// weights' cast once per iteration (fp8WeightCastMsPerParam); 16-bit profiles are not used.
 LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const Model &model, int tp, int microBatch,
                             bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options,
-                            int contextParallel = 1, CpComm cpComm = CpComm::P2P);
+                            int contextParallel = 1, CpComm cpComm = CpComm::P2P, bool fp8 = false);
 /// Memory figures of one transformer layer and the model ends on `device`. `profiles` may be
 /// null; when it holds the (device, model, tp, micro-batch, sequence) key with measured per-layer
 /// activation bytes, those replace the formula's stored bytes without recompute (selective keeps
 /// the measured bytes less the formula's score term; full keeps the layer input, 2sbh).
 /// `contextParallel` > 1: every activation holds seqLength / cp tokens (a score tensor
 /// (s / cp) x s); profiles are not used then.
+/// `fp8` on a device with FP8: the GEMM inputs kept for backward in FP8 (norm outputs and FC2
+/// input: 1 byte instead of 2; the attention output's FP8 copy beside flash attention's 16-bit
+/// one) and the FP8 weight copies (fp8WeightBytesPerLayer); profiles are not used then.
 MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
                               int pipelineStages, const ProfileSet *profiles, const CostOptions &options,
-                              int contextParallel = 1);
+                              int contextParallel = 1, bool fp8 = false);
 
 /// Ring all-reduce time (nccl-tests): 2(n-1)/n * bytes / B + 2(n-1) latency, ms.
 double allReduceMs(int n, double bytes, const Link &link);

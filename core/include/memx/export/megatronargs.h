@@ -26,6 +26,7 @@ struct MegatronArgs {
     bool tpPpDpMapping = false; ///< --use-tp-pp-dp-mapping (rank order tp-cp-ep-pp-dp)
     int contextParallel = 1; ///< --context-parallel-size
     CpComm cpComm = CpComm::P2P; ///< --cp-comm-type
+    Fp8Format fp8 = Fp8Format::Off; ///< --fp8-format
     int virtualStages = 1; ///< from --num-layers-per-virtual-pipeline-stage or the layout's p x v stages
     std::vector<int> stageLayers; ///< transformer layers per pipeline stage (size pp)
     std::vector<Recompute> stageRecompute; ///< per stage, Full layers normalised (0 = all)

@@ -22,6 +22,21 @@ const char *toString(CpComm v); ///< "p2p", "all_gather", "a2a" (Megatron-LM's s
 /// "p2p", "all_gather" or "a2a"; nullopt for anything else.
 std::optional<CpComm> cpCommFromString(const std::string &text);
 
+/// FP8 training with Transformer Engine (Megatron-LM's --fp8-format): the four GEMMs of every
+/// transformer layer (QKV, projection, FC1, FC2; forward, data and weight gradient) run in FP8 with
+/// delayed scaling. Hybrid: E4M3 forward, E5M2 gradients (what NVIDIA's recipes use); E4M3: both.
+/// Attention, the output layer and the embedding stay 16-bit. Off: no FP8.
+enum class Fp8Format { Off, Hybrid, E4M3 };
+const char *toString(Fp8Format v); ///< "off", "hybrid", "e4m3"
+/// "off", "hybrid" or "e4m3"; nullopt for anything else.
+std::optional<Fp8Format> fp8FromString(const std::string &text);
+
+/// Why Transformer Engine cannot run the FP8 GEMMs of `model` at TP `tp`, micro-batch
+/// `microBatch` and context-parallel size `contextParallel` (TE's assert_dim_for_fp8_exec: the
+/// tokens of a GEMM a multiple of 8, its input features of 16, its output features of 8), or ""
+/// when it can. One rule for validatePlan and the search.
+std::string fp8ShapeProblem(const Model &model, int tp, int microBatch, int contextParallel);
+
 /// Activation recomputation of one stage.
 struct Recompute {
     RecomputeMethod method = RecomputeMethod::None;
@@ -84,6 +99,9 @@ struct Plan {
     /// every replica has tp x cp GPUs. 1 = off.
     int contextParallel = 1;
     CpComm cpComm = CpComm::P2P; ///< with contextParallel > 1
+    /// FP8 GEMMs (Transformer Engine); every GPU of the plan must support FP8
+    /// (GpuSpec::denseFp8Tflops).
+    Fp8Format fp8 = Fp8Format::Off;
     std::vector<Stage> stages;
 
     int pp() const { return static_cast<int>(stages.size()); }
@@ -98,7 +116,8 @@ struct Plan {
 
 /// Checks a plan against a cluster and a model: layers cover the model exactly once and in
 /// order, replicas name existing nodes and GPUs, no GPU is used twice, TP divides the heads and
-/// KV groups, TP stays within a node, micro-batch counts agree across stages, recompute layers fit.
+/// KV groups, TP stays within a node, micro-batch counts agree across stages, recompute layers fit,
+/// FP8 only on devices with FP8 and GEMM shapes Transformer Engine accepts.
 /// Every problem is recorded in `diags` with the JSON pointer of the offending plan field.
 void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &diags);
 

@@ -75,6 +75,12 @@ struct SearchSpaceOptions {
     /// memory in the model (the buckets exist either way), it only hides communication. Off, like
     /// Megatron-LM's defaults; the CLI's --overlap-dp turns it on.
     bool overlapDataParallel = false;
+    /// FP8 GEMMs (Transformer Engine) on every plan (Plan::fp8). Not enumerated: FP8 changes the
+    /// numerics, so it is the user's choice (the CLI's --fp8, the workbench's FP8 box), not the
+    /// search's. Every group must have FP8 (GpuSpec::denseFp8Tflops): runSearch refuses others,
+    /// the planned search leaves them idle. TP degrees whose GEMM shapes FP8 cannot run
+    /// (fp8ShapeProblem) are pruned for "divisibility".
+    Fp8Format fp8 = Fp8Format::Off;
     /// The runtime the plans must launch on (memx/export/launchtarget.h): only plans it runs are
     /// evaluated, the others are pruned for "launcher". Any: the cost model's whole space. (The
     /// planned search, memx/search/plannedsearch.h, picks the default from the cluster.)
@@ -233,6 +239,7 @@ struct SearchResult {
     int globalBatch = 0; ///< the requested global batch
     bool sequenceParallel = false;
     bool overlapDataParallel = false; ///< SearchSpaceOptions::overlapDataParallel of the search
+    Fp8Format fp8 = Fp8Format::Off; ///< SearchSpaceOptions::fp8 of the search
     /// SearchSpaceOptions::roundGlobalBatch of the search: a configuration's global batch is
     /// globalBatchOf(index), the nearest multiple of its samples per step.
     bool roundGlobalBatch = false;

@@ -25,6 +25,8 @@ struct TestbedOptions {
     int tileK = 64;
     /// Per-kernel launch overhead, microseconds.
     double kernelLaunchUs = 6.0;
+    /// FP8 GEMMs (Plan::fp8) reach this fraction of the BF16 GEMM efficiency, of the FP8 peak.
+    double fp8EfficiencyFactor = 0.8;
     /// Achieved fraction of HBM bandwidth of memory-bound kernels (norms, dropout, softmax, Adam).
     double memoryBoundEfficiency = 0.7;
     // ---- communication (NCCL/RCCL protocol model) ----
@@ -96,9 +98,13 @@ public:
     TestbedRun runPlan(const Plan &plan, const Cluster &cluster, const Model &model) const;
 
     /// Deterministic (jitter-free) compute of one transformer layer for one micro-batch.
-    SimulatedLayerTimes transformerLayer(const GpuSpec &device, const Model &model, int tp, int microBatch) const;
+    /// `fp8`: the four linear GEMMs at the device's FP8 peak, each operand cast by its own kernel.
+    SimulatedLayerTimes transformerLayer(const GpuSpec &device, const Model &model, int tp, int microBatch,
+                                         bool fp8 = false) const;
     /// Deterministic time of one GEMM (M x K) x (K x N) on `device`, milliseconds.
     double gemmMs(const GpuSpec &device, bool bf16, double m, double n, double k) const;
+    /// The same GEMM in FP8 (throws std::invalid_argument when the device has no FP8 peak).
+    double fp8GemmMs(const GpuSpec &device, double m, double n, double k) const;
     /// Fraction of peak the GEMM reaches (tile and wave quantisation x vendor efficiency).
     double gemmEfficiency(const GpuSpec &device, double m, double n, double k) const;
     /// Deterministic ring all-reduce time over `link` with the protocol the message size selects.
