@@ -94,6 +94,48 @@ private slots:
         QCOMPARE(text.contains("--overlap-param-gather"), plan["distributedOptimizer"].toBool());
     }
 
+    /// --fp8 hybrid: every plan carries the format, predict of the written plan gives the search's
+    /// time (faster than the best BF16 plan), the export writes Transformer Engine's FP8 flags;
+    /// an unknown format is a usage error.
+    void fp8EndToEnd()
+    {
+        const QString cluster = kSamples + "/h100-8x.json";
+        const Run bf = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "1"});
+        QVERIFY2(bf.code == 0, bf.err.constData());
+        const double bfT = QJsonDocument::fromJson(bf.out).object()["top"].toArray()[0].toObject()["T"].toDouble();
+        const Run r = runMemx(
+            {"search", "--cluster", cluster, "--model", "llama2-7b", "--json", "--top", "5", "--fp8", "hybrid"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonArray tops = QJsonDocument::fromJson(r.out).object()["top"].toArray();
+        for (const auto &v : tops)
+            QCOMPARE(v.toObject()["plan"].toObject()["fp8"].toString(), QStringLiteral("hybrid"));
+        const QJsonObject top = tops[0].toObject();
+        QVERIFY2(top["T"].toDouble() < bfT,
+                 qPrintable(QString::number(top["T"].toDouble()) + " vs " + QString::number(bfT)));
+        QTemporaryDir dir;
+        const QString planPath = dir.filePath("plan.json");
+        QFile f(planPath);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QJsonDocument(top["plan"].toObject()).toJson());
+        f.close();
+        const Run p = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
+        QVERIFY2(p.code == 0, p.err.constData());
+        const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
+        QVERIFY(qAbs(t - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
+        const Run e = runMemx({"export", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--format",
+                               "megatron", "--out", dir.filePath("launch")});
+        QVERIFY2(e.code == 0, e.err.constData());
+        QFile script(dir.filePath("launch/launch-node0.sh"));
+        QVERIFY(script.open(QIODevice::ReadOnly));
+        const QByteArray text = script.readAll();
+        QVERIFY(text.contains("--transformer-impl transformer_engine"));
+        QVERIFY(text.contains("--fp8-format hybrid"));
+
+        const Run bad = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b", "--fp8", "fp16"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY2(bad.err.contains("--fp8: expected off, hybrid or e4m3"), bad.err.constData());
+    }
+
     /// The default target follows the cluster: FlagScale for the NVIDIA + AMD sample, the MI250X
     /// group idle (no ROCm in FlagScale); every listed plan names its launcher and idle GPUs.
     void defaultTargetAndIdleGroups()

@@ -153,6 +153,7 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
     p.sequenceParallel = a.sequenceParallel;
     p.distributedOptimizer = a.distributedOptimizer;
     p.overlapGradReduce = a.overlapGradReduce;
+    p.fp8 = a.fp8;
     p.overlapParamGather = a.overlapParamGather;
     p.virtualStages = a.virtualStages;
     p.contextParallel = cp;
