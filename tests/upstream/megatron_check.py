@@ -60,7 +60,8 @@ def check(megatron_dir, path):
     return (f"world {world} = TP {a.tensor_model_parallel_size}{' x CP ' + str(cp) if cp > 1 else ''}"
             f" x PP {a.pipeline_model_parallel_size} x DP {a.data_parallel_size}{extra}, layers {a.num_layers}, MBS {a.micro_batch_size}, GBS {a.global_batch_size},"
             f" {a.position_embedding_type} (rotary base {a.rotary_base}), recompute {config.recompute_granularity}/{config.recompute_method}"
-            f"/{config.recompute_num_layers}, {'bf16' if a.bf16 else 'fp16' if a.fp16 else 'fp32'}")
+            f"/{config.recompute_num_layers}, {'bf16' if a.bf16 else 'fp16' if a.fp16 else 'fp32'}"
+            + (f", fp8 {config.fp8} ({config.fp8_recipe} recipe, {a.transformer_impl})" if config.fp8 else ""))
 
 
 def main():
