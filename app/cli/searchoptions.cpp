@@ -2,6 +2,7 @@
 
 #include "memx/io/formats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -66,7 +67,7 @@ ObjectiveWeights weightsOption(const Args &args)
 
 const std::set<std::string> kSpaceValueOptions {"stages",     "tp",     "mbs",         "max-mbs",  "recompute",
                                                 "vpp",        "cp",     "cp-comm",     "dist-opt", "radius",
-                                                "max-stages", "target", "idle-groups", "fp8"};
+                                                "max-stages", "target", "idle-groups", "fp8",      "dp-sharding"};
 const std::set<std::string> kSpaceSwitches {
     "no-permute",           "no-memory-split", "sequence-parallel", "no-sequence-parallel",
     "no-partial-recompute", "no-mixed-stages", "round-batch",       "overlap-dp"};
@@ -82,7 +83,10 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
   --vpp LIST            model chunks per pipeline rank (interleaved 1F1B), e.g. 1,2,4
   --cp LIST             context-parallel sizes, e.g. 1,2,4,8 (replicas of TP x CP GPUs)
   --cp-comm C           p2p, all_gather or a2a: the CP exchange (default p2p)
-  --dist-opt LIST       off,on
+  --dist-opt LIST       off,on (the same as --dp-sharding none,optim)
+  --dp-sharding LIST    data-parallel sharding: none, optim (distributed optimizer), optim_grads,
+                        optim_grads_params (Megatron-FSDP, single-stage plans), or all
+                        (default none,optim)
   --radius N            layers moved between neighbouring stages around each split
   --max-stages N        deepest pipeline
   --no-permute          keep the cluster file's group order along the pipeline
@@ -159,15 +163,33 @@ void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
                 throw UsageError {"--recompute: expected none, selective or full, found \"" + s + "\""};
         }
     }
+    if (args.value("dist-opt") && args.value("dp-sharding"))
+        throw UsageError {"--dist-opt and --dp-sharding set the same dimension: give one of them"};
     if (auto v = args.value("dist-opt")) {
-        sp.distributedOptimizer.clear();
+        sp.dpSharding.clear();
         for (const std::string &s : splitList(*v)) {
             if (s == "off")
-                sp.distributedOptimizer.push_back(false);
+                sp.dpSharding.push_back(DpSharding::None);
             else if (s == "on")
-                sp.distributedOptimizer.push_back(true);
+                sp.dpSharding.push_back(DpSharding::Optimizer);
             else
                 throw UsageError {"--dist-opt: expected off or on, found \"" + s + "\""};
+        }
+    }
+    if (auto v = args.value("dp-sharding")) {
+        sp.dpSharding.clear();
+        for (const std::string &s : splitList(*v)) {
+            if (s == "all") {
+                sp.dpSharding
+                    = {DpSharding::None, DpSharding::Optimizer, DpSharding::Gradients, DpSharding::Parameters};
+                continue;
+            }
+            const auto d = dpShardingFromString(s);
+            if (!d)
+                throw UsageError {
+                    "--dp-sharding: expected none, optim, optim_grads, optim_grads_params or all, found \"" + s + "\""};
+            if (std::find(sp.dpSharding.begin(), sp.dpSharding.end(), *d) == sp.dpSharding.end())
+                sp.dpSharding.push_back(*d);
         }
     }
 }

@@ -869,6 +869,95 @@ private slots:
         QCOMPARE(db2.items().front().pointer, std::string("/overlapParamGather"));
     }
 
+    /// Issue 17 item 5: Megatron-FSDP. Memory by hand from the same plan with the distributed
+    /// optimizer (P parameters per GPU: 2P weights, 4P gradients, 12P / d optimizer at d = 2):
+    /// optim_grads keeps 2P weights, 4P / d + two units' fp32 gradients (the largest unit is the
+    /// embedding, V h / t = 51,200 x 4096 / 2 = 104,857,600 parameters), 12P / d; optim_grads_params
+    /// also 2P / d weights + two gathered units (2 x 2 bytes each). Time: the exposed part of the
+    /// per-micro-batch collectives worked by hand, and estimatePlan adding it to every step.
+    void fsdpByHand()
+    {
+        const auto text = [](const Diagnostics &d) {
+            std::string t;
+            for (const Diagnostic &x : d.items())
+                t += x.toString() + "\n";
+            return t;
+        };
+        // fsdpMicroBatchComm: reduce-scatter 10 ms, all-gather 5 ms, forward 20, backward 40,
+        // 10 units, contention 0.25. Gradients: max(10/10, 10 - 40 x 9/10) = 1 exposed, + 0.25 x 9
+        // hidden = 3.25; the all-gather of the updated weights stays per iteration.
+        FsdpComm g = fsdpMicroBatchComm(DpSharding::Gradients, {10.0, 5.0}, 20, 40, 10, 0.25);
+        QNEAR(g.microBatchMs, 3.25);
+        QNEAR(g.iteration.reduceMs, 0.0);
+        QNEAR(g.iteration.gatherMs, 5.0);
+        // Parameters: forward max(0.5, 5 - 18) = 0.5, backward (gather + reduce 15) max(1.5, 15 - 36)
+        // = 1.5, + 0.25 x (4.5 + 13.5) = 6.5; nothing per iteration.
+        const FsdpComm pa = fsdpMicroBatchComm(DpSharding::Parameters, {10.0, 5.0}, 20, 40, 10, 0.25);
+        QNEAR(pa.microBatchMs, 6.5);
+        QNEAR(pa.iteration.total(), 0.0);
+        // A slow link: reduce-scatter 100 ms over a 40 ms backward: max(10, 100 - 36) = 64, + 0.25 x 36.
+        g = fsdpMicroBatchComm(DpSharding::Gradients, {100.0, 50.0}, 20, 40, 10, 0.25);
+        QNEAR(g.microBatchMs, 73.0);
+        // The distributed optimizer leaves everything per iteration.
+        const FsdpComm o1 = fsdpMicroBatchComm(DpSharding::Optimizer, {10.0, 5.0}, 20, 40, 10, 0.25);
+        QNEAR(o1.microBatchMs, 0.0);
+        QNEAR(o1.iteration.total(), 15.0);
+
+        Cluster c = syntheticCluster();
+        c.groups[0].gpusPerNode = 8;
+        const Model m = megatronModel();
+        const CostOptions o;
+        Plan dist = simplePlan("n", {32}, 2, 2, 1, 64);
+        dist.distributedOptimizer = true;
+        const PlanEstimate ed = estimatePlan(dist, c, m, nullptr, o);
+        const double P = ed.gpus.front().paramsBytes / 2.0, unit = 104857600.0;
+        QNEAR(ed.gpus.front().gradsBytes, 4.0 * P);
+        QNEAR(ed.gpus.front().optimizerBytes, 6.0 * P);
+        Plan grads = dist;
+        setDpSharding(grads, DpSharding::Gradients);
+        QCOMPARE(dpShardingOf(grads), DpSharding::Gradients);
+        Diagnostics dg;
+        validatePlan(grads, c, m, dg);
+        QVERIFY2(dg.empty(), text(dg).c_str());
+        const PlanEstimate eg = estimatePlan(grads, c, m, nullptr, o);
+        QNEAR(eg.gpus.front().paramsBytes, 2.0 * P);
+        QNEAR(eg.gpus.front().gradsBytes, 2.0 * P + 8.0 * unit);
+        QNEAR(eg.gpus.front().optimizerBytes, 6.0 * P);
+        Plan params = dist;
+        setDpSharding(params, DpSharding::Parameters);
+        const PlanEstimate ep = estimatePlan(params, c, m, nullptr, o);
+        QNEAR(ep.gpus.front().paramsBytes, P + 4.0 * unit);
+        QNEAR(ep.gpus.front().gradsBytes, 2.0 * P + 8.0 * unit);
+        QVERIFY(ep.gpus.front().totalBytes < eg.gpus.front().totalBytes);
+        QVERIFY(eg.gpus.front().totalBytes < ed.gpus.front().totalBytes);
+        // Time: one stage, so the pipeline is m steps; FSDP's exposed traffic joins every step.
+        for (const PlanEstimate *e : {&eg, &ep}) {
+            const StageEstimate &s = e->stages.front();
+            QVERIFY(s.fsdpCommMs > 0);
+            QNEAR(s.stepMs - s.fsdpCommMs, ed.stages.front().stepMs);
+            QNEAR(e->pipelineMs, e->microBatches * s.stepMs);
+        }
+        QNEAR(ep.dpSyncMs, 0.0);
+        QVERIFY(eg.dpSyncMs > 0 && eg.dpSyncMs < ed.dpSyncMs); // the all-gather only
+
+        // Refusals: a pipeline, FSDP without the distributed optimizer, "optim" as FSDP.
+        Plan piped = simplePlan("n", {16, 16}, 2, 2, 1, 64);
+        setDpSharding(piped, DpSharding::Parameters);
+        Diagnostics d1;
+        validatePlan(piped, c, m, d1);
+        QVERIFY2(text(d1).find("/fsdp") != std::string::npos, text(d1).c_str());
+        Plan noDist = grads;
+        noDist.distributedOptimizer = false;
+        Diagnostics d2;
+        validatePlan(noDist, c, m, d2);
+        QVERIFY2(text(d2).find("/distributedOptimizer") != std::string::npos, text(d2).c_str());
+        Plan optim = dist;
+        optim.fsdp = DpSharding::Optimizer;
+        Diagnostics d3;
+        validatePlan(optim, c, m, d3);
+        QVERIFY2(text(d3).find("distributed optimizer") != std::string::npos, text(d3).c_str());
+    }
+
     void fp8ByHand()
     {
         // Time, tiny model (T = 1024 tokens, h 1024, f 4096, 16 heads, TP 1) on a synthetic GPU
@@ -933,8 +1022,8 @@ private slots:
             QNEAR(mk.fp8WeightBytesPerLayer, 50331648.0);
             const MemoryKernel plain = makeMemoryKernel(gm, dev, 8, 1, k.sp, 1, nullptr, o);
             QCOMPARE(plain.fp8WeightBytesPerLayer, 0.0);
-            const MemoryBreakdown a = gpuMemory(plain, 4, false, false, {}, 1, 1, false, 0);
-            const MemoryBreakdown b = gpuMemory(mk, 4, false, false, {}, 1, 1, false, 0);
+            const MemoryBreakdown a = gpuMemory(plain, 4, false, false, {}, 1, 1, DpSharding::None, 0);
+            const MemoryBreakdown b = gpuMemory(mk, 4, false, false, {}, 1, 1, DpSharding::None, 0);
             QNEAR(b.params - a.params, 4 * 50331648.0);
             QNEAR(b.grads, a.grads);
         }

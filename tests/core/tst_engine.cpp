@@ -33,7 +33,7 @@ SearchRequest baseRequest()
     req.space.tensorParallel = {2, 4};
     req.space.microBatches = {1, 2};
     req.space.recompute = {RecomputeMethod::None, RecomputeMethod::Full};
-    req.space.distributedOptimizer = {true};
+    req.space.dpSharding = {DpSharding::Optimizer};
     req.threads = 2;
     return req;
 }

@@ -154,6 +154,7 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
     p.distributedOptimizer = a.distributedOptimizer;
     p.overlapGradReduce = a.overlapGradReduce;
     p.fp8 = a.fp8;
+    p.fsdp = a.fsdp;
     p.overlapParamGather = a.overlapParamGather;
     p.virtualStages = a.virtualStages;
     p.contextParallel = cp;

@@ -248,6 +248,25 @@ private slots:
         const Plan again = parsePlan(toJson(p), d2);
         QVERIFY(d2.empty());
         QVERIFY(again == p);
+
+        // Megatron-FSDP: the field round-trips (absent when none), a wrong name is refused naming
+        // the choices.
+        Plan f = p;
+        f.fsdp = DpSharding::Parameters;
+        const nlohmann::json fj = toJson(f);
+        QCOMPARE(QString::fromStdString(fj.at("fsdp").get<std::string>()), QString("optim_grads_params"));
+        QVERIFY(!toJson(p).contains("fsdp"));
+        Diagnostics d3("rt");
+        QVERIFY(parsePlan(fj, d3) == f);
+        QVERIFY(d3.empty());
+        nlohmann::json bad = fj;
+        bad["fsdp"] = "zero3";
+        Diagnostics d4("bad.json");
+        parsePlan(bad, d4);
+        QVERIFY(!d4.empty());
+        QCOMPARE(QString::fromStdString(d4.items().front().pointer), QString("/fsdp"));
+        QVERIFY2(d4.items().front().message.find("optim_grads_params") != std::string::npos,
+                 d4.items().front().message.c_str());
     }
 
     void clusterSizeLimits()

@@ -151,7 +151,7 @@ private slots:
         o.space.tensorParallel = {1};
         o.space.microBatches = {1};
         o.space.recompute = {RecomputeMethod::None};
-        o.space.distributedOptimizer = {false};
+        o.space.dpSharding = {DpSharding::None};
         o.endToEndRuns = 1;
         o.memoryCalibrationLayers = 0; // memoryCalibrationJobs checks those
         const ProfilingPlan plan = planMinimalSet(c, m, o);

@@ -1,5 +1,6 @@
 // Search engine, objective and Pareto front: brute-force Pareto check, objective invariances,
 // determinism across thread counts, fast path == estimatePlan, space size, sensible plans.
+#include "memx/cost/features.h"
 #include "memx/export/launchtarget.h"
 #include "memx/io/formats.h"
 #include "memx/predict/predictioncache.h"
@@ -512,6 +513,72 @@ private slots:
         }
     }
 
+    /// Issue 17 item 5: data-parallel sharding as a dimension. On 8 x H100 with llama2-7b, every
+    /// level: the none / optim rows are exactly the default search's, every Megatron-FSDP row is a
+    /// single-stage plan with a DP group that validates, whose time, memory and learned-model
+    /// features the fast path computes as estimatePlan does; FSDP on pipelines is pruned for
+    /// "launcher"; sharding the weights lowers the fullest GPU of the same shape.
+    void dpShardingDimension()
+    {
+        SearchRequest req;
+        req.cluster = loadCluster(kSamples + "/h100-8x.json");
+        req.model = resolveModel("llama2-7b");
+        req.model.training.globalBatch = 32;
+        req.space.stagesPerGroup = {1, 2, 4};
+        req.space.tensorParallel = {1, 2, 4};
+        req.space.microBatches = {1, 2};
+        req.threads = 2;
+        const SearchResult plain = runSearch(req);
+        req.space.dpSharding = {DpSharding::None, DpSharding::Optimizer, DpSharding::Gradients, DpSharding::Parameters};
+        req.collectFeatures = true;
+        const SearchResult all = runSearch(req);
+        QVERIFY(all.pruned.launcher > plain.pruned.launcher);
+        std::multiset<std::string> plainRows, allRows;
+        for (size_t i = 0; i < plain.size(); ++i)
+            plainRows.insert(plain.materialize(i).summary(req.cluster));
+        size_t fsdpRows = 0;
+        std::map<std::string, std::map<DpSharding, double>> peakByShape;
+        for (size_t i = 0; i < all.size(); ++i) {
+            const Plan plan = all.materialize(i);
+            const DpSharding d = dpShardingOf(plan);
+            if (d < DpSharding::Gradients) {
+                allRows.insert(plan.summary(req.cluster));
+                Plan shape = plan;
+                setDpSharding(shape, DpSharding::None);
+                peakByShape[shape.summary(req.cluster)][d] = all.peakBytes[i];
+                continue;
+            }
+            ++fsdpRows;
+            QCOMPARE(plan.pp(), 1);
+            QVERIFY(plan.stages.front().dp() > 1);
+            Diagnostics diag;
+            validatePlan(plan, req.cluster, req.model, diag);
+            QVERIFY2(diag.empty(), plan.summary(req.cluster).c_str());
+            const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
+            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
+            QVERIFY2(rel(e.iterationTimeMs, all.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY2(rel(e.peakUtilisation, all.peakMemory[i]) < 1e-9, plan.summary(req.cluster).c_str());
+            QVERIFY(e.stages.front().fsdpCommMs > 0);
+            const FeatureVector ref = encodeFeatures(featureInputs(plan, req.cluster, req.model, e));
+            for (size_t f = 0; f < kFeatureCount; ++f)
+                QVERIFY2(std::abs(all.features[i * kFeatureCount + f] - ref[f])
+                             <= 1e-4 * std::max(1.0, std::abs(static_cast<double>(ref[f]))),
+                         (plan.summary(req.cluster) + " feature " + featureNames()[f]).c_str());
+            Plan shape = plan;
+            setDpSharding(shape, DpSharding::None);
+            peakByShape[shape.summary(req.cluster)][d] = all.peakBytes[i];
+        }
+        QVERIFY(fsdpRows > 0);
+        QVERIFY(plainRows == allRows);
+        size_t compared = 0;
+        for (const auto &[shape, peaks] : peakByShape)
+            if (peaks.count(DpSharding::Parameters) && peaks.count(DpSharding::Optimizer)) {
+                QVERIFY2(peaks.at(DpSharding::Parameters) < peaks.at(DpSharding::Optimizer), shape.c_str());
+                ++compared;
+            }
+        QVERIFY(compared > 0);
+    }
+
     /// Issue 17 item 1: the interleaved schedule as a dimension. On 8 x H100 with llama2-7b
     /// (32 layers), virtual stages {1, 2, 4}: the v = 1 rows are exactly the plain search's, every
     /// v > 1 row is a valid Megatron-LM interleaved plan (p >= 3, micro-batches in groups of p,
@@ -802,8 +869,8 @@ private slots:
         both.space.stagesPerGroup = {1, 2};
         both.space.microBatches = {1, 2};
         SearchRequest plain = both, dist = both;
-        plain.space.distributedOptimizer = {false};
-        dist.space.distributedOptimizer = {true};
+        plain.space.dpSharding = {DpSharding::None};
+        dist.space.dpSharding = {DpSharding::Optimizer};
         const SearchResult rb = runSearch(both), rp = runSearch(plain), rd = runSearch(dist);
         const auto allDp1 = [](const SearchResult &r, size_t i) {
             const Plan plan = r.materialize(i);

@@ -61,7 +61,9 @@ def check(megatron_dir, path):
             f" x PP {a.pipeline_model_parallel_size} x DP {a.data_parallel_size}{extra}, layers {a.num_layers}, MBS {a.micro_batch_size}, GBS {a.global_batch_size},"
             f" {a.position_embedding_type} (rotary base {a.rotary_base}), recompute {config.recompute_granularity}/{config.recompute_method}"
             f"/{config.recompute_num_layers}, {'bf16' if a.bf16 else 'fp16' if a.fp16 else 'fp32'}"
-            + (f", fp8 {config.fp8} ({config.fp8_recipe} recipe, {a.transformer_impl})" if config.fp8 else ""))
+            + (f", fp8 {config.fp8} ({config.fp8_recipe} recipe, {a.transformer_impl})" if config.fp8 else "")
+            + (f", Megatron-FSDP {a.data_parallel_sharding_strategy} (ckpt {a.ckpt_format}, distributed optimizer"
+               f" {a.use_distributed_optimizer})" if getattr(a, "use_megatron_fsdp", False) else ""))
 
 
 def main():

@@ -15,6 +15,7 @@
 #include "memx/ui/resultspanel.h"
 #include "memx/ui/searchjob.h"
 
+#include <QCheckBox>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -238,6 +239,45 @@ private slots:
         QVERIFY(back.has_value());
         QCOMPARE(back->devices.size(), size_t(1));
         QCOMPARE(*back->devices.front().gemmEfficiency, 0.37);
+    }
+
+    /// Issue 17 item 5: the results bar's FSDP box adds Megatron-FSDP's sharding levels to the
+    /// workbench's search (the same space as `memx search --dp-sharding none,optim,optim_grads,
+    /// optim_grads_params`); such plans are single-stage and say fsdp= in the table.
+    void fsdpBoxSearchesMegatronFsdp()
+    {
+        MainWindow w(false);
+        w.setInteractive(false);
+        QSignalSpy shown(w.results(), &ResultsPanel::resultsShown);
+        QVERIFY2(w.openFile(QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters/h100-8x.json")),
+                 qPrintable(w.lastError()));
+        QVERIFY(shown.wait(kTimeoutMs));
+        const auto fsdpPlans = [&] {
+            const memx::SearchResult &r = w.results()->results().outcome()->result;
+            size_t n = 0;
+            for (size_t i = 0; i < r.size(); ++i) {
+                const memx::Plan plan = r.materialize(i);
+                if (plan.fsdp != memx::DpSharding::None) {
+                    ++n;
+                    if (plan.pp() != 1)
+                        return size_t(0);
+                }
+            }
+            return n;
+        };
+        QCOMPARE(fsdpPlans(), size_t(0));
+        auto *box = w.results()->findChild<QCheckBox *>(QStringLiteral("fsdp"));
+        QVERIFY(box);
+        shown.clear();
+        box->setChecked(true);
+        QVERIFY(shown.wait(kTimeoutMs));
+        const std::vector<memx::DpSharding> &levels = w.results()->results().outcome()->result.dpShardingChoices;
+        QCOMPARE(levels.size(), size_t(4));
+        QVERIFY(fsdpPlans() > 0);
+        bool shownInTable = false;
+        for (const PlanPoint &p : w.results()->tableModel()->plans())
+            shownInTable = shownInTable || p.summary.contains("fsdp=optim_grads");
+        QVERIFY(shownInTable);
     }
 
     void trainPredictorRunsTheCoreTraining()

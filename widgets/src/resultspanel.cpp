@@ -25,6 +25,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace memx::ui {
 
 ResultsPanel::ResultsPanel(QWidget *parent)
@@ -109,6 +111,12 @@ QVBoxLayout *ResultsPanel::createToolbar()
     mOverlapDp->setToolTip(tr("Megatron-LM's --overlap-grad-reduce on every plan (and --overlap-param-gather with the "
                               "distributed optimizer): the data-parallel collectives run behind the last backward / "
                               "first forward where the cost model says they can; exports carry the flags"));
+    mFsdp = new QCheckBox(tr("FSDP"));
+    mFsdp->setObjectName(QStringLiteral("fsdp"));
+    mFsdp->setToolTip(tr("Also search Megatron-FSDP (--use-megatron-fsdp) on single-stage plans: gradients "
+                         "(optim_grads) or gradients and weights (optim_grads_params) sharded over the data-parallel "
+                         "group, gathered and reduced layer by layer every micro-batch. Less memory per GPU, more "
+                         "data-parallel traffic; Megatron-LM exports only"));
     mFp8 = new QComboBox;
     mFp8->addItem(tr("BF16"), int(Fp8Format::Off));
     mFp8->addItem(tr("FP8 hybrid"), int(Fp8Format::Hybrid));
@@ -128,6 +136,7 @@ QVBoxLayout *ResultsPanel::createToolbar()
     bar->addWidget(new QLabel(tr("Target:")));
     bar->addWidget(mTarget);
     bar->addWidget(mOverlapDp);
+    bar->addWidget(mFsdp);
     bar->addWidget(mFp8);
     bar->addWidget(new QLabel(tr("Global batch:")));
     bar->addWidget(mGlobalBatch);
@@ -236,6 +245,7 @@ void ResultsPanel::connectViews()
     connect(mGlobalBatch, &QSpinBox::valueChanged, this, &ResultsPanel::scheduleSearch);
     connect(mTarget, &QComboBox::currentIndexChanged, this, &ResultsPanel::scheduleSearch);
     connect(mOverlapDp, &QCheckBox::toggled, this, &ResultsPanel::scheduleSearch);
+    connect(mFsdp, &QCheckBox::toggled, this, &ResultsPanel::scheduleSearch);
     connect(mFp8, &QComboBox::currentIndexChanged, this, &ResultsPanel::scheduleSearch);
     connectSearchJob();
     connect(mFilter, &QLineEdit::textChanged, mProxy, &PlanFilterProxy::setTextFilter);
@@ -305,6 +315,12 @@ void ResultsPanel::runSearch()
     if (mGlobalBatch->value() > 0)
         request.search.globalBatch = mGlobalBatch->value();
     request.search.space.overlapDataParallel = mOverlapDp->isChecked();
+    if (mFsdp->isChecked())
+        for (DpSharding d : {DpSharding::Gradients, DpSharding::Parameters}) {
+            std::vector<DpSharding> &v = request.search.space.dpSharding;
+            if (std::find(v.begin(), v.end(), d) == v.end())
+                v.push_back(d);
+        }
     request.search.space.fp8 = static_cast<Fp8Format>(mFp8->currentData().toInt());
     const int target = mTarget->currentIndex();
     request.autoTarget = target <= 0;

@@ -445,16 +445,23 @@ double inFlightMicroBatches(int p, int stage, int m, int virtualStages)
 }
 
 MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbedding, bool hasHead, Recompute rc,
-                          double inFlight, int dp, bool distributedOptimizer, int groups)
+                          double inFlight, int dp, DpSharding sharding, int groups)
 {
     MemoryBreakdown m;
     const double params
         = layerCount * k.layerParams + (hasEmbedding ? k.embeddingParams : 0) + (hasHead ? k.headParams : 0);
+    const double d = std::max(dp, 1);
     // Section 1.8: 18 bytes/param = 2 (bf16 weight) + 4 (fp32 main grad) + 12 (fp32 master + Adam m, v);
-    // distributed optimizer: 6 + 12/d.
-    m.params = 2.0 * params + layerCount * k.fp8WeightBytesPerLayer; // + FP8 weight copies (Plan::fp8)
-    m.grads = 4.0 * params;
-    m.optimizer = 12.0 * params / (distributedOptimizer ? std::max(dp, 1) : 1);
+    // distributed optimizer: 6 + 12/d; Megatron-FSDP optim_grads: 2 + 16/d, optim_grads_params: 18/d,
+    // plus the units in flight (the largest unit: a layer, the embedding or the output layer).
+    // (Independent of layerCount, so the memory stays linear in it: the search's memory line.)
+    const double unit = std::max({k.layerParams, hasEmbedding ? k.embeddingParams : 0.0, hasHead ? k.headParams : 0.0});
+    if (sharding == DpSharding::Parameters)
+        m.params = 2.0 * params / d + 2.0 * (2.0 * unit + k.fp8WeightBytesPerLayer);
+    else
+        m.params = 2.0 * params + layerCount * k.fp8WeightBytesPerLayer; // + FP8 weight copies (Plan::fp8)
+    m.grads = sharding >= DpSharding::Gradients ? 4.0 * params / d + 2.0 * 4.0 * unit : 4.0 * params;
+    m.optimizer = 12.0 * params / (sharding != DpSharding::None ? d : 1.0);
 
     double perMicroBatch = 0;
     double working = 0;
@@ -528,14 +535,14 @@ double sharedAllGatherMs(int n, double bytes, const Link &link, int flows)
     return allGatherMs(n, bytes, shared);
 }
 
-DpComm dpCommMs(int dp, double params, double gradBytesPerParam, bool distributedOptimizer,
-                const std::vector<Link> &links, int flows)
+DpComm dpCommMs(int dp, double params, double gradBytesPerParam, bool sharded, const std::vector<Link> &links,
+                int flows)
 {
     DpComm worst;
     const double gradBytes = params * gradBytesPerParam;
     for (const Link &l : links) {
         DpComm c;
-        if (distributedOptimizer) {
+        if (sharded) {
             c.reduceMs = sharedAllGatherMs(dp, gradBytes, l, flows); // reduce-scatter: the same bytes
             c.gatherMs = sharedAllGatherMs(dp, params * 2.0, l, flows);
         } else
@@ -561,6 +568,25 @@ double bucketedExposedMs(double commMs, double computeMs, double buckets)
 }
 
 } // namespace
+
+FsdpComm fsdpMicroBatchComm(DpSharding sharding, const DpComm &full, double forwardMs, double backwardMs, double units,
+                            double contention)
+{
+    FsdpComm f;
+    const double u = std::max(1.0, units);
+    if (sharding == DpSharding::Gradients) {
+        const double rs = full.reduceMs, e = rs > 0 ? bucketedExposedMs(rs, backwardMs, u) : 0.0;
+        f.microBatchMs = e + contention * (rs - e);
+        f.iteration.gatherMs = full.gatherMs;
+    } else if (sharding == DpSharding::Parameters) {
+        const double ag = full.gatherMs, bwd = full.gatherMs + full.reduceMs;
+        const double e1 = ag > 0 ? bucketedExposedMs(ag, forwardMs, u) : 0.0;
+        const double e2 = bwd > 0 ? bucketedExposedMs(bwd, backwardMs, u) : 0.0;
+        f.microBatchMs = e1 + e2 + contention * ((ag - e1) + (bwd - e2));
+    } else
+        f.iteration = full;
+    return f;
+}
 
 double exposedDpSyncMs(const DpOverlapStage *stages, int p, bool overlapGradReduce, bool overlapParamGather,
                        double *exposed, double contention)
@@ -661,6 +687,7 @@ public:
         , nodes(cluster.nodes())
         , linkTable(cluster, nodes, options)
         , p(plan.pp())
+        , sharding(dpShardingOf(plan))
     {
         for (size_t i = 0; i < nodes.size(); ++i)
             nodeByName[nodes[i].name] = static_cast<int>(i);
@@ -693,6 +720,15 @@ public:
             ov.backwardMs = se.backwardMs + se.recomputeMs + 0.5 * (se.tpCommMs + se.cpCommMs);
             if (st.dp() * cp > 1)
                 ov.comm = dpSyncMs(i, stageNodes, flows[static_cast<size_t>(i)], ov.params);
+            if (sharding >= DpSharding::Gradients) {
+                // Megatron-FSDP (a single stage): the per-micro-batch traffic joins the step.
+                const FsdpComm f
+                    = fsdpMicroBatchComm(sharding, ov.comm, ov.forwardMs, ov.backwardMs,
+                                         st.layerCount + (i == 0) + (i == p - 1), options.overlapContention);
+                se.fsdpCommMs = f.microBatchMs;
+                se.stepMs += f.microBatchMs;
+                ov.comm = f.iteration;
+            }
             steps[static_cast<size_t>(i)] = se.stepMs;
             if (i == p - 1)
                 lastStageNodes = stageNodes;
@@ -781,7 +817,7 @@ private:
         const int groups = (rep.tp > 1) + (cp > 1) + (dp * cp > 1) + (p > 1);
         const MemoryBreakdown mb
             = gpuMemory(mk, st.layerCount, first, last, st.recompute,
-                        inFlightMicroBatches(p, i, plan.microBatches(), v), dp * cp, plan.distributedOptimizer, groups);
+                        inFlightMicroBatches(p, i, plan.microBatches(), v), dp * cp, sharding, groups);
         for (int gpu : rep.gpus) {
             GpuMemory g;
             g.node = rep.node;
@@ -807,7 +843,7 @@ private:
         // Optimizer step: measured per-layer update times, else HBM-bound analytic.
         const double localParams
             = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
-        const double optShare = plan.distributedOptimizer ? 1.0 / (dp * cp) : 1.0;
+        const double optShare = sharding != DpSharding::None ? 1.0 / (dp * cp) : 1.0;
         double optMs;
         if (!k.optimizerPrefixMs.empty())
             optMs = (k.optimizerPrefixMs[st.firstLayer + st.layerCount] - k.optimizerPrefixMs[st.firstLayer]
@@ -836,7 +872,7 @@ private:
         const double psi
             = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
         params = psi;
-        return dpCommMs(dp, psi, options.gradReduceBytesPerParam, plan.distributedOptimizer,
+        return dpCommMs(dp, psi, options.gradReduceBytesPerParam, sharding != DpSharding::None,
                         linkTable.linksAmong(stageNodes), flows);
     }
 
@@ -896,6 +932,7 @@ private:
     const std::vector<Node> nodes;
     const LinkTable linkTable;
     const int p;
+    const DpSharding sharding; ///< dpShardingOf(plan)
     const int v = std::max(1, plan.virtualStages);
     const int cp = std::max(1, plan.contextParallel);
     std::map<std::string, int> nodeByName;

@@ -698,6 +698,11 @@ bool analyseFlagScale(const Plan &plan, const Cluster &cluster, const Model &mod
                 "expected 1 for FlagScale (its heterogeneous hetero_pipeline_layer_split has no virtual stages), "
                 "found "
                     + std::to_string(plan.virtualStages) + " - export the interleaved plan for Megatron-LM");
+    if (plan.fsdp != DpSharding::None)
+        d.error("/fsdp",
+                "expected \"none\" for FlagScale (its heterogeneous trainer builds its own data-parallel groups; "
+                "Megatron-FSDP is not one of them), found \""
+                    + std::string(toString(plan.fsdp)) + "\" - export the plan for Megatron-LM");
     checkMicroBatches(plan, f, d);
     checkEmbeddings(plan, model, f, d);
     checkFlagScaleRecompute(plan, f, d);

@@ -76,6 +76,16 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
     add("--global-batch-size", std::to_string(m.globalBatch));
     if (plan.distributedOptimizer)
         add("--use-distributed-optimizer");
+    if (plan.fsdp != DpSharding::None) {
+        // Megatron-FSDP as upstream's examples/megatron_fsdp run it; fp32 main gradients and
+        // gradient reduction (what the memory and time model count).
+        add("--use-megatron-fsdp");
+        add("--data-parallel-sharding-strategy", toString(plan.fsdp));
+        add("--ckpt-format", "fsdp_dtensor");
+        add("--no-gradient-accumulation-fusion");
+        add("--megatron-fsdp-main-grads-dtype", "fp32");
+        add("--megatron-fsdp-grad-comm-dtype", "fp32");
+    }
     if (plan.overlapGradReduce)
         add("--overlap-grad-reduce");
     if (plan.overlapParamGather)
@@ -189,7 +199,11 @@ std::string launchScript(const ExportRequest &request, const MegatronShape &m, c
       << "; fi\n";
     o << "if [ -z \"${TRAIN_ARGS:-}\" ]; then TRAIN_ARGS="
       << shellQuote(request.options.trainArgs.empty() ? defaultTrainArgs() : request.options.trainArgs) << "; fi\n\n";
-    o << "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+    if (request.plan.fsdp != DpSharding::None)
+        o << "# Megatron-FSDP needs CUDA_DEVICE_MAX_CONNECTIONS unset (its communication runs on its own streams).\n"
+             "unset CUDA_DEVICE_MAX_CONNECTIONS\n";
+    else
+        o << "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
     o << "export OMP_NUM_THREADS=\"${OMP_NUM_THREADS:-4}\"\n";
     if (dev.vendor == "AMD") {
         o << "# ROCm Megatron-LM environment (ROCm/Megatron-LM examples/llama/train_llama3.sh)\n";

@@ -133,6 +133,7 @@ FlagValues collectFlags(const std::vector<std::string> &args, MegatronArgs &a, D
                                                         "--context-parallel-size",
                                                         "--cp-comm-type",
                                                         "--fp8-format",
+                                                        "--data-parallel-sharding-strategy",
                                                         "--num-layers-per-virtual-pipeline-stage"};
     for (size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
@@ -154,6 +155,8 @@ FlagValues collectFlags(const std::vector<std::string> &args, MegatronArgs &a, D
             a.sequenceParallel = true;
         } else if (flag == "--use-distributed-optimizer") {
             a.distributedOptimizer = true;
+        } else if (flag == "--use-megatron-fsdp") {
+            values[flag] = "true"; // read with the strategy below
         } else if (flag == "--overlap-grad-reduce") {
             a.overlapGradReduce = true;
         } else if (flag == "--overlap-param-gather") {
@@ -317,6 +320,24 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
             a.fp8 = *f;
         else
             diags.error("argv", "--fp8-format expects hybrid or e4m3, found \"" + values["--fp8-format"] + "\"");
+    }
+    if (values.count("--data-parallel-sharding-strategy")) {
+        const std::string &v = values["--data-parallel-sharding-strategy"];
+        if (v != "no_shard" && v != "optim" && v != "optim_grads" && v != "optim_grads_params")
+            diags.error("argv",
+                        "--data-parallel-sharding-strategy expects no_shard, optim, optim_grads or optim_grads_params, "
+                        "found \""
+                            + v + "\"");
+    }
+    if (values.count("--use-megatron-fsdp")) {
+        // Megatron-FSDP v1 (the default) always runs the distributed optimizer; the strategy
+        // defaults to optim_grads_params.
+        a.distributedOptimizer = true;
+        const std::string v = values.count("--data-parallel-sharding-strategy")
+            ? values["--data-parallel-sharding-strategy"]
+            : std::string("optim_grads_params");
+        if (const auto d = dpShardingFromString(v); d && *d >= DpSharding::Gradients)
+            a.fsdp = *d;
     }
     parseStageLayers(values, a, diags);
     if (values.count("--num-layers-per-virtual-pipeline-stage") && !a.stageLayers.empty()) {

@@ -642,7 +642,7 @@ Plan parsePlan(const json &j, Diagnostics &diags)
     r.requireFormat(kPlanFormat);
     r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer",
                          "overlapGradReduce", "overlapParamGather", "virtualStages", "contextParallel", "cpComm", "fp8",
-                         "stages", "metrics", "provenance"});
+                         "fsdp", "stages", "metrics", "provenance"});
     p.name = r.optionalString("name").value_or("");
     p.globalBatch = static_cast<int>(r.requireInt("globalBatch", 1, 1 << 24));
     p.sequenceParallel = r.optionalBool("sequenceParallel").value_or(false);
@@ -655,6 +655,11 @@ Plan parsePlan(const json &j, Diagnostics &diags)
         p.cpComm = static_cast<CpComm>(r.requireEnum("cpComm", {"p2p", "all_gather", "a2a"}));
     if (j.contains("fp8"))
         p.fp8 = static_cast<Fp8Format>(r.requireEnum("fp8", {"off", "hybrid", "e4m3"}));
+    if (j.contains("fsdp")) {
+        constexpr DpSharding kFsdp[] = {DpSharding::None, DpSharding::Gradients, DpSharding::Parameters};
+        const int f = r.requireEnum("fsdp", {"none", "optim_grads", "optim_grads_params"});
+        p.fsdp = kFsdp[f >= 0 && f < 3 ? f : 0];
+    }
     const json *stages = r.requireArray("stages");
     if (stages && stages->empty())
         r.error("stages", "expected at least one pipeline stage, found an empty list");
@@ -739,6 +744,8 @@ json toJson(const Plan &p)
     }
     if (p.fp8 != Fp8Format::Off)
         j["fp8"] = toString(p.fp8);
+    if (p.fsdp != DpSharding::None)
+        j["fsdp"] = toString(p.fsdp);
     json stages = json::array();
     for (const Stage &s : p.stages) {
         json st {{"firstLayer", s.firstLayer}, {"layerCount", s.layerCount}};

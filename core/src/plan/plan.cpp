@@ -67,6 +67,42 @@ std::optional<Fp8Format> fp8FromString(const std::string &text)
     return std::nullopt;
 }
 
+const char *toString(DpSharding v)
+{
+    switch (v) {
+    case DpSharding::None:
+        return "none";
+    case DpSharding::Optimizer:
+        return "optim";
+    case DpSharding::Gradients:
+        return "optim_grads";
+    case DpSharding::Parameters:
+        return "optim_grads_params";
+    }
+    return "none";
+}
+
+std::optional<DpSharding> dpShardingFromString(const std::string &text)
+{
+    for (DpSharding d : {DpSharding::None, DpSharding::Optimizer, DpSharding::Gradients, DpSharding::Parameters})
+        if (text == toString(d))
+            return d;
+    return std::nullopt;
+}
+
+DpSharding dpShardingOf(const Plan &plan)
+{
+    if (plan.fsdp != DpSharding::None)
+        return plan.fsdp;
+    return plan.distributedOptimizer ? DpSharding::Optimizer : DpSharding::None;
+}
+
+void setDpSharding(Plan &plan, DpSharding s)
+{
+    plan.distributedOptimizer = s != DpSharding::None;
+    plan.fsdp = s >= DpSharding::Gradients ? s : DpSharding::None;
+}
+
 std::string fp8ShapeProblem(const Model &model, int tp, int microBatch, int contextParallel)
 {
     const ModelShape &s = model.shape;
@@ -134,6 +170,8 @@ std::string Plan::summary(const Cluster &cluster) const
         out << " cp" << contextParallel << "(" << toString(cpComm) << ")";
     if (fp8 != Fp8Format::Off)
         out << " fp8=" << toString(fp8);
+    if (fsdp != DpSharding::None)
+        out << " fsdp=" << toString(fsdp);
     for (const Stage &s : stages) {
         out << " | " << s.firstLayer << "-" << (s.firstLayer + s.layerCount - 1);
         // Group replicas by (device, tp, microBatch) so mixed stages read naturally.
@@ -277,6 +315,19 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
         diags.error("/overlapParamGather",
                     "expected false without overlapGradReduce (Megatron-LM: --overlap-param-gather needs "
                     "--overlap-grad-reduce), found true");
+    if (plan.fsdp == DpSharding::Optimizer)
+        diags.error("/fsdp",
+                    "expected \"optim_grads\" or \"optim_grads_params\" (Megatron-FSDP's \"optim\" is the distributed "
+                    "optimizer: set distributedOptimizer instead), found \"optim\"");
+    else if (plan.fsdp != DpSharding::None && !plan.distributedOptimizer)
+        diags.error("/distributedOptimizer",
+                    "expected true with fsdp \"" + std::string(toString(plan.fsdp))
+                        + "\" (Megatron-FSDP shards the optimizer state too), found false");
+    if (plan.fsdp != DpSharding::None && plan.stages.size() > 1)
+        diags.error("/fsdp",
+                    "expected a single pipeline stage with fsdp \"" + std::string(toString(plan.fsdp))
+                        + "\" (Megatron-FSDP runs without pipeline parallelism), found "
+                        + std::to_string(plan.stages.size()) + " stages");
     const int cp = plan.contextParallel;
     validateContextParallel(plan, model, diags);
     validateFp8(plan, cluster, model, diags);

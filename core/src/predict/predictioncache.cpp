@@ -48,7 +48,7 @@ PlanSignature planSignature(const Plan &plan, const Cluster &cluster, const Cost
     }
     const std::vector<int> flows = dpNicFlows(allStageNodes, stageTp);
     std::string key = "gbs=" + std::to_string(plan.globalBatch) + ";m=" + std::to_string(plan.microBatches())
-        + ";do=" + (plan.distributedOptimizer ? "1" : "0") + ";sp=" + (plan.sequenceParallel ? "1" : "0");
+        + ";do=" + std::to_string(static_cast<int>(dpShardingOf(plan))) + ";sp=" + (plan.sequenceParallel ? "1" : "0");
     // Only when used, so the keys of plans without them stay those stored before.
     if (plan.virtualStages > 1)
         key += ";vp=" + std::to_string(plan.virtualStages);

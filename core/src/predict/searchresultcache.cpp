@@ -29,6 +29,8 @@ template<typename T> std::string list(const std::vector<T> &v)
             s += toString(v[i]);
         else if constexpr (std::is_same_v<T, bool>)
             s += v[i] ? "1" : "0";
+        else if constexpr (std::is_same_v<T, DpSharding>) // 0 / 1 as the former distributed-optimizer flag
+            s += std::to_string(static_cast<int>(v[i]));
         else
             s += std::to_string(v[i]);
     }
@@ -44,7 +46,7 @@ SearchRequestKey searchRequestKey(const SearchRequest &r, std::uint64_t predicto
     const SearchSpaceOptions &sp = r.space;
     s += "\nspace stages=" + list(sp.stagesPerGroup) + ";tp=" + list(sp.tensorParallel)
         + ";mbs=" + list(sp.microBatches) + ";maxmbs=" + std::to_string(sp.maxReplicaMicroBatch)
-        + ";rc=" + list(sp.recompute) + ";do=" + list(sp.distributedOptimizer) + ";vp=" + list(sp.virtualStages)
+        + ";rc=" + list(sp.recompute) + ";do=" + list(sp.dpSharding) + ";vp=" + list(sp.virtualStages)
         + ";cp=" + list(sp.contextParallel) + toString(sp.cpComm) + ";perm=" + (sp.permuteGroups ? "1" : "0")
         + ";radius=" + std::to_string(sp.neighbourRadius) + ";memsplit=" + (sp.memoryAwareSplit ? "1" : "0")
         + ";maxstages=" + std::to_string(sp.maxStages) + ";sp=" + (sp.sequenceParallel ? "1" : "0")
@@ -115,7 +117,7 @@ void validateMetrics(const SearchResult &r)
 void validatePipelines(const SearchResult &r)
 {
     if (r.size() > 0
-        && (r.microBatchSizes.empty() || r.recomputeChoices.empty() || r.distOptChoices.empty()
+        && (r.microBatchSizes.empty() || r.recomputeChoices.empty() || r.dpShardingChoices.empty()
             || r.virtualStageChoices.empty() || r.contextParallelChoices.empty() || r.deviceTypes.empty()))
         corrupt("empty decoding table");
     for (int mb : r.microBatchSizes)
@@ -167,9 +169,10 @@ void validateConfigurations(const SearchResult &r)
     // before the check against the 32-bit base index range.
     constexpr std::uint64_t kMaxBases = std::numeric_limits<std::uint32_t>::max();
     std::uint64_t bases = 1, nCombos = 1;
-    for (const std::uint64_t f : {std::uint64_t(r.pipelines.size()), std::uint64_t(r.microBatchSizes.size()),
-                                  std::uint64_t(r.distOptChoices.size()), std::uint64_t(r.virtualStageChoices.size()),
-                                  std::uint64_t(r.contextParallelChoices.size())})
+    for (const std::uint64_t f :
+         {std::uint64_t(r.pipelines.size()), std::uint64_t(r.microBatchSizes.size()),
+          std::uint64_t(r.dpShardingChoices.size()), std::uint64_t(r.virtualStageChoices.size()),
+          std::uint64_t(r.contextParallelChoices.size())})
         if ((bases *= f) > kMaxBases)
             corrupt("implausible number of base configurations");
     for (size_t i = 0; i < r.deviceTypes.size(); ++i) {
@@ -183,7 +186,7 @@ void validateConfigurations(const SearchResult &r)
         for (const SearchStage &s : r.pipelines[p].stages)
             maxDp[p] = std::max(maxDp[p], s.dp);
     const size_t nMbs = r.microBatchSizes.size(),
-                 nDist = r.distOptChoices.size() * r.virtualStageChoices.size() * r.contextParallelChoices.size();
+                 nDist = r.dpShardingChoices.size() * r.virtualStageChoices.size() * r.contextParallelChoices.size();
     for (size_t i = 0; i < r.size(); ++i) {
         const std::string at = "configuration " + std::to_string(i);
         if (r.baseOf[i] >= bases)
@@ -191,8 +194,9 @@ void validateConfigurations(const SearchResult &r)
         const std::uint64_t rest = r.baseOf[i] / nDist / nCombos;
         const size_t p = rest / nMbs;
         // Context parallelism: a stage's DP TP groups are DP / cp replicas.
-        const int cpv = r.contextParallelChoices[r.baseOf[i] / (r.distOptChoices.size() * r.virtualStageChoices.size())
-                                                 % r.contextParallelChoices.size()];
+        const int cpv
+            = r.contextParallelChoices[r.baseOf[i] / (r.dpShardingChoices.size() * r.virtualStageChoices.size())
+                                       % r.contextParallelChoices.size()];
         if (maxDp[p] % cpv != 0)
             corrupt(at + ": context-parallel size " + std::to_string(cpv) + " does not divide DP "
                     + std::to_string(maxDp[p]));
@@ -287,7 +291,10 @@ std::vector<std::uint8_t> serializeSearchResult(const SearchResult &r)
     for (RecomputeMethod m : r.recomputeChoices)
         rc.push_back(static_cast<std::uint8_t>(m));
     w.pod(rc);
-    w.pod(std::vector<std::uint8_t>(r.distOptChoices.begin(), r.distOptChoices.end()));
+    std::vector<std::uint8_t> shard; // the former distributed-optimizer flags: 0 / 1 are the same values
+    for (DpSharding d : r.dpShardingChoices)
+        shard.push_back(static_cast<std::uint8_t>(d));
+    w.pod(shard);
     w.pod(std::vector<std::int32_t>(r.virtualStageChoices.begin(), r.virtualStageChoices.end()));
     w.pod(std::vector<std::int32_t>(r.contextParallelChoices.begin(), r.contextParallelChoices.end()));
     w.u64(static_cast<std::uint64_t>(r.cpComm));
@@ -377,8 +384,11 @@ SearchResult deserializeSearchResult(const std::vector<std::uint8_t> &bytes)
             throw std::runtime_error("search result: unknown recompute method " + std::to_string(m));
         r.recomputeChoices.push_back(static_cast<RecomputeMethod>(m));
     }
-    for (std::uint8_t d : rd.pod<std::uint8_t>())
-        r.distOptChoices.push_back(d != 0);
+    for (std::uint8_t d : rd.pod<std::uint8_t>()) {
+        if (d > static_cast<std::uint8_t>(DpSharding::Parameters))
+            throw std::runtime_error("search result: unknown data-parallel sharding " + std::to_string(d));
+        r.dpShardingChoices.push_back(static_cast<DpSharding>(d));
+    }
     r.virtualStageChoices.clear();
     for (std::int32_t v : rd.pod<std::int32_t>()) {
         if (v < 1 || v > 1024)

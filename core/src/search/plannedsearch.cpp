@@ -60,7 +60,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     m.roundGlobalBatch = r0.roundGlobalBatch;
     m.microBatchSizes = r0.microBatchSizes;
     m.recomputeChoices = r0.recomputeChoices;
-    m.distOptChoices = r0.distOptChoices;
+    m.dpShardingChoices = r0.dpShardingChoices;
     m.virtualStageChoices = r0.virtualStageChoices;
     m.contextParallelChoices = r0.contextParallelChoices;
     m.cpComm = r0.cpComm;
@@ -71,7 +71,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
     bool features = true, learned = true;
     for (const SearchResult &r : results) {
         if (r.microBatchSizes != m.microBatchSizes || r.recomputeChoices != m.recomputeChoices
-            || r.distOptChoices != m.distOptChoices || r.virtualStageChoices != m.virtualStageChoices
+            || r.dpShardingChoices != m.dpShardingChoices || r.virtualStageChoices != m.virtualStageChoices
             || r.contextParallelChoices != m.contextParallelChoices || r.cpComm != m.cpComm
             || r.globalBatch != m.globalBatch || r.roundGlobalBatch != m.roundGlobalBatch)
             throw std::invalid_argument("mergeSubsetResults: the subsets were searched over different spaces");
@@ -100,7 +100,7 @@ SearchResult mergeSubsetResults(const Cluster &cluster, const std::vector<std::v
             r.features.clear();
         return r;
     }
-    long double bases = static_cast<long double>(pipelines) * m.microBatchSizes.size() * m.distOptChoices.size()
+    long double bases = static_cast<long double>(pipelines) * m.microBatchSizes.size() * m.dpShardingChoices.size()
         * m.virtualStageChoices.size() * m.contextParallelChoices.size();
     for (size_t t = 0; t < m.deviceTypes.size(); ++t)
         bases *= static_cast<long double>(nRc);
@@ -555,9 +555,13 @@ NoPlanAdvice adviseMemory(const PlannedSearchRequest &req, const PlannedSearchRe
         w.recompute.push_back(RecomputeMethod::Full);
         added.push_back("full recompute (--recompute)");
     }
-    if (std::find(w.distributedOptimizer.begin(), w.distributedOptimizer.end(), true) == w.distributedOptimizer.end()) {
-        w.distributedOptimizer.push_back(true);
-        added.push_back("the distributed optimizer (--dist-opt on)");
+    if (std::find(w.dpSharding.begin(), w.dpSharding.end(), DpSharding::Optimizer) == w.dpSharding.end()) {
+        w.dpSharding.push_back(DpSharding::Optimizer);
+        added.push_back("the distributed optimizer (--dp-sharding optim)");
+    }
+    if (std::find(w.dpSharding.begin(), w.dpSharding.end(), DpSharding::Parameters) == w.dpSharding.end()) {
+        w.dpSharding.push_back(DpSharding::Parameters);
+        added.push_back("Megatron-FSDP sharding the weights (--dp-sharding optim_grads_params)");
     }
     std::ostringstream o;
     o << "every candidate runs out of memory (" << p.result.pruned.outOfMemory << " pruned)";
@@ -717,7 +721,7 @@ PlannedSearchResult runPlannedSearch(const PlannedSearchRequest &request, const 
             = request.search.globalBatch > 0 ? request.search.globalBatch : request.search.model.training.globalBatch;
         out.result.microBatchSizes = request.search.space.microBatches;
         out.result.recomputeChoices = request.search.space.recompute;
-        out.result.distOptChoices = request.search.space.distributedOptimizer;
+        out.result.dpShardingChoices = request.search.space.dpSharding;
         out.result.pruned.launcher = cl.groups.size();
         out.result.enumerated = cl.groups.size();
     }

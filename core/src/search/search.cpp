@@ -121,6 +121,7 @@ struct Context {
     /// The space also offers the plain optimizer: a distributed-optimizer base whose stages all
     /// have DP 1 is then the same plan (sharding over one rank changes nothing) and is pruned.
     bool hasPlainOptimizer = false;
+    bool hasUnshardedChoice = false; ///< the space offers None or Optimizer (below Megatron-FSDP)
     LaunchTarget target = LaunchTarget::Any;
     uint64_t totalBases = 0;
 
@@ -453,7 +454,7 @@ public:
         const int v = r.space.virtualStages[d.vIndex];
         const int cpv = r.space.contextParallel[d.cpIndex];
         cpNow = cpv;
-        const bool distOpt = r.space.distributedOptimizer[d.distIndex];
+        const DpSharding shard = r.space.dpSharding[d.distIndex];
         if (d.pipeline != dpCachePipeline || d.mbIndex != dpCacheMb) {
             dpCachePipeline = d.pipeline;
             dpCacheMb = d.mbIndex;
@@ -464,8 +465,8 @@ public:
             ++out.enumerated;
             ++reason;
         };
-        if (distOpt && ps.maxDp == 1 && c.hasPlainOptimizer)
-            return prune(out.pruned.duplicates);
+        if (uint64_t *reason = shardingPruned(shard, ps, p, out))
+            return prune(*reason);
         if (!ps.decidingType.empty()) {
             // A device type whose choice decides no stage (it is only a mixed stage's second
             // part): any other choice than its first is the same plan again.
@@ -538,9 +539,9 @@ public:
                 const ReplicaStep all = replicaStep(*kern[part][i], 0, c.layers, false, false, rc[i]);
                 slowest = std::max(slowest, all.total());
                 const MemoryBreakdown m0
-                    = gpuMemory(*mem[part][i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
+                    = gpuMemory(*mem[part][i], 0, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, shard, groups[i]);
                 const MemoryBreakdown m1
-                    = gpuMemory(*mem[part][i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
+                    = gpuMemory(*mem[part][i], 1, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, shard, groups[i]);
                 const double slope = m1.total() - m0.total();
                 memBase[part][i] = m0.total();
                 memSlope[part][i] = slope;
@@ -549,7 +550,7 @@ public:
                     // instead of its input): the step of the partial-recompute memory line.
                     const auto two = [&](int k) {
                         return gpuMemory(*mem[part][i], 2, false, false, {RecomputeMethod::Full, k}, inFlight[i], s.dp,
-                                         distOpt, groups[i])
+                                         shard, groups[i])
                             .total();
                     };
                     keptLayerBytes[part][i] = two(1) - two(2);
@@ -576,26 +577,40 @@ public:
         for (int ci = 0; ci < nCand; ++ci) {
             ++out.enumerated;
             const uint8_t *split = &cand[ci * 64];
-            if (!evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out, nullptr) || !partial)
+            if (!evaluateSplit(ps, split, p, m, v, shard, baseIndex, out, nullptr) || !partial)
                 continue;
             // Partial recompute: the same split with the fewest recomputed layers that fit (only
             // when every layer recomputed fits; fewer can only need more memory).
             ++out.enumerated;
             uint8_t k[64];
-            if (!fewestRecomputedLayers(ps, split, p, v, distOpt, k)) {
+            if (!fewestRecomputedLayers(ps, split, p, v, shard, k)) {
                 ++out.pruned.duplicates;
                 continue;
             }
             for (int i = 0; i < p; ++i)
                 if (methods[i] == RecomputeMethod::Full)
                     rc[i] = k[i] == 0 ? Recompute {} : Recompute {RecomputeMethod::Full, k[i] == split[i] ? 0 : k[i]};
-            evaluateSplit(ps, split, p, m, v, distOpt, baseIndex, out, k);
+            evaluateSplit(ps, split, p, m, v, shard, baseIndex, out, k);
             for (int i = 0; i < p; ++i)
                 rc[i] = {methods[i], 0};
         }
     }
 
 private:
+    /// The prune counter of a sharding choice that adds nothing or cannot run on this pipeline;
+    /// nullptr to keep it.
+    uint64_t *shardingPruned(DpSharding shard, const PipelineShape &ps, int p, ChunkOut &out) const
+    {
+        if (shard == DpSharding::Optimizer && ps.maxDp == 1 && c.hasPlainOptimizer)
+            return &out.pruned.duplicates;
+        // Megatron-FSDP: one stage (no pipeline parallelism), and at DP 1 nothing to shard.
+        if (shard >= DpSharding::Gradients && p > 1)
+            return &out.pruned.launcher;
+        if (shard >= DpSharding::Gradients && ps.maxDp == 1 && c.hasUnshardedChoice)
+            return &out.pruned.duplicates;
+        return nullptr;
+    }
+
     /// The base's candidate splits into cand / nCand, in whole chunks of `unit` layers (1 without
     /// interleaving): the compute-proportional split, its neighbours (1..neighbourRadius chunks
     /// moved across a boundary) and the memory-aware split; the pruned ones counted into `out`.
@@ -742,11 +757,11 @@ private:
 
     /// Memory of part `part` of stage i holding n layers under rc[i]: the base's linear model, or
     /// for a stage whose recompute a partial variant changed (`partial`) the model itself.
-    double stageBytes(int part, int i, int n, int p, const StageShape &s, bool distOpt, bool partial) const
+    double stageBytes(int part, int i, int n, int p, const StageShape &s, DpSharding shard, bool partial) const
     {
         if (!partial || methods[i] != RecomputeMethod::Full)
             return memBase[part][i] + n * memSlope[part][i];
-        return gpuMemory(*mem[part][i], n, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, distOpt, groups[i]).total();
+        return gpuMemory(*mem[part][i], n, i == 0, i == p - 1, rc[i], inFlight[i], s.dp, shard, groups[i]).total();
     }
 
     /// The fewest recomputed layers per stage of a Full choice that fit, into k (0: none): from
@@ -755,7 +770,8 @@ private:
     /// every stage, min(k, layers)); each checked with gpuMemory. False when that is every layer
     /// of every such stage (the configuration already evaluated), or no layer of any while the
     /// space offers the "none" choice (that plan's base is in the space).
-    bool fewestRecomputedLayers(const PipelineShape &ps, const uint8_t *split, int p, int v, bool distOpt, uint8_t *k)
+    bool fewestRecomputedLayers(const PipelineShape &ps, const uint8_t *split, int p, int v, DpSharding shard,
+                                uint8_t *k)
     {
         int need[64];
         int uniform = 1; // Megatron-LM: recomputed layers per model chunk, at least one
@@ -780,8 +796,7 @@ private:
             // without recompute, that is the "none" base's plan (a variant would only be slower).
             bool allFitWithout = true;
             for (int i = 0; i < p && allFitWithout; ++i)
-                allFitWithout
-                    = methods[i] != RecomputeMethod::Full || fitsWithRecomputed(ps, i, split[i], p, 0, distOpt);
+                allFitWithout = methods[i] != RecomputeMethod::Full || fitsWithRecomputed(ps, i, split[i], p, 0, shard);
             if (allFitWithout)
                 return false;
         }
@@ -799,7 +814,7 @@ private:
                 int ki = megatron ? v * std::min(uniform, n / v) : need[i];
                 // The line is exact to rounding: confirm with the model, one chunk more if it says
                 // no (on Megatron-LM: one more layer per chunk for every stage).
-                while (ki < n && !fitsWithRecomputed(ps, i, n, p, ki, distOpt)) {
+                while (ki < n && !fitsWithRecomputed(ps, i, n, p, ki, shard)) {
                     if (megatron) {
                         retry = true;
                         break;
@@ -809,7 +824,7 @@ private:
                 // The line counts the full-recompute working set (one layer's whole activations
                 // during its recompute), which a stage without recompute does not need: it may
                 // fit with none where the line says some.
-                if (!megatron && ki > 0 && fitsWithRecomputed(ps, i, n, p, 0, distOpt))
+                if (!megatron && ki > 0 && fitsWithRecomputed(ps, i, n, p, 0, shard))
                     ki = 0;
                 k[i] = static_cast<uint8_t>(ki);
                 fewer = fewer || ki < n;
@@ -845,22 +860,23 @@ private:
     }
 
     /// Whether stage i of n layers fits with `k` of them recomputed (0: no recompute).
-    bool fitsWithRecomputed(const PipelineShape &ps, int i, int n, int p, int k, bool distOpt)
+    bool fitsWithRecomputed(const PipelineShape &ps, int i, int n, int p, int k, DpSharding shard)
     {
         const StageShape &s = ps.stages[static_cast<size_t>(i)];
         rc[i] = k == 0 ? Recompute {} : Recompute {RecomputeMethod::Full, k};
         bool fits = true;
         for (int part = 0; part < (s.mixed() ? 2 : 1) && fits; ++part)
-            fits = stageBytes(part, i, n, p, s, distOpt, true) <= (part ? s.capacity2 : s.capacityBytes);
+            fits = stageBytes(part, i, n, p, s, shard, true) <= (part ? s.capacity2 : s.capacityBytes);
         rc[i] = {methods[i], 0};
         return fits;
     }
 
     /// Evaluates one split of the base (rc[] holds its recompute; `partial`: the recomputed
     /// layers of a partial-recompute variant, stored after the layer counts). False when pruned.
-    bool evaluateSplit(const PipelineShape &ps, const uint8_t *split, int p, int m, int v, bool distOpt,
+    bool evaluateSplit(const PipelineShape &ps, const uint8_t *split, int p, int m, int v, DpSharding shard,
                        uint64_t baseIndex, ChunkOut &out, const uint8_t *partial)
     {
+        fsdpNow = 0;
         // Cheap pre-filter from the linear memory model (one layer of slack for rounding; the
         // exact check below decides the borderline case).
         for (int i = 0; i < p; ++i)
@@ -881,10 +897,10 @@ private:
             const int parts = s.mixed() ? 2 : 1;
             steps[i] = 0;
             double optMs = 0;
-            const double share = distOpt ? 1.0 / s.dp : 1.0;
+            const double share = shard != DpSharding::None ? 1.0 / s.dp : 1.0;
             for (int part = 0; part < parts; ++part) {
                 // gpuMemory is linear in the layer count: base + n x slope (same value to rounding).
-                const double total = stageBytes(part, i, n, p, s, distOpt, partial != nullptr);
+                const double total = stageBytes(part, i, n, p, s, shard, partial != nullptr);
                 const double capacity = part ? s.capacity2 : s.capacityBytes;
                 if (total > capacity) {
                     ++out.pruned.outOfMemory;
@@ -929,9 +945,11 @@ private:
                 if (part == 0 && s.dp > 1) {
                     // The same for every recompute choice of the (pipeline, micro-batch): cached per
                     // stage, layer count and optimizer (dpCache, reset in runBase).
-                    DpComm &slot = dpCache[(static_cast<size_t>(i) * (c.layers + 1) + n) * 2 + (distOpt ? 1 : 0)];
+                    DpComm &slot = dpCache[(static_cast<size_t>(i) * (c.layers + 1) + n) * 2
+                                           + (shard != DpSharding::None ? 1 : 0)];
                     if (std::isnan(slot.reduceMs))
-                        slot = dpCommMs(s.dp, psi, r.cost.gradReduceBytesPerParam, distOpt, s.dpLinks, s.dpFlows);
+                        slot = dpCommMs(s.dp, psi, r.cost.gradReduceBytesPerParam, shard != DpSharding::None, s.dpLinks,
+                                        s.dpFlows);
                     ov[i].comm = slot;
                     maxDp = std::max(maxDp, slot.total());
                 }
@@ -939,9 +957,18 @@ private:
             maxOpt = std::max(maxOpt, optMs);
             first += n;
         }
+        if (shard >= DpSharding::Gradients) {
+            // Megatron-FSDP (one stage): the per-micro-batch traffic joins the step (estimatePlan).
+            const FsdpComm f = fsdpMicroBatchComm(shard, ov[0].comm, ov[0].forwardMs, ov[0].backwardMs, split[0] + 2,
+                                                  r.cost.overlapContention);
+            fsdpNow = f.microBatchMs;
+            steps[0] += f.microBatchMs;
+            ov[0].comm = f.iteration;
+            maxDp = f.iteration.total();
+        }
         if (r.space.overlapDataParallel) {
             double exposed[64];
-            maxDp = exposedDpSyncMs(ov, p, true, distOpt, exposed, r.cost.overlapContention);
+            maxDp = exposedDpSyncMs(ov, p, true, shard != DpSharding::None, exposed, r.cost.overlapContention);
         }
         const double pipe = pipelineMakespanMs(p, m, steps, p2p, r.cost.exposedP2pFraction, v, wrapP2p);
         const double mean = sumU / sumW;
@@ -958,12 +985,12 @@ private:
         if (partial)
             out.layers.insert(out.layers.end(), partial, partial + p);
         if (r.collectFeatures)
-            collectFeatures(ps, split, p, m, distOpt, pipe, maxDp, maxOpt, maxUtil, out);
+            collectFeatures(ps, split, p, m, shard, pipe, maxDp, maxOpt, maxUtil, out);
         return true;
     }
 
     /// The learned predictor's inputs, computed exactly as featureInputs(estimatePlan(...)) does.
-    void collectFeatures(const PipelineShape &ps, const uint8_t *split, int p, int m, bool distOpt, double pipe,
+    void collectFeatures(const PipelineShape &ps, const uint8_t *split, int p, int m, DpSharding shard, double pipe,
                          double maxDp, double maxOpt, double maxUtil, ChunkOut &out)
     {
         PlanFeatureInputs in;
@@ -975,7 +1002,7 @@ private:
         in.peakUtilisation = maxUtil;
         in.microBatches = m;
         in.stages = p;
-        in.distributedOptimizer = distOpt;
+        in.distributedOptimizer = shard != DpSharding::None;
         in.sequenceParallel = r.space.sequenceParallel;
         in.modelParams = c.modelParams;
         in.layers = r.model.shape.layers;
@@ -1005,7 +1032,7 @@ private:
                     slowPart = 1;
                 }
             }
-            const double step = st.total();
+            const double step = st.total() + (i == 0 ? fsdpNow : 0.0); // + Megatron-FSDP traffic
             simF[i] = st.forwardMs + 0.5 * st.tpCommMs;
             simB[i] = st.backwardMs + st.recomputeMs + 0.5 * st.tpCommMs;
             simC[i] = i + 1 < p ? p2p[i] : 0.0;
@@ -1021,7 +1048,7 @@ private:
             }
             for (int part = 0; part < (s.mixed() ? 2 : 1); ++part) {
                 const MemoryBreakdown mb
-                    = gpuMemory(*mem[part][i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, distOpt, groups[i]);
+                    = gpuMemory(*mem[part][i], n, hasEmb, hasHead, rc[i], inFlight[i], s.dp, shard, groups[i]);
                 if ((i == 0 && part == 0) || mb.total() > pkBytes) {
                     pk = i;
                     pkPart = part;
@@ -1101,6 +1128,7 @@ private:
     const MemoryKernel *mem[2][64] = {};
     double inFlight[64] = {};
     int unit = 1; ///< layers per chunk of the splits: the base's virtual stages (1 without interleaving)
+    double fsdpNow = 0; ///< Megatron-FSDP exposed traffic per micro-batch of the split (stage 0)
     int cpNow = 1; ///< the base's context-parallel size (replicas of a stage = s.dp / cpNow)
     double wrapP2p = 0; ///< interleaved: the last stage's send to the first
     int groups[64] = {};
@@ -1451,7 +1479,7 @@ void checkSearchRequest(const SearchRequest &req, int globalBatch)
     if (req.stream)
         for (const ObjectiveWeights &o : req.stream->objectives)
             checkObjective(o);
-    if (req.space.microBatches.empty() || req.space.recompute.empty() || req.space.distributedOptimizer.empty()
+    if (req.space.microBatches.empty() || req.space.recompute.empty() || req.space.dpSharding.empty()
         || req.space.tensorParallel.empty() || req.space.stagesPerGroup.empty())
         throw std::invalid_argument("every search dimension needs at least one value");
     for (int v : req.space.microBatches)
@@ -1694,7 +1722,7 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     res.roundGlobalBatch = req.space.roundGlobalBatch;
     res.microBatchSizes = req.space.microBatches;
     res.recomputeChoices = req.space.recompute;
-    res.distOptChoices = req.space.distributedOptimizer;
+    res.dpShardingChoices = req.space.dpSharding;
     res.virtualStageChoices = req.space.virtualStages;
     res.contextParallelChoices = req.space.contextParallel;
     res.cpComm = req.space.cpComm;
@@ -1750,12 +1778,13 @@ SearchResult runSearch(const SearchRequest &req, const ProgressFn &progress)
     ctx.nRcCombos = 1;
     for (size_t i = 0; i < ctx.nTypes; ++i)
         ctx.nRcCombos *= ctx.nRc;
-    ctx.nDist = req.space.distributedOptimizer.size();
+    ctx.nDist = req.space.dpSharding.size();
     ctx.nV = req.space.virtualStages.size();
     ctx.nCp = req.space.contextParallel.size();
-    ctx.hasPlainOptimizer
-        = std::find(req.space.distributedOptimizer.begin(), req.space.distributedOptimizer.end(), false)
-        != req.space.distributedOptimizer.end();
+    ctx.hasPlainOptimizer = std::find(req.space.dpSharding.begin(), req.space.dpSharding.end(), DpSharding::None)
+        != req.space.dpSharding.end();
+    ctx.hasUnshardedChoice = std::any_of(req.space.dpSharding.begin(), req.space.dpSharding.end(),
+                                         [](DpSharding d) { return d <= DpSharding::Optimizer; });
     if (!preparePipelines(ctx, res, poll))
         return cancelledInSetup();
     ctx.totalBases
@@ -1824,7 +1853,7 @@ uint64_t baseConfigurationBound(const SearchRequest &req)
                 n *= static_cast<long double>(k);
         pipelines += n;
     }
-    long double bases = pipelines * req.space.microBatches.size() * req.space.distributedOptimizer.size()
+    long double bases = pipelines * req.space.microBatches.size() * req.space.dpSharding.size()
         * std::max<size_t>(1, req.space.virtualStages.size()) * std::max<size_t>(1, req.space.contextParallel.size());
     for (size_t i = 0; i < types.size(); ++i)
         bases *= req.space.recompute.size();
@@ -1873,8 +1902,8 @@ std::vector<std::string> narrowToBudget(SearchRequest &req, uint64_t maxBases)
             notes.push_back("dropped selective recompute");
         }
     }
-    if (over() && sp.distributedOptimizer.size() > 1) {
-        sp.distributedOptimizer = {true};
+    if (over() && sp.dpSharding.size() > 1) {
+        sp.dpSharding = {DpSharding::Optimizer};
         notes.push_back("distributed optimizer always on");
     }
     return notes;
@@ -1892,7 +1921,7 @@ void checkSearchInvariants(const SearchResult &r)
             throw std::logic_error("search invariant violated by configuration " + std::to_string(i) + " ("
                                    + r.materialize(i).summary(r.cluster) + "): " + what);
         };
-        const Decoded d = decode(r.baseOf[i], r.microBatchSizes.size(), nCombos, r.distOptChoices.size(),
+        const Decoded d = decode(r.baseOf[i], r.microBatchSizes.size(), nCombos, r.dpShardingChoices.size(),
                                  r.virtualStageChoices.size(), r.contextParallelChoices.size());
         if (d.pipeline >= r.pipelines.size())
             throw std::logic_error("search invariant violated by configuration " + std::to_string(i)
@@ -1990,8 +2019,8 @@ SearchResult::BaseParts SearchResult::decodeBase(uint64_t base) const
     size_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= recomputeChoices.size();
-    const Decoded d = decode(base, microBatchSizes.size(), nCombos, distOptChoices.size(), virtualStageChoices.size(),
-                             contextParallelChoices.size());
+    const Decoded d = decode(base, microBatchSizes.size(), nCombos, dpShardingChoices.size(),
+                             virtualStageChoices.size(), contextParallelChoices.size());
     return {d.pipeline, d.mbIndex, d.rcCombo, d.distIndex, d.vIndex, d.cpIndex};
 }
 
@@ -2005,7 +2034,7 @@ uint64_t SearchResult::encodeBase(const BaseParts &b) const
              + b.contextParallel)
                 * virtualStageChoices.size()
             + b.virtualStages)
-        * distOptChoices.size()
+        * dpShardingChoices.size()
         + b.distributedOptimizer;
 }
 
@@ -2123,7 +2152,7 @@ Plan SearchResult::planOfBase(uint64_t base, const uint8_t *split, const uint8_t
     plan.cpComm = cpComm;
     plan.globalBatch = globalBatchOfBase(base);
     plan.sequenceParallel = sequenceParallel;
-    plan.distributedOptimizer = distOptChoices[d.distIndex];
+    setDpSharding(plan, dpShardingChoices[d.distIndex]);
     plan.overlapGradReduce = overlapDataParallel;
     plan.overlapParamGather = overlapDataParallel && plan.distributedOptimizer;
     plan.fp8 = fp8;
@@ -2183,8 +2212,8 @@ std::string SearchResult::signatureKey(size_t index) const
     std::string key;
     key.reserve(96 * pl.stages.size() + 48);
     const int batch = globalBatchOfBase(baseOf.at(index));
-    key += "gbs=" + std::to_string(batch) + ";m=" + std::to_string(batch / step)
-        + ";do=" + (distOptChoices[d.distIndex] ? "1" : "0") + ";sp=" + (sequenceParallel ? "1" : "0");
+    key += "gbs=" + std::to_string(batch) + ";m=" + std::to_string(batch / step) + ";do="
+        + std::to_string(static_cast<int>(dpShardingChoices[d.distIndex])) + ";sp=" + (sequenceParallel ? "1" : "0");
     if (virtualStageChoices.at(d.vIndex) > 1)
         key += ";vp=" + std::to_string(virtualStageChoices[d.vIndex]);
     if (cpv > 1)
@@ -2228,7 +2257,7 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
     size_t nCombos = 1;
     for (size_t i = 0; i < deviceTypes.size(); ++i)
         nCombos *= nRc;
-    const Decoded d = decode(baseOf[index], microBatchSizes.size(), nCombos, distOptChoices.size(),
+    const Decoded d = decode(baseOf[index], microBatchSizes.size(), nCombos, dpShardingChoices.size(),
                              virtualStageChoices.size(), contextParallelChoices.size());
     const Pipeline &pl = pipelines[d.pipeline];
     const int cpv = contextParallelChoices[d.cpIndex];
@@ -2242,7 +2271,7 @@ void SearchResult::signatureWords(size_t index, const std::vector<std::vector<ui
         = globalBatch % step == 0 || !roundGlobalBatch ? globalBatch : roundedMicroBatchCount(globalBatch, step) * step;
     out.push_back(static_cast<uint32_t>(batch));
     out.push_back(static_cast<uint32_t>(batch / step));
-    out.push_back(distOptChoices[d.distIndex] ? 1u : 0u);
+    out.push_back(static_cast<uint32_t>(dpShardingChoices[d.distIndex]));
     // Sequence parallelism in bit 0, the virtual stages above it (0 without interleaving, so the
     // words of such plans are those stored before the dimension existed).
     // CP (size from bit 12, the exchange from bit 23) when used.

@@ -663,6 +663,40 @@ double exposedAfterMs(const std::vector<double> &buckets, double computeMs)
     return std::max(0.0, end - computeMs);
 }
 
+/// Megatron-FSDP (Plan::fsdp) on stage `si`: every micro-batch reduce-scatters each unit's (layer's)
+/// gradients as its backward finishes and, sharding the weights, all-gathers each unit before its
+/// forward and again before its backward, the collectives queued behind the compute that makes or
+/// needs them; what the compute cannot cover lengthens the micro-batch. Per iteration only the
+/// updated weights' all-gather of optim_grads stays.
+void applyFsdp(const PlanSim &sim, int si, const std::vector<int> &stageNodes, double maxLocalParams, StageSim &ss)
+{
+    const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
+    if (sim.plan.fsdp == DpSharding::None || st.dp() <= 1)
+        return;
+    const std::vector<Link> links = linksAmong(stageNodes, sim.nodes, sim.cluster, CostOptions {});
+    const bool singleNode
+        = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
+    bool nvl = singleNode;
+    for (int ni : stageNodes)
+        nvl = nvl && ll128Capable(sim.cluster.devices[static_cast<size_t>(sim.nodes[static_cast<size_t>(ni)].device)]);
+    const int units = st.layerCount + (si == 0) + (si == sim.p - 1);
+    const double unit = maxLocalParams / units;
+    double rs = 0, ag = 0;
+    for (const Link &l : links) {
+        rs = std::max(rs, 0.5 * sim.tb.allReduceMs(st.dp(), unit * 4.0, l, nvl));
+        ag = std::max(ag, 0.5 * sim.tb.allReduceMs(st.dp(), unit * 2.0, l, nvl));
+    }
+    const bool weights = sim.plan.fsdp == DpSharding::Parameters;
+    const double fwd = ss.forwardMs, bwd = ss.backwardMs;
+    if (weights)
+        ss.forwardMs += exposedAfterMs(std::vector<double>(static_cast<size_t>(units), ag), fwd);
+    ss.backwardMs += exposedAfterMs(std::vector<double>(static_cast<size_t>(units), rs + (weights ? ag : 0.0)), bwd);
+    std::fill(ss.reduceBucketsMs.begin(), ss.reduceBucketsMs.end(), 0.0);
+    if (weights)
+        std::fill(ss.gatherBucketsMs.begin(), ss.gatherBucketsMs.end(), 0.0);
+    ss.dpSyncMs = std::accumulate(ss.gatherBucketsMs.begin(), ss.gatherBucketsMs.end(), 0.0);
+}
+
 /// Megatron's --overlap-grad-reduce / --overlap-param-gather, simulated on the stages' own
 /// buckets: pipeline rank 0 overlaps its buckets with the last micro-batch's backward (the
 /// gather: with the next first forward); a later rank (Megatron keeps one bucket there) starts
@@ -738,6 +772,7 @@ std::vector<StageSim> stageTimes(const PlanSim &sim, int stragglerGpu)
             maxLocalParams = std::max(maxLocalParams, rt.localParams);
         }
         ss.dpSyncMs = dpSyncMs(sim, si, stageNodes, maxLocalParams, ss);
+        applyFsdp(sim, si, stageNodes, maxLocalParams, ss);
         ss.p2pMs = p2pMs(sim, si, stageNodes);
     }
     applyDpOverlap(sim.plan, stages);
@@ -777,18 +812,29 @@ double replicaDeviceUsedBytes(const PlanSim &sim, int si, const Replica &r)
             for (size_t i = 0; i < 4; ++i)
                 tensors.insert(tensors.end(), 2, w[i]);
     }
-    double localParams = 0;
+    // Megatron-FSDP shards the gradients (optim_grads) and the weights (optim_grads_params) too.
+    const double gradShare = plan.fsdp != DpSharding::None ? 1.0 / st.dp() : 1.0;
+    const double weightShare = plan.fsdp == DpSharding::Parameters ? 1.0 / st.dp() : 1.0;
+    double localParams = 0, unitParams = 0;
     for (double e : params) {
-        tensors.push_back(2.0 * e);
+        tensors.push_back(2.0 * e * weightShare);
         localParams += e;
         if (!plan.distributedOptimizer)
             for (int k = 0; k < 3; ++k)
                 tensors.push_back(4.0 * e);
     }
+    for (double e : layerParamTensors(model, r.tp))
+        unitParams += e;
+    if (plan.fsdp != DpSharding::None)
+        for (int k = 0; k < 2; ++k) { // the unit computing and the next one (prefetch / queued reduce)
+            tensors.push_back(4.0 * unitParams);
+            if (plan.fsdp == DpSharding::Parameters)
+                tensors.push_back(2.0 * unitParams);
+        }
     // Contiguous fp32 gradient buffer in buckets; distributed optimizer: sharded state buffers.
     for (double left = localParams; left > 0; left -= opt.gradBucketParams) {
         const double bucket = std::min(left, opt.gradBucketParams);
-        tensors.push_back(4.0 * bucket);
+        tensors.push_back(4.0 * bucket * gradShare);
         if (plan.distributedOptimizer)
             for (int k = 0; k < 3; ++k)
                 tensors.push_back(4.0 * bucket / st.dp());

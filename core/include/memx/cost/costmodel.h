@@ -135,7 +135,9 @@ struct StageEstimate {
     double recomputeMs = 0; ///< extra forward work of recomputation, per micro-batch
     double tpCommMs = 0; ///< tensor-parallel collectives, per micro-batch (fwd + bwd + recompute)
     double cpCommMs = 0; ///< exposed context-parallel exchange, per micro-batch (fwd + bwd + recompute)
-    double stepMs = 0; ///< forward + backward + recompute + TP and CP communication, per micro-batch
+    double stepMs = 0; ///< forward + backward + recompute + TP, CP and FSDP communication, per micro-batch
+    /// Megatron-FSDP's exposed per-micro-batch data-parallel traffic (fsdpMicroBatchComm), in stepMs
+    double fsdpCommMs = 0;
     double p2pMs = 0; ///< send of one activation to the next stage (0 on the last stage)
     double dpSyncMs = 0; ///< gradient synchronisation of the stage's data-parallel group, per iteration
     double optimizerMs = 0; ///< optimizer step, per iteration
@@ -309,8 +311,24 @@ struct DpComm {
 };
 /// DpComm of `params` parameters among `dp` ranks over the worst of `links` (the link with the
 /// largest total), gradients at `gradBytesPerParam`, parameters at 2 bytes.
-DpComm dpCommMs(int dp, double params, double gradBytesPerParam, bool distributedOptimizer,
-                const std::vector<Link> &links, int flows);
+/// `sharded`: any DpSharding beyond None (reduce-scatter + all-gather instead of all-reduce).
+DpComm dpCommMs(int dp, double params, double gradBytesPerParam, bool sharded, const std::vector<Link> &links,
+                int flows);
+
+/// Megatron-FSDP's data-parallel traffic (Plan::fsdp; `full` = dpCommMs with the distributed
+/// optimizer: reduce-scatter of the gradients, all-gather of the bf16 weights). Gradients: every
+/// micro-batch's backward reduce-scatters its gradients, unit (layer) after unit, overlapped with
+/// the rest of the backward: exposed max(C/U, C - w (U-1)/U) over U units (as exposedDpSyncMs);
+/// the updated weights are all-gathered once per iteration. Parameters: the weights are gathered
+/// unit by unit (prefetched) in the forward and again in the backward, where the reduce-scatter
+/// runs too; nothing is left per iteration (the optimizer updates the shards in place).
+/// `contention` of every hidden millisecond is charged back.
+struct FsdpComm {
+    double microBatchMs = 0; ///< exposed per micro-batch (added to the stage's step)
+    DpComm iteration; ///< what stays per iteration (exposedDpSyncMs applies the overlap flags)
+};
+FsdpComm fsdpMicroBatchComm(DpSharding sharding, const DpComm &full, double forwardMs, double backwardMs, double units,
+                            double contention);
 
 /// Megatron-core's gradient bucket with --overlap-grad-reduce: max(40M, 1M x dp) parameters
 /// (DistributedDataParallel; only pipeline rank 0 is bucketed, later ranks hold one bucket).
@@ -367,10 +385,13 @@ struct MemoryBreakdown {
 };
 /// `localParams` = parameters on the GPU; `inFlight` = micro-batches of the whole stage held
 /// (1F1B: an integer; interleaved: chunks held / v); `groups` = number of TP/CP/DP/PP
-/// communicator groups the GPU belongs to; `dp` = ranks the distributed optimizer shards over
-/// (DP x CP).
+/// communicator groups the GPU belongs to; `dp` = ranks the sharded state is split over
+/// (DP x CP). `sharding`: Optimizer shards the 12 B of fp32 master weights and Adam moments;
+/// Gradients also the 4 B fp32 gradients (plus two units' unsharded gradients in the
+/// reduce-scatter buckets); Parameters also the 2 B weights (plus two units gathered: the one
+/// computing and the prefetched one, with their FP8 copies).
 MemoryBreakdown gpuMemory(const MemoryKernel &kernel, int layerCount, bool hasEmbedding, bool hasHead,
-                          Recompute recompute, double inFlight, int dp, bool distributedOptimizer, int groups);
+                          Recompute recompute, double inFlight, int dp, DpSharding sharding, int groups);
 /// Micro-batches (of the whole stage) stage `stage` of `p` holds at its peak with `m`
 /// micro-batches and `virtualStages` chunks per rank: min(p - stage, m) for 1F1B; for the
 /// interleaved schedule Megatron-LM's warm-up chunks 2(p - stage - 1) + (v - 1) p, + 1, at most

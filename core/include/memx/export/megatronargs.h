@@ -27,6 +27,9 @@ struct MegatronArgs {
     int contextParallel = 1; ///< --context-parallel-size
     CpComm cpComm = CpComm::P2P; ///< --cp-comm-type
     Fp8Format fp8 = Fp8Format::Off; ///< --fp8-format
+    /// --use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads / optim_grads_params
+    /// (the default); None otherwise (no_shard and optim are the distributed optimizer here)
+    DpSharding fsdp = DpSharding::None;
     int virtualStages = 1; ///< from --num-layers-per-virtual-pipeline-stage or the layout's p x v stages
     std::vector<int> stageLayers; ///< transformer layers per pipeline stage (size pp)
     std::vector<Recompute> stageRecompute; ///< per stage, Full layers normalised (0 = all)

@@ -31,6 +31,19 @@ const char *toString(Fp8Format v); ///< "off", "hybrid", "e4m3"
 /// "off", "hybrid" or "e4m3"; nullopt for anything else.
 std::optional<Fp8Format> fp8FromString(const std::string &text);
 
+/// How far the data-parallel group shards the training state (the ZeRO stages). None: every DP
+/// rank keeps weights, gradients and optimizer state (plain DDP). Optimizer: Megatron-LM's
+/// distributed optimizer (fp32 master weights and Adam moments sharded). Gradients and Parameters
+/// are Megatron-FSDP's `--data-parallel-sharding-strategy optim_grads` / `optim_grads_params`:
+/// the gradients are reduce-scattered into shards after every micro-batch's backward pass, and with
+/// Parameters the bf16 weights are sharded too and all-gathered per layer in the forward and the
+/// backward pass of every micro-batch.
+enum class DpSharding : unsigned char { None = 0, Optimizer = 1, Gradients = 2, Parameters = 3 };
+/// "none", "optim", "optim_grads", "optim_grads_params" (Megatron-FSDP's spelling; none = no_shard)
+const char *toString(DpSharding v);
+/// One of toString's names; nullopt for anything else.
+std::optional<DpSharding> dpShardingFromString(const std::string &text);
+
 /// Why Transformer Engine cannot run the FP8 GEMMs of `model` at TP `tp`, micro-batch
 /// `microBatch` and context-parallel size `contextParallel` (TE's assert_dim_for_fp8_exec: the
 /// tokens of a GEMM a multiple of 8, its input features of 16, its output features of 8), or ""
@@ -82,6 +95,10 @@ struct Plan {
     int globalBatch = 0;
     bool sequenceParallel = false;
     bool distributedOptimizer = false;
+    /// Megatron-FSDP (`--use-megatron-fsdp`) with the gradients (Gradients) or also the weights
+    /// (Parameters) sharded; None: no FSDP. Needs distributedOptimizer and a single stage
+    /// (Megatron-FSDP runs without pipeline parallelism). dpShardingOf gives the plan's ZeRO stage.
+    DpSharding fsdp = DpSharding::None;
     /// Megatron-LM's --overlap-grad-reduce: the data-parallel gradient reduction runs in buckets
     /// during the last micro-batch's backward pass (only what it cannot hide is exposed).
     bool overlapGradReduce = false;
@@ -113,6 +130,12 @@ struct Plan {
 
     bool operator==(const Plan &) const = default;
 };
+
+/// The plan's data-parallel sharding: fsdp when set, else Optimizer with the distributed
+/// optimizer, else None.
+DpSharding dpShardingOf(const Plan &plan);
+/// Sets distributedOptimizer and fsdp so that dpShardingOf(plan) == s.
+void setDpSharding(Plan &plan, DpSharding s);
 
 /// Checks a plan against a cluster and a model: layers cover the model exactly once and in
 /// order, replicas name existing nodes and GPUs, no GPU is used twice, TP divides the heads and

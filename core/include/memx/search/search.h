@@ -41,8 +41,11 @@ struct SearchSpaceOptions {
     /// every stage (the largest a stage needs; per model chunk with the interleaved schedule);
     /// FlagScale and Any take k per stage. docs/search.md section 2 ("Partial recompute").
     bool partialRecompute = true;
-    /// Distributed optimizer settings to try.
-    std::vector<bool> distributedOptimizer = {false, true};
+    /// Data-parallel sharding to try (Plan::distributedOptimizer, Plan::fsdp): plain DDP and the
+    /// distributed optimizer by default; Megatron-FSDP's Gradients / Parameters (`--dp-sharding`)
+    /// apply to single-stage pipelines with a DP group (others are pruned for "launcher": FSDP runs
+    /// without pipeline parallelism; at DP 1 they are "duplicates").
+    std::vector<DpSharding> dpSharding = {DpSharding::None, DpSharding::Optimizer};
     /// Model chunks per pipeline rank to try (Megatron-LM's interleaved 1F1B; 1 = plain 1F1B).
     /// A choice > 1 applies to pipelines of at least 3 stages whose micro-batches come in whole
     /// groups of the stage count; the splits then move whole chunks of v layers. Off by default
@@ -148,8 +151,11 @@ struct PruneCounts {
                              ///< base whose stages all have DP 1 (same plan as the plain optimizer), or a
                              ///< recompute choice of a device type that decides no stage (mixed stages), or a
                              ///< partial-recompute variant that is a per-type recompute plan after all (every
-                             ///< layer recomputed, or a type's stages none while "none" is offered)
-    uint64_t launcher = 0; ///< the launch target cannot run it (SearchSpaceOptions::target)
+                             ///< layer recomputed, or a type's stages none while "none" is offered), or a
+                             ///< Megatron-FSDP base without a DP group
+    /// the launch target cannot run it (SearchSpaceOptions::target), or Megatron-FSDP on a
+    /// pipeline of more than one stage
+    uint64_t launcher = 0;
     uint64_t total() const { return divisibility + microBatchLimit + layers + outOfMemory + duplicates + launcher; }
     PruneCounts &operator+=(const PruneCounts &o);
 };
@@ -229,7 +235,7 @@ struct SearchResult {
     std::vector<Pipeline> pipelines; ///< pipeline shapes (group order, slices, TP per stage)
     std::vector<int> microBatchSizes; ///< values of the micro-batch dimension
     std::vector<RecomputeMethod> recomputeChoices;
-    std::vector<bool> distOptChoices;
+    std::vector<DpSharding> dpShardingChoices;
     std::vector<int> virtualStageChoices = {1}; ///< values of the interleaved-schedule dimension
     std::vector<int> contextParallelChoices = {1}; ///< values of the context-parallel dimension
     CpComm cpComm = CpComm::P2P;

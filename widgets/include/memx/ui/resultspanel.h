@@ -158,6 +158,7 @@ private:
     QSpinBox *mGlobalBatch = nullptr;
     QComboBox *mTarget = nullptr;
     QCheckBox *mOverlapDp = nullptr; ///< SearchSpaceOptions::overlapDataParallel
+    QCheckBox *mFsdp = nullptr; ///< adds Megatron-FSDP's levels to SearchSpaceOptions::dpSharding
     QComboBox *mFp8 = nullptr; ///< SearchSpaceOptions::fp8: off, hybrid, e4m3
     ParetoChartView *mPareto = nullptr;
     MemoryBarChart *mBars = nullptr;
