@@ -168,6 +168,8 @@ private slots:
         QVERIFY2(p.code == 0, p.err.constData());
         const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
         QVERIFY(qAbs(t - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
+        const QJsonObject stage0 = QJsonDocument::fromJson(p.out).object()["stages"].toArray()[0].toObject();
+        QVERIFY(stage0["fsdpCommMs"].toDouble() > 0);
         const Run e = runMemx({"export", "--cluster", cluster, "--model", "llama2-13b", "--plan", planPath, "--format",
                                "megatron", "--out", dir.filePath("launch")});
         QVERIFY2(e.code == 0, e.err.constData());

@@ -35,6 +35,7 @@ nlohmann::json toJson(const PlanEstimate &e)
                           {"recomputeMs", s.recomputeMs},
                           {"tpCommMs", s.tpCommMs},
                           {"cpCommMs", s.cpCommMs},
+                          {"fsdpCommMs", s.fsdpCommMs},
                           {"stepMs", s.stepMs},
                           {"p2pMs", s.p2pMs},
                           {"dpSyncMs", s.dpSyncMs},
