@@ -111,6 +111,16 @@ void BM_Search20OverlapDp(benchmark::State &state)
 }
 BENCHMARK(BM_Search20OverlapDp)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
+/// The 20-GPU default with every data-parallel sharding level (--dp-sharding all; issue 17 item 5):
+/// the Megatron-FSDP bases cost only their pruning here (no single stage spans the three groups).
+void BM_Search20DpShardingAll(benchmark::State &state)
+{
+    SearchRequest r = makeRequest("paper-20gpu-nvidia-amd", 2);
+    r.space.dpSharding = {DpSharding::None, DpSharding::Optimizer, DpSharding::Gradients, DpSharding::Parameters};
+    runFull(state, r);
+}
+BENCHMARK(BM_Search20DpShardingAll)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
 /// The 20-GPU default with the interleaved schedule searched too (--vpp 1,2 and 1,2,4; issue 17).
 void BM_Search20Interleaved(benchmark::State &state)
 {
