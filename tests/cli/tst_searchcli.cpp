@@ -1,5 +1,6 @@
 // memx search / memx predict as binaries: JSON shape, exit codes, usage errors, and that
 // predict on a plan from search reports the same iteration time.
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -13,6 +14,17 @@ using Run = memxtest::CliRun;
 using memxtest::runMemx;
 
 static const QString kSamples = QStringLiteral(MEMX_SOURCE_DIR "/sample_clusters");
+
+/// Writes `plan` as dir/plan.json (what a user saves from `memx search --json`); its path, or ""
+/// when the file cannot be written.
+static QString savePlan(const QTemporaryDir &dir, const QJsonObject &plan)
+{
+    const QString path = dir.filePath("plan.json");
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(QJsonDocument(plan).toJson()) <= 0)
+        return {};
+    return path;
+}
 
 class TestSearchCli : public QObject {
     Q_OBJECT
@@ -45,11 +57,8 @@ private slots:
         }
 
         QTemporaryDir dir;
-        const QString planPath = dir.filePath("plan.json");
-        QFile f(planPath);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QJsonDocument(top["plan"].toObject()).toJson());
-        f.close();
+        const QString planPath = savePlan(dir, top["plan"].toObject());
+        QVERIFY(!planPath.isEmpty());
         const Run p = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
         QVERIFY2(p.code == 0, p.err.constData());
         const QJsonObject pj = QJsonDocument::fromJson(p.out).object();
@@ -75,11 +84,8 @@ private slots:
         QVERIFY(plan["overlapGradReduce"].toBool());
         QCOMPARE(plan["overlapParamGather"].toBool(), plan["distributedOptimizer"].toBool());
         QTemporaryDir dir;
-        const QString planPath = dir.filePath("plan.json");
-        QFile f(planPath);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QJsonDocument(plan).toJson());
-        f.close();
+        const QString planPath = savePlan(dir, plan);
+        QVERIFY(!planPath.isEmpty());
         const Run p = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
         QVERIFY2(p.code == 0, p.err.constData());
         const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
@@ -113,11 +119,8 @@ private slots:
         QVERIFY2(top["T"].toDouble() < bfT,
                  qPrintable(QString::number(top["T"].toDouble()) + " vs " + QString::number(bfT)));
         QTemporaryDir dir;
-        const QString planPath = dir.filePath("plan.json");
-        QFile f(planPath);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QJsonDocument(top["plan"].toObject()).toJson());
-        f.close();
+        const QString planPath = savePlan(dir, top["plan"].toObject());
+        QVERIFY(!planPath.isEmpty());
         const Run p = runMemx({"predict", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--json"});
         QVERIFY2(p.code == 0, p.err.constData());
         const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
@@ -159,11 +162,8 @@ private slots:
             QCOMPARE(v.toObject()["plan"].toObject()["fsdp"].toString(), QStringLiteral("optim_grads_params"));
         const QJsonObject top = tops[0].toObject();
         QTemporaryDir dir;
-        const QString planPath = dir.filePath("plan.json");
-        QFile f(planPath);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QJsonDocument(top["plan"].toObject()).toJson());
-        f.close();
+        const QString planPath = savePlan(dir, top["plan"].toObject());
+        QVERIFY(!planPath.isEmpty());
         const Run p = runMemx({"predict", "--cluster", cluster, "--model", "llama2-13b", "--plan", planPath, "--json"});
         QVERIFY2(p.code == 0, p.err.constData());
         const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
