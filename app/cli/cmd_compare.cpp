@@ -46,7 +46,8 @@ Options:
   --threads N           search threads (default: all cores)
   --json                JSON report (memx.compare/1) instead of the table
   --out FILE            also write the JSON report to FILE (atomically)
-  Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --vpp --cp --cp-comm --dist-opt --radius
+  Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --vpp --cp --cp-comm
+  --dist-opt --dp-sharding --radius
   --max-stages --no-permute --no-mixed-stages --max-bases N (default 500000)
   --target T            launch target of every method: megatron, flagscale or any (default:
                         from the cluster, docs/search.md); --idle-groups N as memx search

@@ -51,8 +51,9 @@ Options:
   --mbs LIST           micro-batch sizes of the space (default 1,2,4)
   --stages LIST        stages per GPU group (default 1,2,3)
                        (and every other search-space option of memx search: --max-mbs,
-                       --recompute, --vpp, --cp, --cp-comm, --dist-opt, --radius, --max-stages, --no-permute,
-                       --no-memory-split, --no-sequence-parallel, --no-mixed-stages)
+                       --recompute, --vpp, --cp, --cp-comm, --dist-opt, --dp-sharding, --radius,
+                       --max-stages, --no-permute, --no-memory-split, --no-sequence-parallel,
+                       --no-mixed-stages)
   --target T           megatron, flagscale or any: search the target's plans (the groups it
                        cannot run and the slowest ones idle, as memx search) and pick end-to-end
                        runs it launches; default: the whole space (measurements serve every
@@ -93,7 +94,8 @@ produces is labelled simulated.
   --spread N        with --top: also run N plans spread across the whole space (evenly spaced in
                     the time ranking of every valid configuration, slowest included), so a
                     dataset is not only near-identical fast plans
-  --stages --tp --mbs --max-mbs --recompute --vpp --cp --cp-comm --dist-opt --radius --max-stages --no-permute
+  --stages --tp --mbs --max-mbs --recompute --vpp --cp --cp-comm --dist-opt --dp-sharding --radius
+  --max-stages --no-permute
   --no-memory-split --no-sequence-parallel   with --top: the searched space (as memx search)
   --seed N          testbed seed (default 1): same seed, same results
   --group LABEL     group label of the runs (default testbed/<cluster name>)

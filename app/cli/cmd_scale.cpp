@@ -36,7 +36,8 @@ Options:
   --out DIR             write scale.json, time-vs-gpus.svg, search-time-vs-gpus.svg and
                         throughput-vs-gpus.svg to DIR (created if missing)
   --json                JSON (memx.scale/1) instead of the table
-  Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --vpp --cp --cp-comm --dist-opt --radius
+  Search space (as memx search): --stages --tp --mbs --max-mbs --recompute --vpp --cp --cp-comm
+  --dist-opt --dp-sharding --radius
   --max-stages --no-permute --no-mixed-stages
   --target T            launch target at every size: megatron, flagscale or any (default: from
                         the cluster, docs/search.md); --idle-groups N as memx search

@@ -68,7 +68,11 @@ Options:
                         d TP groups becomes d / cp replicas of TP x CP GPUs of one node, each
                         holding seq / cp tokens (long sequences); not with mixed stages
   --cp-comm C           the CP exchange: p2p (ring attention, default), all_gather or a2a
-  --dist-opt LIST       off,on (default both)
+  --dist-opt LIST       off,on (default both; the same as --dp-sharding none,optim)
+  --dp-sharding LIST    data-parallel sharding to search: none, optim (the distributed
+                        optimizer), optim_grads, optim_grads_params (Megatron-FSDP: gradients,
+                        or gradients and weights, sharded; single-stage plans only), or all
+                        (default none,optim)
   --radius N            layer-split neighbourhood: layers moved across a boundary (default 1)
   --no-permute          keep the cluster file's group order along the pipeline
   --no-memory-split     skip the memory-aware layer split

@@ -571,8 +571,8 @@ NoPlanAdvice adviseMemory(const PlannedSearchRequest &req, const PlannedSearchRe
         std::string list;
         for (const std::string &x : added)
             list += (list.empty() ? "" : ", ") + x;
-        if (r.result.size() > 0)
-            o << "; with " << list << " " << r.result.size() << " plans fit";
+        if (r.result.size() > 0) // evaluated: every plan that fits (a streamed result keeps only the best)
+            o << "; with " << list << " " << std::max<uint64_t>(r.result.evaluated, r.result.size()) << " plans fit";
         else
             o << "; even with " << list << " none fits";
     }
