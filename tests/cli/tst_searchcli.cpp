@@ -26,6 +26,25 @@ static QString savePlan(const QTemporaryDir &dir, const QJsonObject &plan)
     return path;
 }
 
+/// `memx export --format megatron` of the plan at `planPath` into dir/launch: node 0's launch
+/// script, or "" with `why` (the export's stderr, or the missing file).
+static QByteArray exportMegatronScript(const QString &cluster, const QString &model, const QString &planPath,
+                                       const QTemporaryDir &dir, QByteArray &why)
+{
+    const Run e = runMemx({"export", "--cluster", cluster, "--model", model, "--plan", planPath, "--format", "megatron",
+                           "--out", dir.filePath("launch")});
+    if (e.code != 0) {
+        why = e.err;
+        return {};
+    }
+    QFile script(dir.filePath("launch/launch-node0.sh"));
+    if (!script.open(QIODevice::ReadOnly)) {
+        why = "no launch-node0.sh written";
+        return {};
+    }
+    return script.readAll();
+}
+
 class TestSearchCli : public QObject {
     Q_OBJECT
 
@@ -90,12 +109,9 @@ private slots:
         QVERIFY2(p.code == 0, p.err.constData());
         const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
         QVERIFY(qAbs(t - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
-        const Run e = runMemx({"export", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--format",
-                               "megatron", "--out", dir.filePath("launch")});
-        QVERIFY2(e.code == 0, e.err.constData());
-        QFile script(dir.filePath("launch/launch-node0.sh"));
-        QVERIFY(script.open(QIODevice::ReadOnly));
-        const QByteArray text = script.readAll();
+        QByteArray why;
+        const QByteArray text = exportMegatronScript(cluster, "llama2-7b", planPath, dir, why);
+        QVERIFY2(!text.isEmpty(), why.constData());
         QVERIFY(text.contains("--overlap-grad-reduce"));
         QCOMPARE(text.contains("--overlap-param-gather"), plan["distributedOptimizer"].toBool());
     }
@@ -125,12 +141,9 @@ private slots:
         QVERIFY2(p.code == 0, p.err.constData());
         const double t = QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble();
         QVERIFY(qAbs(t - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
-        const Run e = runMemx({"export", "--cluster", cluster, "--model", "llama2-7b", "--plan", planPath, "--format",
-                               "megatron", "--out", dir.filePath("launch")});
-        QVERIFY2(e.code == 0, e.err.constData());
-        QFile script(dir.filePath("launch/launch-node0.sh"));
-        QVERIFY(script.open(QIODevice::ReadOnly));
-        const QByteArray text = script.readAll();
+        QByteArray why;
+        const QByteArray text = exportMegatronScript(cluster, "llama2-7b", planPath, dir, why);
+        QVERIFY2(!text.isEmpty(), why.constData());
         QVERIFY(text.contains("--transformer-impl transformer_engine"));
         QVERIFY(text.contains("--fp8-format hybrid"));
 
@@ -170,12 +183,9 @@ private slots:
         QVERIFY(qAbs(t - top["T"].toDouble()) < 1e-6 * top["T"].toDouble());
         const QJsonObject stage0 = QJsonDocument::fromJson(p.out).object()["stages"].toArray()[0].toObject();
         QVERIFY(stage0["fsdpCommMs"].toDouble() > 0);
-        const Run e = runMemx({"export", "--cluster", cluster, "--model", "llama2-13b", "--plan", planPath, "--format",
-                               "megatron", "--out", dir.filePath("launch")});
-        QVERIFY2(e.code == 0, e.err.constData());
-        QFile script(dir.filePath("launch/launch-node0.sh"));
-        QVERIFY(script.open(QIODevice::ReadOnly));
-        const QByteArray text = script.readAll();
+        QByteArray why;
+        const QByteArray text = exportMegatronScript(cluster, "llama2-13b", planPath, dir, why);
+        QVERIFY2(!text.isEmpty(), why.constData());
         QVERIFY(text.contains("--use-megatron-fsdp"));
         QVERIFY(text.contains("--data-parallel-sharding-strategy optim_grads_params"));
         QVERIFY(text.contains("unset CUDA_DEVICE_MAX_CONNECTIONS"));

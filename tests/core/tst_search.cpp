@@ -45,6 +45,27 @@ static SearchRequest request20(int threads)
 }
 
 /// A small request (narrowed space) for the slower checks.
+/// 8 x H100, llama2-7b at global batch 32, 1/2/4 stages, TP 1/2/4, micro-batch 1/2, 2 threads:
+/// a small space for the settings and dimensions of issue 17.
+static SearchRequest h100Request()
+{
+    SearchRequest req;
+    req.cluster = loadCluster(kSamples + "/h100-8x.json");
+    req.model = resolveModel("llama2-7b");
+    req.model.training.globalBatch = 32;
+    req.space.stagesPerGroup = {1, 2, 4};
+    req.space.tensorParallel = {1, 2, 4};
+    req.space.microBatches = {1, 2};
+    req.threads = 2;
+    return req;
+}
+
+/// Relative difference |a - b| / |b| (b near 0: / 1e-12).
+static double rel(double a, double b)
+{
+    return std::abs(a - b) / std::max(std::abs(b), 1e-12);
+}
+
 static SearchRequest smallRequest(int threads)
 {
     SearchRequest r = request20(threads);
@@ -418,7 +439,6 @@ private slots:
             QVERIFY2(d.empty(), plan.summary(req.cluster).c_str());
             const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
             QVERIFY(!e.oom);
-            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
             QVERIFY2(rel(e.iterationTimeMs, r.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
             QVERIFY2(rel(e.peakUtilisation, r.peakMemory[i]) < 1e-9, plan.summary(req.cluster).c_str());
             QVERIFY2(std::abs(e.imbalance - r.imbalance[i]) < 1e-9, plan.summary(req.cluster).c_str());
@@ -446,7 +466,6 @@ private slots:
             validatePlan(plan, req.cluster, req.model, d);
             QVERIFY2(d.empty(), plan.summary(req.cluster).c_str());
             const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
-            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
             QVERIFY2(rel(e.iterationTimeMs, ov.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
             QVERIFY(ov.timeMs[i] <= plain.timeMs[i] + 1e-9);
             QCOMPARE(ov.peakMemory[i], plain.peakMemory[i]);
@@ -461,14 +480,7 @@ private slots:
     /// 5512, not a multiple of 16) is pruned for divisibility; a group without FP8 is refused.
     void fp8Setting()
     {
-        SearchRequest req;
-        req.cluster = loadCluster(kSamples + "/h100-8x.json");
-        req.model = resolveModel("llama2-7b");
-        req.model.training.globalBatch = 32;
-        req.space.stagesPerGroup = {1, 2, 4};
-        req.space.tensorParallel = {1, 2, 4};
-        req.space.microBatches = {1, 2};
-        req.threads = 2;
+        SearchRequest req = h100Request();
         const SearchResult bf = runSearch(req);
         req.space.fp8 = Fp8Format::Hybrid;
         const SearchResult f8 = runSearch(req);
@@ -481,7 +493,6 @@ private slots:
             validatePlan(plan, req.cluster, req.model, d);
             QVERIFY2(d.empty(), plan.summary(req.cluster).c_str());
             const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
-            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
             QVERIFY2(rel(e.iterationTimeMs, f8.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
             QVERIFY2(rel(e.peakUtilisation, f8.peakMemory[i]) < 1e-9, plan.summary(req.cluster).c_str());
         }
@@ -520,14 +531,7 @@ private slots:
     /// "launcher"; sharding the weights lowers the fullest GPU of the same shape.
     void dpShardingDimension()
     {
-        SearchRequest req;
-        req.cluster = loadCluster(kSamples + "/h100-8x.json");
-        req.model = resolveModel("llama2-7b");
-        req.model.training.globalBatch = 32;
-        req.space.stagesPerGroup = {1, 2, 4};
-        req.space.tensorParallel = {1, 2, 4};
-        req.space.microBatches = {1, 2};
-        req.threads = 2;
+        SearchRequest req = h100Request();
         const SearchResult plain = runSearch(req);
         req.space.dpSharding = {DpSharding::None, DpSharding::Optimizer, DpSharding::Gradients, DpSharding::Parameters};
         req.collectFeatures = true;
@@ -555,7 +559,6 @@ private slots:
             validatePlan(plan, req.cluster, req.model, diag);
             QVERIFY2(diag.empty(), plan.summary(req.cluster).c_str());
             const PlanEstimate e = estimatePlan(plan, req.cluster, req.model, nullptr, req.cost);
-            const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
             QVERIFY2(rel(e.iterationTimeMs, all.timeMs[i]) < 1e-9, plan.summary(req.cluster).c_str());
             QVERIFY2(rel(e.peakUtilisation, all.peakMemory[i]) < 1e-9, plan.summary(req.cluster).c_str());
             QVERIFY(e.stages.front().fsdpCommMs > 0);
@@ -621,7 +624,6 @@ private slots:
             QVERIFY(plan.pp() >= 3 && plan.microBatches() % plan.pp() == 0);
             if (i % 7 == 0) {
                 const PlanEstimate e = estimatePlan(plan, vpp.cluster, vpp.model, nullptr, vpp.cost);
-                const auto rel = [](double x, double y) { return std::abs(x - y) / std::max(std::abs(y), 1e-12); };
                 QVERIFY2(rel(e.iterationTimeMs, b.timeMs[i]) < 1e-9, plan.summary(vpp.cluster).c_str());
                 QVERIFY2(rel(e.peakBytes, b.peakBytes[i]) < 1e-9, plan.summary(vpp.cluster).c_str());
             }
@@ -674,7 +676,6 @@ private slots:
                          (plan.summary(cp.cluster) + (d.empty() ? "" : ": " + d.items().front().message)).c_str());
                 const PlanEstimate e = estimatePlan(plan, cp.cluster, cp.model, nullptr, cp.cost);
                 QVERIFY(!e.oom);
-                const auto rel = [](double x, double y) { return std::abs(x - y) / std::max(std::abs(y), 1e-12); };
                 QVERIFY2(rel(e.iterationTimeMs, b.timeMs[i]) < 1e-9, plan.summary(cp.cluster).c_str());
                 QVERIFY2(rel(e.peakBytes, b.peakBytes[i]) < 1e-9, plan.summary(cp.cluster).c_str());
                 QVERIFY2(std::abs(e.imbalance - b.imbalance[i]) < 1e-9, plan.summary(cp.cluster).c_str());
@@ -710,7 +711,6 @@ private slots:
             whole.space.partialRecompute = false;
             const SearchResult r = runSearch(req), w = runSearch(whole);
             checkSearchInvariants(r);
-            const auto rel = [](double x, double y) { return std::abs(x - y) / std::max(std::abs(y), 1e-12); };
             std::multiset<std::string> wholeKeys, rWholeKeys;
             for (size_t i = 0; i < w.size(); ++i)
                 wholeKeys.insert(w.signatureKey(i));
@@ -1018,7 +1018,6 @@ private slots:
                 }
         }
         QVERIFY2(mixed.size() > 1000, std::to_string(mixed.size()).c_str());
-        const auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); };
         size_t proportional = 0;
         for (size_t k = 0; k < mixed.size(); k += mixed.size() / 300 + 1) {
             const uint32_t i = mixed[k];

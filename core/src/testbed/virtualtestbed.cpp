@@ -610,6 +610,23 @@ ReplicaTimes replicaTimes(const PlanSim &sim, int si, const Replica &r)
     return out;
 }
 
+/// The links of a stage's DP group and whether NCCL's LL128 protocol applies to its collectives
+/// (one node of LL128-capable devices).
+struct DpGroupLinks {
+    std::vector<Link> links;
+    bool ll128 = false;
+};
+DpGroupLinks dpGroupLinks(const PlanSim &sim, const std::vector<int> &stageNodes)
+{
+    DpGroupLinks g;
+    g.links = linksAmong(stageNodes, sim.nodes, sim.cluster, CostOptions {});
+    g.ll128 = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
+    for (int ni : stageNodes)
+        g.ll128 = g.ll128
+            && ll128Capable(sim.cluster.devices[static_cast<size_t>(sim.nodes[static_cast<size_t>(ni)].device)]);
+    return g;
+}
+
 /// Gradient sync of stage `si`: bucketed all-reduce (or reduce-scatter + all-gather) over its DP
 /// group, the slowest link of the group setting the pace. The buckets' times go to `ss`.
 double dpSyncMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes, double maxLocalParams, StageSim &ss)
@@ -617,13 +634,8 @@ double dpSyncMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes, 
     const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
     if (st.dp() <= 1)
         return 0;
-    const std::vector<Node> &nodes = sim.nodes;
-    const std::vector<Link> links = linksAmong(stageNodes, nodes, sim.cluster, CostOptions {});
-    bool nvl = true;
-    for (int ni : stageNodes)
-        nvl = nvl && ll128Capable(sim.cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(ni)].device)]);
-    const bool singleNode
-        = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
+    const DpGroupLinks group = dpGroupLinks(sim, stageNodes);
+    const std::vector<Link> &links = group.links;
     double total = 0;
     double remaining = maxLocalParams;
     while (remaining > 0) {
@@ -632,11 +644,10 @@ double dpSyncMs(const PlanSim &sim, int si, const std::vector<int> &stageNodes, 
         double worst = 0, worstReduce = 0, worstGather = 0;
         for (const Link &l : links) {
             const double reduce = sim.plan.distributedOptimizer
-                ? 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode)
-                : sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, nvl && singleNode);
-            const double gather = sim.plan.distributedOptimizer
-                ? 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 2.0, l, nvl && singleNode)
-                : 0.0;
+                ? 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, group.ll128)
+                : sim.tb.allReduceMs(st.dp(), bucket * 4.0, l, group.ll128);
+            const double gather
+                = sim.plan.distributedOptimizer ? 0.5 * sim.tb.allReduceMs(st.dp(), bucket * 2.0, l, group.ll128) : 0.0;
             if (reduce + gather > worst) {
                 worst = reduce + gather;
                 worstReduce = reduce;
@@ -673,18 +684,13 @@ void applyFsdp(const PlanSim &sim, int si, const std::vector<int> &stageNodes, d
     const Stage &st = sim.plan.stages[static_cast<size_t>(si)];
     if (sim.plan.fsdp == DpSharding::None || st.dp() <= 1)
         return;
-    const std::vector<Link> links = linksAmong(stageNodes, sim.nodes, sim.cluster, CostOptions {});
-    const bool singleNode
-        = std::all_of(stageNodes.begin(), stageNodes.end(), [&](int n) { return n == stageNodes.front(); });
-    bool nvl = singleNode;
-    for (int ni : stageNodes)
-        nvl = nvl && ll128Capable(sim.cluster.devices[static_cast<size_t>(sim.nodes[static_cast<size_t>(ni)].device)]);
+    const DpGroupLinks group = dpGroupLinks(sim, stageNodes);
     const int units = st.layerCount + (si == 0) + (si == sim.p - 1);
     const double unit = maxLocalParams / units;
     double rs = 0, ag = 0;
-    for (const Link &l : links) {
-        rs = std::max(rs, 0.5 * sim.tb.allReduceMs(st.dp(), unit * 4.0, l, nvl));
-        ag = std::max(ag, 0.5 * sim.tb.allReduceMs(st.dp(), unit * 2.0, l, nvl));
+    for (const Link &l : group.links) {
+        rs = std::max(rs, 0.5 * sim.tb.allReduceMs(st.dp(), unit * 4.0, l, group.ll128));
+        ag = std::max(ag, 0.5 * sim.tb.allReduceMs(st.dp(), unit * 2.0, l, group.ll128));
     }
     const bool weights = sim.plan.fsdp == DpSharding::Parameters;
     const double fwd = ss.forwardMs, bwd = ss.backwardMs;
