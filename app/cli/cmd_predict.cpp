@@ -138,11 +138,14 @@ int run(const std::vector<std::string> &argv)
     }
     // The CP column only for a context-parallel plan (its exposed K/V exchange per micro-batch).
     // The FSDP column only for a Megatron-FSDP plan (its exposed per-micro-batch gather / reduce).
-    const bool cp = plan.contextParallel > 1, fsdp = plan.fsdp != DpSharding::None;
+    // The EP column only for an expert-parallel plan (its all-to-alls per micro-batch).
+    const bool cp = plan.contextParallel > 1, fsdp = plan.fsdp != DpSharding::None, ep = plan.expertParallel > 1;
     std::cout << std::setprecision(2) << "  per stage, ms (fwd/bwd/recompute/TP" << (cp ? "/CP" : "")
-              << (fsdp ? "/FSDP" : "") << "/step per micro-batch; p2p per send; DP, optimizer, bubble per iteration)\n";
+              << (fsdp ? "/FSDP" : "") << (ep ? "/EP all-to-all" : "")
+              << "/step per micro-batch; p2p per send; DP, optimizer, bubble per iteration)\n";
     std::cout << "  stage layers  inflight      fwd      bwd    recomp       TP" << (cp ? "       CP" : "")
-              << (fsdp ? "     FSDP" : "") << "     step      p2p     DPsync      opt     bubble\n";
+              << (fsdp ? "     FSDP" : "") << (ep ? "       EP" : "")
+              << "     step      p2p     DPsync      opt     bubble\n";
     for (const StageEstimate &s : e.stages) {
         std::cout << "  " << std::setw(5) << s.stage << std::setw(7) << s.layerCount << std::setw(10)
                   << s.microBatchesInFlight << std::setw(9) << s.forwardMs << std::setw(9) << s.backwardMs
@@ -151,6 +154,8 @@ int run(const std::vector<std::string> &argv)
             std::cout << std::setw(9) << s.cpCommMs;
         if (fsdp)
             std::cout << std::setw(9) << s.fsdpCommMs;
+        if (ep)
+            std::cout << std::setw(9) << s.moeCommMs;
         std::cout << std::setw(9) << s.stepMs << std::setw(9) << s.p2pMs << std::setw(11) << s.dpSyncMs << std::setw(9)
                   << s.optimizerMs << std::setw(11) << s.bubbleMs << (s.profiled ? "  (profiled)" : "") << "\n";
     }

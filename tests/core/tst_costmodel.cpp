@@ -875,6 +875,95 @@ private slots:
     /// embedding, V h / t = 51,200 x 4096 / 2 = 104,857,600 parameters), 12P / d; optim_grads_params
     /// also 2P / d weights + two gathered units (2 x 2 bytes each). Time: the exposed part of the
     /// per-micro-batch collectives worked by hand, and estimatePlan adding it to every step.
+    void mixtureOfExpertsByHand()
+    {
+        const auto text = [](const Diagnostics &d) {
+            std::string t;
+            for (const Diagnostic &x : d.items())
+                t += x.toString() + "\n";
+            return t;
+        };
+        // Mixtral 8x7B (arXiv 2401.04088: 47B parameters, 13B active). Per layer: attention
+        // 4096 x 128 x (2 x 32 + 2 x 8) = 41,943,040; 8 experts x 3 x 4096 x 14336 = 1,409,286,144;
+        // router 4096 x 8 = 32,768; two RMSNorms 8,192. Embedding and output layer 4096 x 32000 each.
+        const Model mx = resolveModel("mixtral-8x7b");
+        QVERIFY(mx.shape.isMoe());
+        QCOMPARE(mx.expertParamsPerLayer(), 1409286144LL);
+        QCOMPARE(mx.paramsPerLayer(), 1451270144LL);
+        QCOMPARE(mx.totalParams(), 46702792704LL);
+        // Active: the layer less 6 of its 8 experts (6 x 176,160,768).
+        QCOMPARE(mx.activeParamsPerLayer(), 1451270144LL - 6 * 176160768LL);
+        QCOMPARE(mx.activeParams(), 12879925248LL);
+
+        // Memory kernel at TP 2, EP 4, expert TP 1: the dense part over TP, router and norms whole,
+        // 2 experts per rank.
+        Cluster c = syntheticCluster();
+        const CostOptions o;
+        const GpuSpec &dev = c.devices.front();
+        const MemoryKernel mk = makeMemoryKernel(mx, dev, 2, 1, true, 2, nullptr, o, 1, false, ExpertLayout {4, 1});
+        QNEAR(mk.layerExpertParams, 1409286144.0 / 4);
+        QNEAR(mk.layerParams, 41943040.0 / 2 + 8192 + 32768 + 1409286144.0 / 4);
+        // The distributed optimizer shards the dense state over dp 4 and the experts' over 2.
+        const MemoryBreakdown b = gpuMemory(mk, 1, false, false, {}, 1, 4, DpSharding::Optimizer, 0, 2);
+        const double dense = mk.layerParams - mk.layerExpertParams;
+        QNEAR(b.optimizer, 12.0 * (dense / 4 + mk.layerExpertParams / 2));
+        QNEAR(b.params, 2.0 * mk.layerParams);
+        QNEAR(b.grads, 4.0 * mk.layerParams);
+
+        // All-to-all of one layer (forward): b 1 x s 4096 x topK 2 x h 4096 x 2 B = 67,108,864 B
+        // per rank, 7/8 to its peers over 100 GB/s: 0.587 ms, dispatch + combine 1.174 ms. With half
+        // the group on another node over a 10 GB/s NIC shared by 8 ranks: 4/8 x 8 x 67.1 MB / 10 GB/s
+        // = 26.84 ms, x 2.
+        const Link fast {100, 0, {}}, slow {10, 0, {}};
+        QNEAR(moeAllToAllMs(mx, 1, 1, 1, false, 8, 8, fast, fast, 1), 2.0 * 67108864.0 * 7 / 8 / 100e9 * 1e3);
+        QNEAR(moeAllToAllMs(mx, 1, 1, 1, false, 8, 4, fast, slow, 8), 2.0 * 67108864.0 * 4 / 8 * 8 / 10e9 * 1e3);
+        QNEAR(moeAllToAllMs(mx, 2, 1, 1, true, 1, 1, fast, slow, 8), 0.0); // no expert parallelism
+
+        // A plan: one stage of 8 GPUs, TP 1 x DP 8, EP 8. Its step carries 2 x 32 all-to-alls of
+        // 1.174 ms (forward, backward) - every group inside the node.
+        Model small = mx;
+        small.shape.layers = 2;
+        Plan plan = simplePlan("n", {2}, 1, 8, 1, 64);
+        plan.expertParallel = 8;
+        plan.distributedOptimizer = true;
+        Diagnostics dv;
+        validatePlan(plan, c, small, dv);
+        QVERIFY2(dv.empty(), text(dv).c_str());
+        const PlanEstimate e8 = estimatePlan(plan, c, small, nullptr, o);
+        QNEAR(e8.stages.front().moeCommMs, 2.0 * 2 * 2.0 * 67108864.0 * 7 / 8 / 100e9 * 1e3);
+        Plan noEp = plan;
+        noEp.expertParallel = 1;
+        const PlanEstimate e1 = estimatePlan(noEp, c, small, nullptr, o);
+        QNEAR(e1.stages.front().moeCommMs, 0.0);
+        // EP 8 holds 1/8 of the experts' weights and gradients: 7/8 x 2 layers x 1.41e9 x 6 B less.
+        QNEAR(e1.gpus.front().paramsBytes + e1.gpus.front().gradsBytes - e8.gpus.front().paramsBytes
+                  - e8.gpus.front().gradsBytes,
+              6.0 * 2 * 1409286144.0 * 7 / 8);
+
+        // Refusals: EP not dividing the experts, EP on a dense model, TP without SP, FSDP.
+        Plan bad = plan;
+        bad.expertParallel = 3;
+        Diagnostics d1;
+        validatePlan(bad, c, small, d1);
+        QVERIFY2(text(d1).find("/expertParallel") != std::string::npos, text(d1).c_str());
+        Diagnostics d2;
+        validatePlan(plan, c, megatronModel(), d2);
+        QVERIFY2(text(d2).find("has no experts") != std::string::npos, text(d2).c_str());
+        Plan tp2 = simplePlan("n", {2}, 2, 4, 1, 64);
+        tp2.expertParallel = 4;
+        Diagnostics d3;
+        validatePlan(tp2, c, small, d3);
+        QVERIFY2(text(d3).find("/sequenceParallel") != std::string::npos, text(d3).c_str());
+        tp2.sequenceParallel = true;
+        Diagnostics d4;
+        validatePlan(tp2, c, small, d4);
+        QVERIFY2(d4.empty(), text(d4).c_str());
+        setDpSharding(tp2, DpSharding::Gradients);
+        Diagnostics d5;
+        validatePlan(tp2, c, small, d5);
+        QVERIFY2(text(d5).find("/fsdp") != std::string::npos, text(d5).c_str());
+    }
+
     void fsdpByHand()
     {
         const auto text = [](const Diagnostics &d) {

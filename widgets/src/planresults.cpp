@@ -274,7 +274,7 @@ PlanDetail PlanResults::detail(quint32 id) const
         if (stage.recompute.method == memx::RecomputeMethod::Full && stage.recompute.layers > 0)
             info.recompute += QStringLiteral(" %1/%2 layers").arg(stage.recompute.layers).arg(stage.layerCount);
         info.computeMs = m * (e.forwardMs + e.backwardMs + e.recomputeMs) + e.optimizerMs;
-        info.commMs = m * (e.tpCommMs + e.cpCommMs + e.fsdpCommMs + e.p2pMs) + e.dpSyncMs;
+        info.commMs = m * (e.tpCommMs + e.cpCommMs + e.fsdpCommMs + e.moeCommMs + e.p2pMs) + e.dpSyncMs;
         info.contextParallel = d.plan.contextParallel;
         info.virtualStages = d.plan.virtualStages;
         for (const memx::Replica &rep : stage.replicas) {

@@ -61,7 +61,7 @@ PassSeconds LayerSeconds::pass() const
 
 LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
                                      bool sequenceParallel, AttentionBackend attention, const CostOptions &o,
-                                     int contextParallel, bool fp8)
+                                     int contextParallel, bool fp8, ExpertLayout experts)
 {
     fp8 = fp8 && p.fp8PeakFlops > 0;
     const ModelShape &s = model.shape;
@@ -75,8 +75,11 @@ LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model,
     struct G {
         double m, n, k;
     };
-    const G gemms[]
-        = {{T, (q + 2 * kv) / tp, h}, {T, h, q / tp}, {T, f * (s.swiglu ? 2.0 : 1.0) / tp, h}, {T, h, f / tp}};
+    const double up = s.swiglu ? 2.0 : 1.0; // FC1 outputs per FFN unit (gate + up with SwiGLU)
+    // Dense: QKV, projection, FC1, FC2. MoE: the shared expert's FC1 / FC2 replace the MLP (the
+    // routed experts follow); a zero-width shared expert adds nothing (gemmSeconds of 0).
+    const double mlpWidth = s.isMoe() ? s.moe.sharedExpertFfnHidden : f;
+    const G gemms[] = {{T, (q + 2 * kv) / tp, h}, {T, h, q / tp}, {T, mlpWidth * up / tp, h}, {T, h, mlpWidth / tp}};
     ComputeParams linear = p; // the four linear GEMMs: FP8 with `fp8`
     if (fp8) {
         linear.peakFlops = p.fp8PeakFlops;
@@ -85,10 +88,36 @@ LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model,
     PassSeconds gpu;
     double castIn = 0, castGrad = 0; // FP8: elements cast per pass (GEMM inputs; output gradients)
     for (const G &g : gemms) {
+        if (g.n <= 0 || g.k <= 0)
+            continue; // no shared expert
         gpu.forward += gemmSeconds(linear, g.m, g.n, g.k);
         gpu.backward += gemmSeconds(linear, g.m, g.k, g.n) + gemmSeconds(linear, g.k, g.n, g.m); // data + weight grad
         castIn += g.m * g.k;
         castGrad += g.m * g.n;
+    }
+    double moeActBytes = 0; // MoE: the routed experts' activation function, through HBM
+    if (s.isMoe()) {
+        const MoeShape &e = s.moe;
+        const double ep = std::max(1, experts.ep), etp = experts.resolvedEtp(tp);
+        const double local = static_cast<double>(e.experts) / ep, fe = e.expertFfnHidden;
+        // Balanced routing: the rank's share of the stage's token copies, over its local experts.
+        const double perExpert = T * e.topK * ep * etp / (tp * e.experts);
+        const double rows = ceilTo(perExpert, p.tile) * local; // grouped GEMM: every expert's rows padded
+        const G fc[] = {{rows, fe * up / etp, h}, {rows, h, fe / etp}};
+        for (const G &g : fc) {
+            gpu.forward += gemmSeconds(linear, g.m, g.n, g.k);
+            // Data gradient on the padded rows; weight gradient: one k = perExpert reduction per expert.
+            gpu.backward += gemmSeconds(linear, g.m, g.k, g.n) + gemmSeconds(linear, g.k * local, g.n, perExpert);
+            castIn += perExpert * local * g.k;
+            castGrad += perExpert * local * g.n;
+        }
+        // Router (the rank's tokens: s / tp with sequence parallelism), 16-bit GEMM.
+        const double routed = T / (sequenceParallel ? tp : 1);
+        gpu.forward += gemmSeconds(p, routed, e.experts, h);
+        gpu.backward += gemmSeconds(p, routed, h, e.experts) + gemmSeconds(p, h, e.experts, routed);
+        // Permute (read the tokens, write topK copies) and un-permute (read the copies, write the
+        // weighted sum), 16-bit, on the rank's routed tokens; the expert activation over fe / etp.
+        moeActBytes = 2.0 * 2.0 * routed * h * (1.0 + e.topK) + 2.0 * perExpert * local * fe / etp * (up + 1.0);
     }
     // Elements of the (s / cp) x s score tensor per local head (s x s without CP).
     const double scores = microBatch * headsLocal * seq * seq / cp;
@@ -115,11 +144,15 @@ LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model,
     // the norms and the bias-dropout-adds run on s / tp tokens per rank (Korthikanti et al.
     // 2022); without it every TP rank repeats them on the whole sequence.
     const double sbh2 = 2.0 * T * h / (sequenceParallel ? tp : 1);
-    const double actBytes = 2.0 * T * f * (s.swiglu ? 3.0 : 2.0) / tp;
+    const double actBytes = 2.0 * T * mlpWidth * (s.swiglu ? 3.0 : 2.0) / tp + moeActBytes;
     const double bytes = 4.0 * sbh2 + 7.0 * sbh2 + actBytes;
     gpu.forward += bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
     gpu.backward += 2.0 * bytes / (p.hbmBytesPerSecond * p.memoryBoundEfficiency);
     PassSeconds host {o.opsPerLayerForward * p.hostOpSeconds, o.opsPerLayerBackward * p.hostOpSeconds};
+    if (s.isMoe()) {
+        host.forward += o.opsPerMoeLayerForward * p.hostOpSeconds;
+        host.backward += o.opsPerMoeLayerBackward * p.hostOpSeconds;
+    }
     if (fp8) {
         // Transformer Engine casts each GEMM input (forward) and each output gradient (backward) to
         // FP8 with its transpose; with sequence parallelism the QKV / FC1 inputs are cast on the

@@ -36,6 +36,7 @@ nlohmann::json toJson(const PlanEstimate &e)
                           {"tpCommMs", s.tpCommMs},
                           {"cpCommMs", s.cpCommMs},
                           {"fsdpCommMs", s.fsdpCommMs},
+                          {"moeCommMs", s.moeCommMs},
                           {"stepMs", s.stepMs},
                           {"p2pMs", s.p2pMs},
                           {"dpSyncMs", s.dpSyncMs},

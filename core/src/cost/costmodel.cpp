@@ -34,7 +34,11 @@ double layerForwardFlops(const Model &model, int tp, int microBatch)
     const double h = s.hidden, kv = model.kvChannels(), q = kv * s.heads, g = s.kvGroups, f = s.ffnHidden;
     const double tokens = static_cast<double>(microBatch) * s.seqLength;
     const double linear = 2.0 * (h * (q + 2.0 * kv * g) + q * h);
-    const double mlp = 2.0 * h * f * (s.swiglu ? 3.0 : 2.0);
+    // MoE: the shared expert and topK routed experts per token, plus the router (2 h E).
+    const double mlp = s.isMoe()
+        ? 2.0 * h * (s.swiglu ? 3.0 : 2.0) * (s.moe.sharedExpertFfnHidden + s.moe.topK * s.moe.expertFfnHidden)
+            + 2.0 * h * s.moe.experts
+        : 2.0 * h * f * (s.swiglu ? 3.0 : 2.0);
     const double core = 2.0 * q * s.seqLength;
     return tokens * (linear + mlp + core) / tp;
 }
@@ -62,6 +66,27 @@ double allGatherMs(int n, double bytes, const Link &link)
     const double bw = link.bandwidthAt(bytes) * 1e9;
     const double k = static_cast<double>(n - 1) / n;
     return (k * bytes / bw + (n - 1) * link.latencyUs * 1e-6) * 1e3;
+}
+
+double moeAllToAllMs(const Model &model, int tp, int microBatch, int contextParallel, bool sequenceParallel, int ep,
+                     int local, const Link &intra, const Link &inter, int flows)
+{
+    const ModelShape &s = model.shape;
+    if (!s.isMoe() || ep <= 1)
+        return 0;
+    const double tokens
+        = static_cast<double>(microBatch) * s.seqLength / std::max(1, contextParallel) / (sequenceParallel ? tp : 1);
+    const double bytes = tokens * s.moe.topK * s.hidden * 2.0; // the rank's routed copies, 16-bit
+    local = std::clamp(local, 1, ep);
+    const double near = bytes * (local - 1) / ep, far = bytes * (ep - local) / ep;
+    const auto wireMs = [](const Link &l, double b) {
+        const double bw = l.bandwidthAt(b);
+        return b > 0 && bw > 0 ? b / (bw * 1e9) * 1e3 : 0.0;
+    };
+    // The node's NIC carries `flows` ranks' far shares at once.
+    const double ms = std::max(wireMs(intra, near), wireMs(inter, far * std::max(1, flows)));
+    const double latency = (local - 1) * intra.latencyUs + (ep - local) * inter.latencyUs;
+    return 2.0 * (ms + latency * 1e-3); // dispatch + combine
 }
 
 namespace {
@@ -117,14 +142,14 @@ void contextParallelComm(LayerKernel &k, const Model &model, int tp, int microBa
 
 LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const Model &model, int tp, int microBatch,
                             bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options,
-                            int contextParallel, CpComm cpComm, bool fp8)
+                            int contextParallel, CpComm cpComm, bool fp8, ExpertLayout experts)
 {
     const ModelShape &s = model.shape;
     const int L = s.layers;
     const int cp = std::max(1, contextParallel);
-    // A profile is measured at the whole sequence per GPU in 16-bit: it describes neither a CP
-    // rank nor FP8 GEMMs.
-    if (cp > 1 || fp8)
+    // A profile is measured at the whole sequence per GPU in 16-bit on a dense model: it describes
+    // neither a CP rank, FP8 GEMMs nor an expert layout.
+    if (cp > 1 || fp8 || s.isMoe())
         profiles = nullptr;
     LayerKernel k;
     k.forwardPrefixMs.assign(static_cast<size_t>(L) + 1, 0.0);
@@ -160,7 +185,7 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
         // attention by backend, memory-bound kernels, the host time of each pass.
         const ComputeParams params = computeParams(device, model, options);
         layer = transformerLayerSeconds(params, model, tp, microBatch, sequenceParallel,
-                                        resolveAttention(model, device), options, cp, fp8);
+                                        resolveAttention(model, device), options, cp, fp8, experts);
         if (cp > 1) {
             // The CP exchange is more framework ops per layer: a ring step (send, receive,
             // block attention, softmax correction) per peer, or the gather / the all-to-alls.
@@ -200,7 +225,16 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
         const double bytes = static_cast<double>(microBatch) * s.seqLength / cp * s.hidden * 2.0;
         const double one
             = sequenceParallel ? 2.0 * allGatherMs(tp, bytes, intraLink) : allReduceMs(tp, bytes, intraLink);
-        double fwd = 2.0 * one, bwd = 2.0 * one;
+        double fwd = 2.0 * one;
+        if (s.isMoe()) {
+            // Attention's pair, the shared expert's, and the routed copies' gather / reduce-scatter
+            // in the expert-TP group (etp of the TP ranks: their topK x s / tp tokens each).
+            const int etp = experts.resolvedEtp(tp);
+            const double routed = bytes * s.moe.topK * etp / tp;
+            fwd = one + (s.moe.sharedExpertFfnHidden > 0 ? one : 0.0)
+                + (etp > 1 ? 2.0 * allGatherMs(etp, routed, intraLink) : 0.0);
+        }
+        double bwd = fwd;
         if (layer) {
             // The collectives queue on the GPU stream behind the pass's kernels while the host
             // keeps issuing ops: a host-bound pass hides them. Only the part beyond
@@ -330,12 +364,12 @@ double measuredLayerActivationBytes(const LayerProfile &prof, int layers)
 
 MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
                               int pipelineStages, const ProfileSet *profiles, const CostOptions &options,
-                              int contextParallel, bool fp8)
+                              int contextParallel, bool fp8, ExpertLayout experts)
 {
     const double cp = std::max(1, contextParallel);
     fp8 = fp8 && device.denseFp8Tflops.has_value();
-    if (cp > 1 || fp8)
-        profiles = nullptr; // measured at the whole sequence per GPU, in 16-bit
+    if (cp > 1 || fp8 || model.shape.isMoe())
+        profiles = nullptr; // measured at the whole sequence per GPU, in 16-bit, on a dense model
     const ModelShape &s = model.shape;
     MemoryKernel k;
     const double h = s.hidden, a = s.heads, g = s.kvGroups, f = s.ffnHidden;
@@ -343,6 +377,17 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
     const double norms = 2.0 * h * normSize(model);
     // Section 1.8: attention + MLP weights are TP-sharded, norms are replicated.
     k.layerParams = (static_cast<double>(model.paramsPerLayer()) - norms) / tp + norms;
+    const MoeShape &moe = s.moe;
+    const double ep = std::max(1, experts.ep), etp = experts.resolvedEtp(tp);
+    if (s.isMoe()) {
+        // Router replicated (like the norms), the rest of the dense part over TP, the experts over
+        // ep x etp.
+        const double expertsAll = static_cast<double>(model.expertParamsPerLayer());
+        const double router = h * moe.experts;
+        k.layerExpertParams = expertsAll / (ep * etp);
+        k.layerParams = (static_cast<double>(model.paramsPerLayer()) - norms - router - expertsAll) / tp + norms
+            + router + k.layerExpertParams;
+    }
     // Word embedding (padded vocabulary) is sharded over TP; a learned position embedding is not.
     k.embeddingParams
         = V * h / tp + (s.positionEmbedding == PositionEmbedding::Learned ? static_cast<double>(s.seqLength) * h : 0.0);
@@ -362,7 +407,14 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
     // Context parallelism: every stored tensor holds the rank's s / cp tokens; an unfused score
     // tensor is (s / cp) x s, so the score term keeps the whole s.
     const double sbh = static_cast<double>(s.seqLength) / cp * microBatch * h;
-    const double sharded = 4.0 + 4.0 * g / a + (s.swiglu ? 6.0 : 4.0) * f / h;
+    // MoE: the shared expert's (f-wide) tensors, and per routed copy (topK per token, spread over
+    // the stage's ranks like the tokens) the expert FC1 input and FC2 output (2 h each, 16-bit),
+    // the activation's input and output ((up + 1) fe), plus the router's fp32 logits and
+    // probabilities (8 E bytes per token, of the rank's s / tp tokens with SP).
+    const double mlpUnits = s.isMoe() ? (s.swiglu ? 6.0 : 4.0) * moe.sharedExpertFfnHidden / h
+            + moe.topK * (4.0 + 2.0 * (s.swiglu ? 3.0 : 2.0) * moe.expertFfnHidden / h) + 8.0 * moe.experts / h
+                                      : (s.swiglu ? 6.0 : 4.0) * f / h;
+    const double sharded = 4.0 + 4.0 * g / a + mlpUnits;
     const double scores = storesNoScores(k.attention) ? 0.0 : 5.0 * a * s.seqLength / h;
     const double selective = sequenceParallel ? sbh * (10.0 + sharded) / tp : sbh * (10.0 + sharded / tp);
     double none = selective + sbh * scores / tp;
@@ -375,14 +427,16 @@ MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp,
         // FP8 copy is one byte more there (unfused attention does not need it: one byte less).
         const double q = static_cast<double>(model.kvChannels()) * a;
         const double replicatedDelta = -2.0 / (sequenceParallel ? tp : 1);
-        const double shardedDelta = (-f + (storesNoScores(k.attention) ? q : -q)) / h / tp;
+        const double fc2Input = s.isMoe() ? moe.sharedExpertFfnHidden + moe.topK * moe.expertFfnHidden : f;
+        const double shardedDelta = (-fc2Input + (storesNoScores(k.attention) ? q : -q)) / h / tp;
         const double delta = sbh * (replicatedDelta + shardedDelta);
         none += delta;
         sel += delta;
         // The FP8 weight copies (weight + transpose) of the four linear layers, per TP rank.
         const double d = model.kvChannels(), kvw = d * g;
-        const double linear = h * (q + 2.0 * kvw) + q * h + h * f * (s.swiglu ? 2.0 : 1.0) + f * h;
-        k.fp8WeightBytesPerLayer = options.fp8WeightCacheBytesPerParam * linear / tp;
+        const double mlpW = s.isMoe() ? moe.sharedExpertFfnHidden : f;
+        const double linear = h * (q + 2.0 * kvw) + q * h + h * mlpW * (s.swiglu ? 2.0 : 1.0) + mlpW * h;
+        k.fp8WeightBytesPerLayer = options.fp8WeightCacheBytesPerParam * (linear / tp + k.layerExpertParams);
     }
     const LayerProfile *prof
         = profiles ? profiles->find(ProfileKey {device.id, model.id, tp, microBatch, s.seqLength}) : nullptr;
@@ -445,23 +499,27 @@ double inFlightMicroBatches(int p, int stage, int m, int virtualStages)
 }
 
 MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbedding, bool hasHead, Recompute rc,
-                          double inFlight, int dp, DpSharding sharding, int groups)
+                          double inFlight, int dp, DpSharding sharding, int groups, int expertDp)
 {
     MemoryBreakdown m;
     const double params
         = layerCount * k.layerParams + (hasEmbedding ? k.embeddingParams : 0) + (hasHead ? k.headParams : 0);
     const double d = std::max(dp, 1);
+    // MoE: the experts' state shards over the expert data-parallel group (expertDp), not dp:
+    // shardedParams counts them at the dp they would have, scaled by dp / expertDp.
+    const double expertScale = expertDp > 0 ? d / expertDp : 1.0;
+    const double shardedParams = params + layerCount * k.layerExpertParams * (expertScale - 1.0);
     // Section 1.8: 18 bytes/param = 2 (bf16 weight) + 4 (fp32 main grad) + 12 (fp32 master + Adam m, v);
     // distributed optimizer: 6 + 12/d; Megatron-FSDP optim_grads: 2 + 16/d, optim_grads_params: 18/d,
     // plus the units in flight (the largest unit: a layer, the embedding or the output layer).
     // (Independent of layerCount, so the memory stays linear in it: the search's memory line.)
     const double unit = std::max({k.layerParams, hasEmbedding ? k.embeddingParams : 0.0, hasHead ? k.headParams : 0.0});
     if (sharding == DpSharding::Parameters)
-        m.params = 2.0 * params / d + 2.0 * (2.0 * unit + k.fp8WeightBytesPerLayer);
+        m.params = 2.0 * shardedParams / d + 2.0 * (2.0 * unit + k.fp8WeightBytesPerLayer);
     else
         m.params = 2.0 * params + layerCount * k.fp8WeightBytesPerLayer; // + FP8 weight copies (Plan::fp8)
-    m.grads = sharding >= DpSharding::Gradients ? 4.0 * params / d + 2.0 * 4.0 * unit : 4.0 * params;
-    m.optimizer = 12.0 * params / (sharding != DpSharding::None ? d : 1.0);
+    m.grads = sharding >= DpSharding::Gradients ? 4.0 * shardedParams / d + 2.0 * 4.0 * unit : 4.0 * params;
+    m.optimizer = sharding != DpSharding::None ? 12.0 * shardedParams / d : 12.0 * params;
 
     double perMicroBatch = 0;
     double working = 0;
@@ -714,10 +772,19 @@ public:
             std::vector<int> stageNodes;
             for (size_t r = 0; r < st.replicas.size(); ++r)
                 stageNodes.push_back(replica(i, r, se, e.gpus));
+            if (model.shape.isMoe() && plan.expertParallel > 1) {
+                // The expert-parallel all-to-alls: forward, backward (the same again) and the
+                // forward of every fully recomputed layer.
+                const int n = st.recompute.method == RecomputeMethod::Full
+                    ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
+                    : 0;
+                se.moeCommMs = moeAllToAllPerLayerMs(st, stageNodes) * (2.0 * st.layerCount + n);
+                se.stepMs += se.moeCommMs;
+            }
             DpOverlapStage &ov = overlap[static_cast<size_t>(i)];
             ov.dp = st.dp();
-            ov.forwardMs = se.forwardMs + 0.5 * (se.tpCommMs + se.cpCommMs);
-            ov.backwardMs = se.backwardMs + se.recomputeMs + 0.5 * (se.tpCommMs + se.cpCommMs);
+            ov.forwardMs = se.forwardMs + 0.5 * (se.tpCommMs + se.cpCommMs + se.moeCommMs);
+            ov.backwardMs = se.backwardMs + se.recomputeMs + 0.5 * (se.tpCommMs + se.cpCommMs + se.moeCommMs);
             if (st.dp() * cp > 1)
                 ov.comm = dpSyncMs(i, stageNodes, flows[static_cast<size_t>(i)], ov.params);
             if (sharding >= DpSharding::Gradients) {
@@ -768,7 +835,7 @@ private:
                      .emplace(key,
                               makeLayerKernel(cluster.devices[static_cast<size_t>(n.device)], n.intraLink, model, tp,
                                               mbs, plan.sequenceParallel, profiles, options, cp, plan.cpComm,
-                                              plan.fp8 != Fp8Format::Off))
+                                              plan.fp8 != Fp8Format::Off, experts))
                      .first;
         }
         return it->second;
@@ -812,12 +879,16 @@ private:
         const Node &node = nodes[static_cast<size_t>(ni)];
         const GpuSpec &dev = cluster.devices[static_cast<size_t>(node.device)];
         const MemoryKernel mk = makeMemoryKernel(model, dev, rep.tp, rep.microBatch, plan.sequenceParallel, p, profiles,
-                                                 options, cp, plan.fp8 != Fp8Format::Off);
-        // Communicators: TP, CP (the K/V exchange), DP x CP (gradients), PP.
-        const int groups = (rep.tp > 1) + (cp > 1) + (dp * cp > 1) + (p > 1);
+                                                 options, cp, plan.fp8 != Fp8Format::Off, experts);
+        // Communicators: TP, CP (the K/V exchange), DP x CP (gradients), PP; MoE: the expert-parallel
+        // group, the expert data-parallel group and the expert-TP group where they differ.
+        const int edp = expertDataParallel(plan, st), etp = plan.expertTp(rep.tp);
+        const bool moe = model.shape.isMoe();
+        const int groups = (rep.tp > 1) + (cp > 1) + (dp * cp > 1) + (p > 1)
+            + (moe ? (plan.expertParallel > 1) + (edp > 1 && edp != dp * cp) + (etp > 1 && etp != rep.tp) : 0);
         const MemoryBreakdown mb
             = gpuMemory(mk, st.layerCount, first, last, st.recompute,
-                        inFlightMicroBatches(p, i, plan.microBatches(), v), dp * cp, sharding, groups);
+                        inFlightMicroBatches(p, i, plan.microBatches(), v), dp * cp, sharding, groups, moe ? edp : 0);
         for (int gpu : rep.gpus) {
             GpuMemory g;
             g.node = rep.node;
@@ -844,13 +915,16 @@ private:
         const double localParams
             = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
         const double optShare = sharding != DpSharding::None ? 1.0 / (dp * cp) : 1.0;
+        // MoE with the distributed optimizer: the experts' part updates 1 / edp of itself.
+        const double expertShare = sharding != DpSharding::None ? 1.0 / edp : 1.0;
+        const double expertParams = st.layerCount * mk.layerExpertParams;
         double optMs;
         if (!k.optimizerPrefixMs.empty())
             optMs = (k.optimizerPrefixMs[st.firstLayer + st.layerCount] - k.optimizerPrefixMs[st.firstLayer]
                      + (first ? k.embeddingOptimizerMs : 0) + (last ? k.headOptimizerMs : 0))
                 * optShare;
         else
-            optMs = localParams * optShare * k.optimizerMsPerParam;
+            optMs = ((localParams - expertParams) * optShare + expertParams * expertShare) * k.optimizerMsPerParam;
         optMs += st.layerCount * mk.layerParams * k.fp8WeightCastMsPerParam; // not sharded: every rank casts its own
         se.optimizerMs = std::max(se.optimizerMs, optMs);
         return ni;
@@ -867,13 +941,58 @@ private:
         const Replica &r0 = st.replicas.front();
         const GpuSpec &dev0
             = cluster.devices[static_cast<size_t>(nodes[static_cast<size_t>(stageNodes.front())].device)];
-        const MemoryKernel mk
-            = makeMemoryKernel(model, dev0, r0.tp, r0.microBatch, plan.sequenceParallel, p, nullptr, options);
+        const MemoryKernel mk = makeMemoryKernel(model, dev0, r0.tp, r0.microBatch, plan.sequenceParallel, p, nullptr,
+                                                 options, 1, false, experts);
         const double psi
             = st.layerCount * mk.layerParams + (first ? mk.embeddingParams : 0) + (last ? mk.headParams : 0);
         params = psi;
-        return dpCommMs(dp, psi, options.gradReduceBytesPerParam, sharding != DpSharding::None,
-                        linkTable.linksAmong(stageNodes), flows);
+        const std::vector<Link> links = linkTable.linksAmong(stageNodes);
+        const double expertPsi = st.layerCount * mk.layerExpertParams;
+        DpComm c = dpCommMs(dp, psi - expertPsi, options.gradReduceBytesPerParam, sharding != DpSharding::None, links,
+                            flows);
+        if (expertPsi > 0) {
+            // MoE: the experts' gradients reduce in their own (expert data-parallel) group; its
+            // ranks are spread over the stage's nodes like the DP group's.
+            const DpComm ex = dpCommMs(expertDataParallel(plan, st), expertPsi, options.gradReduceBytesPerParam,
+                                       sharding != DpSharding::None, links, flows);
+            c.reduceMs += ex.reduceMs;
+            c.gatherMs += ex.gatherMs;
+        }
+        return c;
+    }
+
+    /// Stage st's expert-parallel all-to-all per layer forward: its tp x cp x dp ranks, replica
+    /// by replica, form groups of etp x ep consecutive ranks (Megatron's tp-ep-dp expert order);
+    /// a group inside one replica stays on its node, a wider one spans the replicas it covers.
+    double moeAllToAllPerLayerMs(const Stage &st, const std::vector<int> &stageNodes) const
+    {
+        const int tp = st.replicas.front().tp, width = tp * cp, ep = plan.expertParallel;
+        const int block = plan.expertTp(tp) * ep;
+        const Replica &r0 = st.replicas.front();
+        const Node &n0 = nodes[static_cast<size_t>(stageNodes.front())];
+        if (block <= width)
+            return moeAllToAllMs(model, tp, r0.microBatch, cp, plan.sequenceParallel, ep, ep, n0.intraLink,
+                                 n0.intraLink, 1);
+        std::map<int, int> ranksOnNode; // the stage's ranks per node: they all run their all-to-alls at once
+        for (int n : stageNodes)
+            ranksOnNode[n] += width;
+        const int perBlock = block / width; // replicas a group spans
+        double worst = 0;
+        for (size_t b = 0; b + perBlock <= stageNodes.size(); b += static_cast<size_t>(perBlock)) {
+            const std::vector<int> blockNodes(stageNodes.begin() + static_cast<std::ptrdiff_t>(b),
+                                              stageNodes.begin() + static_cast<std::ptrdiff_t>(b) + perBlock);
+            for (int self : blockNodes) {
+                const int near = static_cast<int>(std::count(blockNodes.begin(), blockNodes.end(), self));
+                const int local = ep * near / perBlock; // group members on this rank's node
+                const Node &node = nodes[static_cast<size_t>(self)];
+                const Replica &rep = st.replicas[b];
+                for (const Link &l : linkTable.linksAmong(blockNodes))
+                    worst = std::max(worst,
+                                     moeAllToAllMs(model, tp, rep.microBatch, cp, plan.sequenceParallel, ep, local,
+                                                   node.intraLink, l, ranksOnNode[self]));
+            }
+        }
+        return worst;
     }
 
     /// P2P from stage i to stage `to` (the next, or stage 0 from the last when interleaved): one
@@ -935,6 +1054,7 @@ private:
     const DpSharding sharding; ///< dpShardingOf(plan)
     const int v = std::max(1, plan.virtualStages);
     const int cp = std::max(1, plan.contextParallel);
+    const ExpertLayout experts {std::max(1, plan.expertParallel), plan.expertTensorParallel};
     std::map<std::string, int> nodeByName;
     std::map<std::tuple<int, int, int>, LayerKernel> kernels; ///< (node, tp, mbs)
 };

@@ -151,6 +151,19 @@ std::vector<std::pair<std::string, std::string>> megatronShapeFlags(const Model 
     // The Model type has no bias field: Llama-style models (SwiGLU + RMSNorm) have no linear biases.
     if (s.swiglu && s.normalization == Normalization::RMSNorm)
         f.emplace_back("--disable-bias-linear", "");
+    if (s.isMoe()) {
+        // Megatron-core's MoE as its Mixtral / DeepSeek recipes run it: dropless top-k routing with
+        // the auxiliary load-balancing loss, all-to-all token dispatch, grouped expert GEMMs.
+        f.emplace_back("--num-experts", std::to_string(s.moe.experts));
+        f.emplace_back("--moe-router-topk", std::to_string(s.moe.topK));
+        f.emplace_back("--moe-ffn-hidden-size", std::to_string(s.moe.expertFfnHidden));
+        if (s.moe.sharedExpertFfnHidden > 0)
+            f.emplace_back("--moe-shared-expert-intermediate-size", std::to_string(s.moe.sharedExpertFfnHidden));
+        f.emplace_back("--moe-router-load-balancing-type", "aux_loss");
+        f.emplace_back("--moe-aux-loss-coeff", "1e-2");
+        f.emplace_back("--moe-token-dispatcher-type", "alltoall");
+        f.emplace_back("--moe-grouped-gemm", "");
+    }
     return f;
 }
 

@@ -673,6 +673,18 @@ bool analyseMegatron(const Plan &plan, const Cluster &cluster, const Model &mode
         diags.append(d);
         return false;
     }
+    if (model.shape.isMoe() && shape.tpPpDpOrder && plan.pp() > 1
+        && expertDataParallel(plan, plan.stages.front()) != shape.dp) {
+        // parallel_state.initialize_model_parallel: "When not using pp-last rank ordering, the data
+        // parallel size of the attention and moe layers must be the same".
+        diags.error("/expertParallel",
+                    "the plan's placement needs Megatron's tp-cp-ep-pp-dp rank order (--use-tp-pp-dp-mapping), where "
+                    "the expert data-parallel size must equal the DP size "
+                        + std::to_string(shape.dp) + ", found "
+                        + std::to_string(expertDataParallel(plan, plan.stages.front()))
+                        + "; use expertTp x expertParallel = TP x CP or place the stages node by node");
+        return false;
+    }
     shape.device = shape.nodes.front().device;
     shape.globalBatch = plan.globalBatch;
     shape.microBatches = plan.microBatches();
@@ -703,6 +715,11 @@ bool analyseFlagScale(const Plan &plan, const Cluster &cluster, const Model &mod
                 "expected \"none\" for FlagScale (its heterogeneous trainer builds its own data-parallel groups; "
                 "Megatron-FSDP is not one of them), found \""
                     + std::string(toString(plan.fsdp)) + "\" - export the plan for Megatron-LM");
+    if (model.shape.isMoe())
+        d.error("/expertParallel",
+                "expected a dense model for FlagScale: this exporter does not write MoE models into FlagScale's "
+                "heterogeneous meshes (their expert-parallel slot and expert groups are not checked against "
+                "FlagScale's trainer) - export the plan for Megatron-LM");
     checkMicroBatches(plan, f, d);
     checkEmbeddings(plan, model, f, d);
     checkFlagScaleRecompute(plan, f, d);

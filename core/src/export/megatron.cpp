@@ -59,6 +59,10 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
         add("--context-parallel-size", std::to_string(plan.contextParallel));
         add("--cp-comm-type", toString(plan.cpComm));
     }
+    if (request.model.shape.isMoe()) {
+        add("--expert-model-parallel-size", std::to_string(std::max(1, plan.expertParallel)));
+        add("--expert-tensor-parallel-size", std::to_string(plan.expertTp(m.tp)));
+    }
     const bool even
         = std::all_of(m.stageLayers.begin(), m.stageLayers.end(), [&](int n) { return n == m.stageLayers.front(); });
     const int v = std::max(1, plan.virtualStages);

@@ -131,6 +131,9 @@ FlagValues collectFlags(const std::vector<std::string> &args, MegatronArgs &a, D
                                                         "--recompute-method",
                                                         "--recompute-num-layers",
                                                         "--context-parallel-size",
+                                                        "--expert-model-parallel-size",
+                                                        "--expert-tensor-parallel-size",
+                                                        "--num-experts",
                                                         "--cp-comm-type",
                                                         "--fp8-format",
                                                         "--data-parallel-sharding-strategy",
@@ -307,6 +310,13 @@ MegatronArgs parseMegatronArgs(const std::vector<std::string> &args, Diagnostics
     if (a.numLayers == 0)
         diags.error("argv", "--num-layers is required");
     a.contextParallel = intOf("--context-parallel-size", 1);
+    a.expertParallel = intOf("--expert-model-parallel-size", 1);
+    a.expertTensorParallel = intOf("--expert-tensor-parallel-size", 0);
+    a.numExperts = intOf("--num-experts", 0);
+    if (a.expertParallel > 1 && a.numExperts == 0)
+        diags.error("argv",
+                    "--expert-model-parallel-size " + std::to_string(a.expertParallel)
+                        + " needs --num-experts (Megatron-LM: num_experts must be non None)");
     if (values.count("--cp-comm-type")) {
         if (const auto c = cpCommFromString(values["--cp-comm-type"]))
             a.cpComm = *c;

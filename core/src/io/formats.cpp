@@ -521,7 +521,7 @@ Model parseModel(const json &j, Diagnostics &diags)
     if (const json *sh = r.requireObject("shape")) {
         JsonObjectReader s(*sh, "/shape", diags);
         s.rejectUnknownKeys({"layers", "hidden", "heads", "kvGroups", "ffnHidden", "vocab", "seqLength", "swiglu",
-                             "tiedEmbeddings", "normalization", "positionEmbedding", "rotaryBase"});
+                             "tiedEmbeddings", "normalization", "positionEmbedding", "rotaryBase", "moe"});
         ModelShape &x = m.shape;
         x.layers = static_cast<int>(s.requireInt("layers", 1, 100000));
         x.hidden = static_cast<int>(s.requireInt("hidden", 1, 1 << 20));
@@ -537,6 +537,21 @@ Model parseModel(const json &j, Diagnostics &diags)
         x.positionEmbedding
             = static_cast<PositionEmbedding>(s.optionalEnum("positionEmbedding", {"learned", "rope"}).value_or(0));
         x.rotaryBase = static_cast<int>(s.optionalInt("rotaryBase", 1, 1000000000).value_or(10000));
+        if (const json *moe = s.optionalObject("moe")) {
+            JsonObjectReader e(*moe, "/shape/moe", diags);
+            e.rejectUnknownKeys({"experts", "topK", "expertFfnHidden", "sharedExpertFfnHidden"});
+            x.moe.experts = static_cast<int>(e.requireInt("experts", 2, 1 << 16));
+            x.moe.topK = static_cast<int>(e.requireInt("topK", 1, 1 << 16));
+            // Megatron-LM: moe_ffn_hidden_size defaults to ffn_hidden_size.
+            x.moe.expertFfnHidden
+                = static_cast<int>(e.optionalInt("expertFfnHidden", 1, 1 << 22).value_or(x.ffnHidden));
+            x.moe.sharedExpertFfnHidden
+                = static_cast<int>(e.optionalInt("sharedExpertFfnHidden", 0, 1 << 22).value_or(0));
+            if (x.moe.experts > 0 && x.moe.topK > x.moe.experts)
+                e.error("topK",
+                        "expected at most experts (" + std::to_string(x.moe.experts) + "), found "
+                            + std::to_string(x.moe.topK));
+        }
         if (x.heads > 0 && x.hidden % x.heads != 0)
             s.error("heads",
                     "expected a divisor of hidden (" + std::to_string(x.hidden) + "), found "
@@ -589,6 +604,12 @@ json toJson(const Model &m)
                   {"positionEmbedding", toString(s.positionEmbedding)}};
     if (s.rotaryBase != ModelShape {}.rotaryBase)
         j["shape"]["rotaryBase"] = s.rotaryBase;
+    if (s.isMoe()) {
+        j["shape"]["moe"] = {{"experts", s.moe.experts},
+                             {"topK", s.moe.topK},
+                             {"expertFfnHidden", s.moe.expertFfnHidden},
+                             {"sharedExpertFfnHidden", s.moe.sharedExpertFfnHidden}};
+    }
     j["training"] = {{"globalBatch", m.training.globalBatch},
                      {"precision", toString(m.training.precision)},
                      {"optimizer", toString(m.training.optimizer)},
@@ -642,7 +663,7 @@ Plan parsePlan(const json &j, Diagnostics &diags)
     r.requireFormat(kPlanFormat);
     r.rejectUnknownKeys({"format", "name", "globalBatch", "sequenceParallel", "distributedOptimizer",
                          "overlapGradReduce", "overlapParamGather", "virtualStages", "contextParallel", "cpComm", "fp8",
-                         "fsdp", "stages", "metrics", "provenance"});
+                         "fsdp", "expertParallel", "expertTensorParallel", "stages", "metrics", "provenance"});
     p.name = r.optionalString("name").value_or("");
     p.globalBatch = static_cast<int>(r.requireInt("globalBatch", 1, 1 << 24));
     p.sequenceParallel = r.optionalBool("sequenceParallel").value_or(false);
@@ -660,6 +681,8 @@ Plan parsePlan(const json &j, Diagnostics &diags)
         const int f = r.requireEnum("fsdp", {"none", "optim_grads", "optim_grads_params"});
         p.fsdp = kFsdp[f >= 0 && f < 3 ? f : 0];
     }
+    p.expertParallel = static_cast<int>(r.optionalInt("expertParallel", 1, 1 << 16).value_or(1));
+    p.expertTensorParallel = static_cast<int>(r.optionalInt("expertTensorParallel", 1, 1024).value_or(0));
     const json *stages = r.requireArray("stages");
     if (stages && stages->empty())
         r.error("stages", "expected at least one pipeline stage, found an empty list");
@@ -746,6 +769,10 @@ json toJson(const Plan &p)
         j["fp8"] = toString(p.fp8);
     if (p.fsdp != DpSharding::None)
         j["fsdp"] = toString(p.fsdp);
+    if (p.expertParallel != 1)
+        j["expertParallel"] = p.expertParallel;
+    if (p.expertTensorParallel != 0)
+        j["expertTensorParallel"] = p.expertTensorParallel;
     json stages = json::array();
     for (const Stage &s : p.stages) {
         json st {{"firstLayer", s.firstLayer}, {"layerCount", s.layerCount}};

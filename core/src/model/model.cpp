@@ -55,9 +55,30 @@ long long Model::paramsPerLayer() const
     const long long h = s.hidden, kv = kvChannels(), n = s.heads, g = s.kvGroups, f = s.ffnHidden;
     // QKV (n*kv + 2*g*kv outputs) and the output projection (n*kv -> h): 2*h*h*(1+g/n)*r.
     const long long attention = h * kv * (2 * n + 2 * g);
-    const long long mlp = (s.swiglu ? 3 : 2) * h * f;
+    const long long mlp = s.isMoe() ? 0 : (s.swiglu ? 3 : 2) * h * f;
     const long long norms = 2 * h * normSize(s);
-    return attention + mlp + norms;
+    // MoE: the router (h x experts, no bias), the shared expert and the routed experts.
+    const long long moe = s.isMoe()
+        ? h * s.moe.experts + (s.swiglu ? 3 : 2) * h * s.moe.sharedExpertFfnHidden + expertParamsPerLayer()
+        : 0;
+    return attention + mlp + norms + moe;
+}
+
+long long Model::expertParamsPerLayer() const
+{
+    const ModelShape &s = shape;
+    if (!s.isMoe())
+        return 0;
+    return static_cast<long long>(s.moe.experts) * (s.swiglu ? 3 : 2) * s.hidden * s.moe.expertFfnHidden;
+}
+
+long long Model::activeParamsPerLayer() const
+{
+    const ModelShape &s = shape;
+    if (!s.isMoe())
+        return paramsPerLayer();
+    const long long oneExpert = expertParamsPerLayer() / s.moe.experts;
+    return paramsPerLayer() - expertParamsPerLayer() + s.moe.topK * oneExpert;
 }
 
 long long Model::embeddingParams() const
@@ -79,6 +100,11 @@ long long Model::headParams() const
 long long Model::totalParams() const
 {
     return paramsPerLayer() * shape.layers + embeddingParams() + headParams();
+}
+
+long long Model::activeParams() const
+{
+    return activeParamsPerLayer() * shape.layers + embeddingParams() + headParams();
 }
 
 } // namespace memx

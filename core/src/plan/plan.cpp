@@ -172,6 +172,11 @@ std::string Plan::summary(const Cluster &cluster) const
         out << " fp8=" << toString(fp8);
     if (fsdp != DpSharding::None)
         out << " fsdp=" << toString(fsdp);
+    if (expertParallel > 1 || expertTensorParallel > 0) {
+        out << " ep" << expertParallel;
+        if (expertTensorParallel > 0)
+            out << " etp" << expertTensorParallel;
+    }
     for (const Stage &s : stages) {
         out << " | " << s.firstLayer << "-" << (s.firstLayer + s.layerCount - 1);
         // Group replicas by (device, tp, microBatch) so mixed stages read naturally.
@@ -291,7 +296,99 @@ void validateFp8(const Plan &plan, const Cluster &cluster, const Model &model, D
         }
 }
 
+/// MoE as Megatron-LM accepts it (parallel_state's expert rank generator, arguments.py): the
+/// experts divide by expertParallel, a stage's tp x cp x dp ranks by expertTp x expertParallel,
+/// every replica of a stage has the same TP (one rank grid), the expert TP divides it and the
+/// expert FFN, sequence parallelism with TP > 1 (Megatron's rule for MoE). This model's own
+/// limits: an expert group covers whole replicas or lies inside one; no Megatron-FSDP.
+void validateExperts(const Plan &plan, const Model &model, Diagnostics &diags)
+{
+    const MoeShape &moe = model.shape.moe;
+    const int ep = plan.expertParallel, etpField = plan.expertTensorParallel;
+    if (!model.shape.isMoe()) {
+        if (ep != 1)
+            diags.error("/expertParallel",
+                        "expected 1: model '" + model.id + "' has no experts (shape.moe), found " + std::to_string(ep));
+        if (etpField != 0)
+            diags.error("/expertTensorParallel",
+                        "expected no expert tensor parallelism: model '" + model.id + "' has no experts, found "
+                            + std::to_string(etpField));
+        return;
+    }
+    if (ep < 1 || moe.experts % ep != 0) {
+        diags.error("/expertParallel",
+                    "expected a divisor of the model's " + std::to_string(moe.experts) + " experts, found "
+                        + std::to_string(ep));
+        return;
+    }
+    if (etpField < 0 || etpField > 1024) {
+        diags.error("/expertTensorParallel",
+                    "expected 0 (the stage's TP) or an expert TP size from 1 to 1024, found "
+                        + std::to_string(etpField));
+        return;
+    }
+    const int cp = std::max(1, plan.contextParallel);
+    for (size_t si = 0; si < plan.stages.size(); ++si) {
+        const Stage &st = plan.stages[si];
+        if (st.replicas.empty())
+            continue;
+        const int tp = std::max(1, st.replicas.front().tp);
+        const std::string sp = jsonPointerJoin("/stages", si);
+        bool sameTp = true;
+        for (const Replica &r : st.replicas)
+            sameTp = sameTp && r.tp == st.replicas.front().tp;
+        if (!sameTp) {
+            diags.error(sp + "/replicas",
+                        "expected one TP size for every replica with experts (the expert groups span the "
+                        "stage's ranks as one grid), found several");
+            continue;
+        }
+        const int etp = plan.expertTp(tp);
+        const long long ranks = static_cast<long long>(tp) * cp * st.dp();
+        if (ranks % (static_cast<long long>(etp) * ep) != 0)
+            diags.error("/expertParallel",
+                        "expected expertTp x expertParallel (" + std::to_string(etp) + " x " + std::to_string(ep)
+                            + ") to divide stage " + std::to_string(si) + "'s " + std::to_string(ranks)
+                            + " ranks (TP x CP x DP), found " + std::to_string(etp * ep));
+        const int width = tp * cp;
+        if (etp > tp || tp % etp != 0)
+            diags.error("/expertTensorParallel",
+                        "expected a divisor of stage " + std::to_string(si) + "'s TP " + std::to_string(tp)
+                            + " (the expert-TP group stays inside the TP group), found " + std::to_string(etp));
+        else if (width % (etp * ep) != 0 && (etp * ep) % width != 0)
+            diags.error("/expertParallel",
+                        "expected expertTp x expertParallel (" + std::to_string(etp * ep)
+                            + ") to divide or be a multiple of a replica's " + std::to_string(width)
+                            + " TP x CP ranks (an expert group covers whole replicas or lies inside one), found "
+                            + std::to_string(ep));
+        if (moe.expertFfnHidden % etp != 0)
+            diags.error("/expertTensorParallel",
+                        "expected a divisor of the expert FFN size " + std::to_string(moe.expertFfnHidden) + ", found "
+                            + std::to_string(etp));
+        if (tp > 1 && !plan.sequenceParallel)
+            diags.error("/sequenceParallel",
+                        "expected true with TP " + std::to_string(tp)
+                            + " on a model with experts (Megatron-LM: \"When using MoE and tensor parallelism, "
+                              "sequence parallelism must be used\"), found false");
+    }
+    if (plan.fsdp != DpSharding::None)
+        diags.error("/fsdp",
+                    "expected \"none\" on a model with experts: the cost model does not shard experts with "
+                    "Megatron-FSDP (use the distributed optimizer), found \""
+                        + std::string(toString(plan.fsdp)) + "\"");
+}
+
 } // namespace
+
+int expertDataParallel(const Plan &plan, const Stage &stage)
+{
+    if (stage.replicas.empty())
+        return 1;
+    const int tp = std::max(1, stage.replicas.front().tp);
+    const long long ranks = static_cast<long long>(tp) * std::max(1, plan.contextParallel) * stage.dp();
+    const long long group = static_cast<long long>(plan.expertTp(tp)) * std::max(1, plan.expertParallel);
+    return static_cast<int>(std::max(1LL, ranks / std::max(1LL, group)));
+}
 
 void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, Diagnostics &diags)
 {
@@ -331,6 +428,7 @@ void validatePlan(const Plan &plan, const Cluster &cluster, const Model &model, 
     const int cp = plan.contextParallel;
     validateContextParallel(plan, model, diags);
     validateFp8(plan, cluster, model, diags);
+    validateExperts(plan, model, diags);
 
     int nextLayer = 0;
     std::set<std::pair<std::string, int>> used;

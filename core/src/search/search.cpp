@@ -606,6 +606,9 @@ private:
         // Megatron-FSDP: one stage (no pipeline parallelism), and at DP 1 nothing to shard.
         if (shard >= DpSharding::Gradients && p > 1)
             return &out.pruned.launcher;
+        // MoE: validatePlan refuses Megatron-FSDP with experts (not modelled).
+        if (shard >= DpSharding::Gradients && c.req->model.shape.isMoe())
+            return &out.pruned.launcher;
         if (shard >= DpSharding::Gradients && ps.maxDp == 1 && c.hasUnshardedChoice)
             return &out.pruned.duplicates;
         return nullptr;
@@ -1485,6 +1488,13 @@ void checkSearchRequest(const SearchRequest &req, int globalBatch)
     for (int v : req.space.microBatches)
         if (v < 1)
             throw std::invalid_argument("micro-batch sizes must be positive, found " + std::to_string(v));
+    if (req.model.shape.isMoe() && !req.space.sequenceParallel)
+        for (int t : req.space.tensorParallel)
+            if (t > 1)
+                throw std::invalid_argument(
+                    "model '" + req.model.id
+                    + "' has experts: Megatron-LM needs sequence parallelism with TP > 1 on MoE models; search "
+                      "with sequence parallelism on or TP 1 only");
     if (req.space.fp8 != Fp8Format::Off)
         for (const NodeGroup &g : req.cluster.groups)
             if (!req.cluster.deviceOf(g).denseFp8Tflops)

@@ -7,6 +7,15 @@ namespace memx {
 
 struct CostOptions;
 
+/// How an MoE layer's experts are laid out over the ranks (Plan::expertParallel, Plan::expertTp):
+/// each rank holds experts / ep experts, each split `etp` ways. Ignored for a dense model.
+struct ExpertLayout {
+    int ep = 1;
+    int etp = 0; ///< 0: the replica's TP (Megatron-LM's default)
+    int resolvedEtp(int tp) const { return etp > 0 ? etp : tp; }
+    bool operator==(const ExpertLayout &) const = default;
+};
+
 /// Figures of the kernel-level compute model for one device (computeParams).
 struct ComputeParams {
     double peakFlops = 0; ///< dense peak in the model's precision, FLOP/s
@@ -56,9 +65,15 @@ struct LayerSeconds {
 /// FP8 by a memory-bound kernel (forward: the four inputs; backward: the four output gradients;
 /// fp8CastBytesPerElement each), and the casts and scaling updates are more host ops
 /// (CostOptions::fp8OpsPerLayerForward / Backward). Attention stays 16-bit.
+/// MoE (Model::shape.moe): the MLP is the router GEMM (the rank's tokens x experts), the shared
+/// expert (TP-split like a dense MLP) and the rank's experts / ep experts as grouped GEMMs whose
+/// token count per expert is balanced routing's tokens x topK x ep x etp / (tp x experts), every
+/// expert's rows padded to whole tiles; the token permutation and un-permutation through HBM;
+/// CostOptions::opsPerMoeLayerForward / Backward more host ops. Its all-to-alls are
+/// moeAllToAllMs' (memx/cost/costmodel.h).
 LayerSeconds transformerLayerSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch,
                                      bool sequenceParallel, AttentionBackend attention, const CostOptions &options,
-                                     int contextParallel = 1, bool fp8 = false);
+                                     int contextParallel = 1, bool fp8 = false, ExpertLayout experts = {});
 /// Output layer (final norm, logits GEMM over the padded vocabulary, fp32 cross-entropy).
 PassSeconds headSeconds(const ComputeParams &p, const Model &model, int tp, int microBatch, const CostOptions &options);
 /// Embedding lookup (a gather of b x s x h 16-bit values, memory bound) and its scatter-add.

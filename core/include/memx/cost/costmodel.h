@@ -1,6 +1,7 @@
 #pragma once
 
 #include "memx/cluster/cluster.h"
+#include "memx/cost/compute.h"
 #include "memx/model/model.h"
 #include "memx/plan/plan.h"
 #include "memx/profile/measuredrun.h"
@@ -43,6 +44,12 @@ struct CostOptions {
     /// twice): a ring step of p2p (send, receive, block attention, softmax correction) per peer,
     /// the gather of all_gather, each pair of all-to-alls of a2a.
     double opsPerContextParallelStep = 4;
+    /// Extra framework ops of one MoE layer's forward / backward beyond a dense layer's: router
+    /// (GEMM, softmax, top-k, auxiliary loss), permutation, the two all-to-alls, the grouped
+    /// expert GEMMs and activation, un-permutation (Megatron-core's MoELayer with the alltoall
+    /// dispatcher, counted op by op).
+    double opsPerMoeLayerForward = 20;
+    double opsPerMoeLayerBackward = 30;
     /// Fixed host work per iteration (optimizer launch, gradient-norm reduction, logging), ms.
     double iterationOverheadMs = 2.0;
     /// Achieved fraction of HBM bandwidth of the (memory-bound) optimizer step.
@@ -138,6 +145,8 @@ struct StageEstimate {
     double stepMs = 0; ///< forward + backward + recompute + TP, CP and FSDP communication, per micro-batch
     /// Megatron-FSDP's exposed per-micro-batch data-parallel traffic (fsdpMicroBatchComm), in stepMs
     double fsdpCommMs = 0;
+    /// MoE: the exposed expert-parallel all-to-alls (dispatch + combine), per micro-batch, in stepMs
+    double moeCommMs = 0;
     double p2pMs = 0; ///< send of one activation to the next stage (0 on the last stage)
     double dpSyncMs = 0; ///< gradient synchronisation of the stage's data-parallel group, per iteration
     double optimizerMs = 0; ///< optimizer step, per iteration
@@ -223,7 +232,10 @@ struct LayerKernel {
 
 /// Memory figures of one transformer layer / the model ends, per GPU.
 struct MemoryKernel {
-    double layerParams = 0; ///< parameters of one layer on one TP rank
+    double layerParams = 0; ///< parameters of one layer on one TP rank (MoE: incl. its experts' share)
+    /// MoE: the part of layerParams in the rank's experts (experts / ep, each / etp), whose
+    /// gradients and optimizer state shard over the expert data-parallel group; 0 when dense.
+    double layerExpertParams = 0;
     double embeddingParams = 0; ///< on one TP rank of the first stage
     double headParams = 0; ///< output layer + final norm on one TP rank of the last stage
     double layerActivationBytes[3] = {0, 0, 0}; ///< stored per layer per micro-batch: none, selective, full
@@ -248,9 +260,13 @@ double headForwardFlops(const Model &model, int tp, int microBatch);
 /// `intraLink` (profiles are not used: they are measured at the whole sequence).
 /// `fp8` (Plan::fp8 != Off): the layers' linear GEMMs in FP8 (transformerLayerSeconds) and the
 /// weights' cast once per iteration (fp8WeightCastMsPerParam); 16-bit profiles are not used.
+/// `experts`: an MoE model's expert layout (transformerLayerSeconds; its TP collectives: the
+/// attention's, the shared expert's, and with an expert TP > 1 the gather / reduce-scatter of the
+/// routed tokens in the expert-TP group); profiles are used only for a dense model.
 LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const Model &model, int tp, int microBatch,
                             bool sequenceParallel, const ProfileSet *profiles, const CostOptions &options,
-                            int contextParallel = 1, CpComm cpComm = CpComm::P2P, bool fp8 = false);
+                            int contextParallel = 1, CpComm cpComm = CpComm::P2P, bool fp8 = false,
+                            ExpertLayout experts = {});
 /// Memory figures of one transformer layer and the model ends on `device`. `profiles` may be
 /// null; when it holds the (device, model, tp, micro-batch, sequence) key with measured per-layer
 /// activation bytes, those replace the formula's stored bytes without recompute (selective keeps
@@ -260,9 +276,24 @@ LayerKernel makeLayerKernel(const GpuSpec &device, const Link &intraLink, const 
 /// `fp8` on a device with FP8: the GEMM inputs kept for backward in FP8 (norm outputs and FC2
 /// input: 1 byte instead of 2; the attention output's FP8 copy beside flash attention's 16-bit
 /// one) and the FP8 weight copies (fp8WeightBytesPerLayer); profiles are not used then.
+/// MoE (`experts`): a layer's dense part splits over TP, the router stays whole on every rank, the
+/// rank holds experts / ep experts each split etp ways (layerExpertParams); the stored activations
+/// replace the dense MLP's by the shared expert's, the routed token copies' (topK per token: the
+/// expert FC1 input, the activation input and output, the FC2 output kept for the weighted
+/// combine) and the router's fp32 logits and probabilities; profiles are not used.
 MemoryKernel makeMemoryKernel(const Model &model, const GpuSpec &device, int tp, int microBatch, bool sequenceParallel,
                               int pipelineStages, const ProfileSet *profiles, const CostOptions &options,
-                              int contextParallel = 1, bool fp8 = false);
+                              int contextParallel = 1, bool fp8 = false, ExpertLayout experts = {});
+
+/// One MoE layer's expert-parallel all-to-alls per micro-batch on one rank, forward, ms (the
+/// backward sends the gradients the same way: the same time again): dispatch and combine, each
+/// moving the rank's routed token copies (its tokens, s / cp / tp with sequence parallelism,
+/// x topK x hidden x 2 bytes) (ep - 1) / ep to the other ranks of its group. `local` of the `ep`
+/// ranks (with itself) share the rank's node: their share crosses `intra`; the rest crosses
+/// `inter`, whose NIC `flows` ranks of the node use at once. Not overlapped (Megatron-LM's
+/// default). 0 with ep 1.
+double moeAllToAllMs(const Model &model, int tp, int microBatch, int contextParallel, bool sequenceParallel, int ep,
+                     int local, const Link &intra, const Link &inter, int flows);
 
 /// Ring all-reduce time (nccl-tests): 2(n-1)/n * bytes / B + 2(n-1) latency, ms.
 double allReduceMs(int n, double bytes, const Link &link);
@@ -390,8 +421,10 @@ struct MemoryBreakdown {
 /// Gradients also the 4 B fp32 gradients (plus two units' unsharded gradients in the
 /// reduce-scatter buckets); Parameters also the 2 B weights (plus two units gathered: the one
 /// computing and the prefetched one, with their FP8 copies).
+/// `expertDp` (MoE): ranks the experts' sharded state is split over (expertDataParallel); 0: dp.
 MemoryBreakdown gpuMemory(const MemoryKernel &kernel, int layerCount, bool hasEmbedding, bool hasHead,
-                          Recompute recompute, double inFlight, int dp, DpSharding sharding, int groups);
+                          Recompute recompute, double inFlight, int dp, DpSharding sharding, int groups,
+                          int expertDp = 0);
 /// Micro-batches (of the whole stage) stage `stage` of `p` holds at its peak with `m`
 /// micro-batches and `virtualStages` chunks per rank: min(p - stage, m) for 1F1B; for the
 /// interleaved schedule Megatron-LM's warm-up chunks 2(p - stage - 1) + (v - 1) p, + 1, at most

@@ -25,6 +25,9 @@ struct MegatronArgs {
     bool fp16 = false;
     bool tpPpDpMapping = false; ///< --use-tp-pp-dp-mapping (rank order tp-cp-ep-pp-dp)
     int contextParallel = 1; ///< --context-parallel-size
+    int expertParallel = 1; ///< --expert-model-parallel-size
+    int expertTensorParallel = 0; ///< --expert-tensor-parallel-size (0: absent, Megatron's default = TP)
+    int numExperts = 0; ///< --num-experts (0: dense)
     CpComm cpComm = CpComm::P2P; ///< --cp-comm-type
     Fp8Format fp8 = Fp8Format::Off; ///< --fp8-format
     /// --use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads / optim_grads_params

@@ -23,6 +23,20 @@ const char *toString(AttentionBackend v);
 /// "auto", "flash", "fused" or "unfused"; nullopt for anything else.
 std::optional<AttentionBackend> attentionFromString(const std::string &text);
 
+/// Mixture-of-experts MLP (Megatron-LM's --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
+/// --moe-shared-expert-intermediate-size): every transformer layer's MLP is `experts` expert MLPs
+/// of width `expertFfnHidden` behind a linear router (hidden x experts, no bias) that sends each
+/// token to `topK` of them (dropless, Megatron's default), plus an always-on shared expert of
+/// width `sharedExpertFfnHidden` (0: none). experts == 0: a dense model.
+struct MoeShape {
+    int experts = 0;
+    int topK = 0;
+    int expertFfnHidden = 0;
+    int sharedExpertFfnHidden = 0;
+
+    bool operator==(const MoeShape &) const = default;
+};
+
 /// Shape of a decoder-only transformer.
 struct ModelShape {
     int layers = 0;
@@ -37,6 +51,9 @@ struct ModelShape {
     Normalization normalization = Normalization::LayerNorm;
     PositionEmbedding positionEmbedding = PositionEmbedding::Learned;
     int rotaryBase = 10000; ///< RoPE base (theta); Megatron-LM's --rotary-base, whose default is 10000
+    MoeShape moe; ///< experts == 0: dense MLP of ffnHidden
+
+    bool isMoe() const { return moe.experts > 0; }
 
     bool operator==(const ModelShape &) const = default;
 };
@@ -61,13 +78,22 @@ struct Model {
     /// Attention head dimension (kv channels) = hidden / heads.
     int kvChannels() const { return shape.heads > 0 ? shape.hidden / shape.heads : 0; }
     /// Parameters of one transformer layer (attention, MLP, biases, two norms), as
-    /// Megatron-LM's theoretical_memory_usage.py counts them plus the bias terms.
+    /// Megatron-LM's theoretical_memory_usage.py counts them plus the bias terms. MoE: the
+    /// router, every expert and the shared expert.
     long long paramsPerLayer() const;
+    /// MoE: the routed experts' parameters of one layer (experts x one expert MLP); 0 when dense.
+    /// They are split over the expert-parallel group, the rest of the layer over TP.
+    long long expertParamsPerLayer() const;
+    /// Parameters one token passes through in a layer: the dense layer, or with MoE the layer
+    /// less the experts it is not routed to (topK of them).
+    long long activeParamsPerLayer() const;
     /// Word embedding (+ learned position embedding) parameters.
     long long embeddingParams() const;
     /// Output layer parameters when embeddings are untied (0 when tied), plus the final norm.
     long long headParams() const;
     long long totalParams() const;
+    /// Parameters a token passes through (totalParams for a dense model).
+    long long activeParams() const;
 
     bool operator==(const Model &) const = default;
 };

@@ -119,8 +119,20 @@ struct Plan {
     /// FP8 GEMMs (Transformer Engine); every GPU of the plan must support FP8
     /// (GpuSpec::denseFp8Tflops).
     Fp8Format fp8 = Fp8Format::Off;
+    /// MoE (Model::shape.moe): expert parallelism (Megatron-LM's --expert-model-parallel-size):
+    /// each of a stage's ranks holds experts / expertParallel of every layer's experts, and the
+    /// tokens travel to their experts and back by all-to-alls in groups of expertParallel ranks.
+    /// Megatron's expert rank order (tp-ep-dp): a stage's tp x cp x dp ranks form groups of
+    /// expertTp x expertParallel consecutive ranks; the rest is the expert data-parallel size.
+    /// 1 = no expert parallelism (every rank holds every expert).
+    int expertParallel = 1;
+    /// Tensor parallelism inside each expert (--expert-tensor-parallel-size); 0 = the stage's TP
+    /// (Megatron-LM's default). expertTp(tp) resolves it.
+    int expertTensorParallel = 0;
     std::vector<Stage> stages;
 
+    /// The expert tensor-parallel size of a replica with `tp`.
+    int expertTp(int tp) const { return expertTensorParallel > 0 ? expertTensorParallel : tp; }
     int pp() const { return static_cast<int>(stages.size()); }
     int totalGpus() const;
     /// Micro-batches per iteration (globalBatch / stage 0's samplesPerStep()); 0 if undefined.
@@ -130,6 +142,11 @@ struct Plan {
 
     bool operator==(const Plan &) const = default;
 };
+
+/// Ranks of `stage` that share each expert's shard: the expert data-parallel size
+/// tp x cp x dp / (expertTp x expertParallel) (Megatron-LM's expert_data_parallel_size); the
+/// dense parameters are shared by dp x cp ranks. 1 for a dense model's nonexistent experts.
+int expertDataParallel(const Plan &plan, const Stage &stage);
 
 /// The plan's data-parallel sharding: fsdp when set, else Optimizer with the distributed
 /// optimizer, else None.
