@@ -101,6 +101,15 @@ static Cluster syntheticCluster()
 }
 
 /// 4 layers, h 1024, 16 heads, f 4096, vocab 32000, s 1024: every dimension a multiple of 128.
+/// Every diagnostic of `d`, one per line (for QVERIFY2 messages and substring checks).
+static std::string text(const Diagnostics &d)
+{
+    std::string t;
+    for (const Diagnostic &x : d.items())
+        t += x.toString() + "\n";
+    return t;
+}
+
 static Model tinyModel()
 {
     Model m;
@@ -877,12 +886,6 @@ private slots:
     /// per-micro-batch collectives worked by hand, and estimatePlan adding it to every step.
     void mixtureOfExpertsByHand()
     {
-        const auto text = [](const Diagnostics &d) {
-            std::string t;
-            for (const Diagnostic &x : d.items())
-                t += x.toString() + "\n";
-            return t;
-        };
         // Mixtral 8x7B (arXiv 2401.04088: 47B parameters, 13B active). Per layer: attention
         // 4096 x 128 x (2 x 32 + 2 x 8) = 41,943,040; 8 experts x 3 x 4096 x 14336 = 1,409,286,144;
         // router 4096 x 8 = 32,768; two RMSNorms 8,192. Embedding and output layer 4096 x 32000 each.
@@ -966,12 +969,6 @@ private slots:
 
     void fsdpByHand()
     {
-        const auto text = [](const Diagnostics &d) {
-            std::string t;
-            for (const Diagnostic &x : d.items())
-                t += x.toString() + "\n";
-            return t;
-        };
         // fsdpMicroBatchComm: reduce-scatter 10 ms, all-gather 5 ms, forward 20, backward 40,
         // 10 units, contention 0.25. Gradients: max(10/10, 10 - 40 x 9/10) = 1 exposed, + 0.25 x 9
         // hidden = 3.25; the all-gather of the updated weights stays per iteration.

@@ -159,6 +159,8 @@ Plan planFromScripts(const std::vector<ExportFile> &files, const Plan &original,
     p.virtualStages = a.virtualStages;
     p.contextParallel = cp;
     p.cpComm = a.cpComm;
+    p.expertParallel = a.expertParallel;
+    p.expertTensorParallel = a.expertTensorParallel;
     int first = 0;
     for (int s = 0; s < a.pp; ++s) {
         Stage st;

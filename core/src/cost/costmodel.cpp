@@ -479,7 +479,7 @@ ReplicaStep replicaStep(const LayerKernel &k, int first, int count, bool hasEmbe
     r.cpCommMs = count * k.cpCommPerLayerMs;
     if (rc.method == RecomputeMethod::Full) {
         // "block": the first n layers of the stage are recomputed (n = 0 means all).
-        const int n = rc.layers > 0 ? std::min(rc.layers, count) : count;
+        const int n = recomputedLayers(rc, count);
         r.recomputeMs = k.forwardPrefixMs[first + n] - k.forwardPrefixMs[first];
         r.tpCommMs += n * k.tpCommRecomputePerLayerMs;
         r.cpCommMs += n * k.cpCommRecomputePerLayerMs;
@@ -531,7 +531,7 @@ MemoryBreakdown gpuMemory(const MemoryKernel &k, int layerCount, bool hasEmbeddi
         perMicroBatch = layerCount * k.layerActivationBytes[1];
         break;
     case RecomputeMethod::Full: {
-        const int n = rc.layers > 0 ? std::min(rc.layers, layerCount) : layerCount;
+        const int n = recomputedLayers(rc, layerCount);
         perMicroBatch = n * k.layerActivationBytes[2] + (layerCount - n) * k.layerActivationBytes[0];
         working = k.fullWorkingSetBytes;
         break;
@@ -775,9 +775,7 @@ public:
             if (model.shape.isMoe() && plan.expertParallel > 1) {
                 // The expert-parallel all-to-alls: forward, backward (the same again) and the
                 // forward of every fully recomputed layer.
-                const int n = st.recompute.method == RecomputeMethod::Full
-                    ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
-                    : 0;
+                const int n = recomputedLayers(st.recompute, st.layerCount);
                 se.moeCommMs = moeAllToAllPerLayerMs(st, stageNodes) * (2.0 * st.layerCount + n);
                 se.stepMs += se.moeCommMs;
             }
@@ -981,12 +979,13 @@ private:
         for (size_t b = 0; b + perBlock <= stageNodes.size(); b += static_cast<size_t>(perBlock)) {
             const std::vector<int> blockNodes(stageNodes.begin() + static_cast<std::ptrdiff_t>(b),
                                               stageNodes.begin() + static_cast<std::ptrdiff_t>(b) + perBlock);
+            const std::vector<Link> links = linkTable.linksAmong(blockNodes);
             for (int self : blockNodes) {
                 const int near = static_cast<int>(std::count(blockNodes.begin(), blockNodes.end(), self));
                 const int local = ep * near / perBlock; // group members on this rank's node
                 const Node &node = nodes[static_cast<size_t>(self)];
                 const Replica &rep = st.replicas[b];
-                for (const Link &l : linkTable.linksAmong(blockNodes))
+                for (const Link &l : links)
                     worst = std::max(worst,
                                      moeAllToAllMs(model, tp, rep.microBatch, cp, plan.sequenceParallel, ep, local,
                                                    node.intraLink, l, ranksOnNode[self]));

@@ -61,7 +61,8 @@ std::vector<std::pair<std::string, std::string>> megatronFlags(const ExportReque
     }
     if (request.model.shape.isMoe()) {
         add("--expert-model-parallel-size", std::to_string(std::max(1, plan.expertParallel)));
-        add("--expert-tensor-parallel-size", std::to_string(plan.expertTp(m.tp)));
+        if (plan.expertTensorParallel > 0) // else Megatron-LM's default: the TP size
+            add("--expert-tensor-parallel-size", std::to_string(plan.expertTensorParallel));
     }
     const bool even
         = std::all_of(m.stageLayers.begin(), m.stageLayers.end(), [&](int n) { return n == m.stageLayers.front(); });

@@ -537,12 +537,7 @@ struct PlanSim {
     const Node &nodeOf(const Replica &r) const { return nodes[static_cast<size_t>(nodeIndex(r.node))]; }
     const GpuSpec &deviceOf(const Replica &r) const { return cluster.devices[static_cast<size_t>(nodeOf(r).device)]; }
     /// Layers of `st` that full recompute covers.
-    static int recomputedLayers(const Stage &st)
-    {
-        return st.recompute.method == RecomputeMethod::Full
-            ? (st.recompute.layers > 0 ? std::min(st.recompute.layers, st.layerCount) : st.layerCount)
-            : 0;
-    }
+    static int recomputedLayers(const Stage &st) { return memx::recomputedLayers(st.recompute, st.layerCount); }
 };
 
 /// One replica's forward / backward per micro-batch (compute, recompute, TP collectives) and

@@ -60,6 +60,14 @@ struct Recompute {
     bool operator==(const Recompute &) const = default;
 };
 
+/// Layers of a `layerCount`-layer stage that `rc` recomputes in full (0 without full recompute).
+inline int recomputedLayers(Recompute rc, int layerCount)
+{
+    if (rc.method != RecomputeMethod::Full)
+        return 0;
+    return rc.layers > 0 && rc.layers < layerCount ? rc.layers : layerCount;
+}
+
 /// One data-parallel replica of a stage: `tp` x Plan::contextParallel GPUs of one node,
 /// tensor-parallel together (and context-parallel: each TP group holds 1/cp of every sequence).
 struct Replica {
