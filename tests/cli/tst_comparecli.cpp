@@ -35,11 +35,16 @@ private slots:
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(j.value("format").toString(), QStringLiteral("memx.compare/1"));
         const QJsonArray methods = j.value("methods").toArray();
-        QCOMPARE(methods.size(), 5);
+        QCOMPARE(methods.size(), 9);
         QStringList ids;
         for (const auto &m : methods)
             ids << m.toObject().value("id").toString();
-        QCOMPARE(ids, (QStringList {"memx", "time-only", "uniform-split", "analytic", "exhaustive-profiling"}));
+        QCOMPARE(ids,
+                 (QStringList {"memx", "time-only", "uniform-split", "analytic", "exhaustive-profiling", "metis", "amp",
+                               "sailor", "galvatron"}));
+        // Metis cannot plan 20 GPUs (no power-of-two device groups): no plan, and it says why.
+        QVERIFY(!methods[5].toObject().value("hasPlan").toBool());
+        QVERIFY(methods[5].toObject().value("refusal").toString().contains(QLatin1String("power")));
         const QJsonObject ex = methods[4].toObject();
         QCOMPARE(ex.value("profilingSeconds").toDouble(), 47.0 * ex.value("validConfigs").toDouble());
         QVERIFY(methods[1].toObject().value("plan").isObject());
@@ -72,7 +77,7 @@ private slots:
         QVERIFY2(r.code == 0, qPrintable(r.errText()));
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         const QJsonArray methods = j.value("methods").toArray();
-        QCOMPARE(methods.size(), 5);
+        QCOMPARE(methods.size(), 9); // five methods and the four published planners
         const QJsonObject memxM = methods[0].toObject(), analytic = methods[3].toObject();
         QCOMPARE(memxM.value("id").toString(), QStringLiteral("memx"));
         QVERIFY2(memxM.value("predictor").toString().startsWith(QLatin1String("learned")),
@@ -125,6 +130,55 @@ private slots:
                      "--weights", "1,x,0"});
         QCOMPARE(r.code, 2);
         QVERIFY(r.errText().contains(QStringLiteral("--weights")));
+    }
+
+    void compareOnMeasuredRuns()
+    {
+        // The real megatron-tutorials runs (8 x H100), imported as a user does, then every method's
+        // own cost model on them: one row per method, MemX's figures equal memx evaluate --analytic's.
+        QTemporaryDir dir;
+        const QString project = dir.filePath("mt.memx");
+        const QString csv = QStringLiteral(MEMX_SHARED_DIR "/data/public/megatron-tutorials/h100_runs.csv");
+        if (!QFile::exists(csv))
+            QSKIP("the public megatron-tutorials data is not next to the checkout");
+        Run r = runMemx({"profile", "import", "--format", "runs-csv", csv, "--project", project});
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        r = runMemx({"compare", "--measured", project, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(j.value("format").toString(), QStringLiteral("memx.compare-measured/1"));
+        const QJsonArray methods = j.value("methods").toArray();
+        QStringList ids;
+        for (const auto &m : methods)
+            ids << m.toObject().value("id").toString();
+        QCOMPARE(ids, (QStringList {"memx", "metis", "amp", "sailor", "galvatron"}));
+        Run ev = runMemx({"evaluate", "--project", project, "--analytic", "--json"});
+        QVERIFY2(ev.code == 0, qPrintable(ev.errText()));
+        const QJsonObject evAll = QJsonDocument::fromJson(ev.out)
+                                      .object()
+                                      .value("reports")
+                                      .toArray()[0]
+                                      .toObject()
+                                      .value("analytic")
+                                      .toObject()
+                                      .value("all")
+                                      .toObject();
+        const QJsonObject mxAll = methods[0].toObject().value("all").toObject();
+        QVERIFY2(std::abs(mxAll.value("timeMapePct").toDouble() - evAll.value("timeMapePct").toDouble()) < 1e-9,
+                 qPrintable(QString::fromUtf8(QJsonDocument(evAll).toJson())));
+        for (const auto &m : methods) {
+            const QJsonObject o = m.toObject();
+            QVERIFY2(o.value("costed").toInt() > 40, qPrintable(o.value("id").toString()));
+            QVERIFY(o.value("all").toObject().value("timeMapePct").toDouble() > 0);
+        }
+        QVERIFY(!methods[2].toObject().value("hasMemory").toBool()); // AMP
+        r = runMemx({"compare", "--measured", project});
+        QVERIFY2(r.code == 0, qPrintable(r.errText()));
+        for (const char *s : {"metis", "amp", "sailor", "galvatron", "time MAPE", "tbl-101"})
+            QVERIFY2(r.outText().contains(QLatin1String(s)), s);
+        r = runMemx({"compare", "--measured", dir.filePath("missing.memx")});
+        QCOMPARE(r.code, 1);
+        QVERIFY(r.errText().contains(QLatin1String("missing.memx")));
     }
 
     void scaleWritesChartsAndTable()

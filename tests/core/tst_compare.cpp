@@ -1,7 +1,10 @@
 // memx/evaluation: baselines, ground truth, scale-out replication, SVG charts.
 #include "memx/evaluation/compare.h"
+#include "memx/evaluation/measuredcompare.h"
 #include "memx/evaluation/scale.h"
 #include "memx/io/formats.h"
+#include "memx/testbed/virtualtestbed.h"
+#include "memx/util/diagnostic.h"
 
 #include <QTest>
 #include <QXmlStreamReader>
@@ -85,7 +88,7 @@ private slots:
     {
         const CompareRequest req = smallRequest("paper-20gpu-nvidia-amd.json");
         const CompareReport r = runCompare(req);
-        QCOMPARE(r.methods.size(), size_t(5));
+        QCOMPARE(r.methods.size(), size_t(9)); // MemX, baselines 1-4, the four published planners
         const MethodOutcome &memx = r.methods[0], &b1 = r.methods[1], &b2 = r.methods[2], &b3 = r.methods[3],
                             &b4 = r.methods[4];
         QCOMPARE(memx.id, std::string("memx"));
@@ -148,6 +151,135 @@ private slots:
         const CompareReport again = runCompare(req);
         QCOMPARE(again.methods[1].measuredTimeMs, b1.measuredTimeMs);
         QCOMPARE(again.truth.timeOrder, r.truth.timeOrder);
+    }
+
+    void publishedPlannersInCompare()
+    {
+        // The published planners plan with their own cost models; compare runs MemX's cost model
+        // and the testbed on their picks.
+        const CompareRequest req = smallRequest("paper-20gpu-nvidia-amd.json");
+        const CompareReport r = runCompare(req);
+        QCOMPARE(r.methods.size(), size_t(9));
+        const BaselineContext context(req.search.cluster, req.search.model, req.search.model.training.globalBatch,
+                                      nullptr, req.search.cost);
+        for (size_t k = 0; k < std::size(kBaselines); ++k) {
+            const MethodOutcome &o = r.methods[5 + k];
+            QCOMPARE(o.id, std::string(baselineId(kBaselines[k])));
+            QVERIFY(o.published);
+            if (kBaselines[k] == Baseline::Metis) {
+                // 20 GPUs: no power-of-two device groups cover them; Metis has no plan.
+                QVERIFY(!o.hasPlan);
+                QVERIFY2(o.refusal.find("power") != std::string::npos, o.refusal.c_str());
+                continue;
+            }
+            QVERIFY2(o.hasPlan, (o.id + ": " + o.refusal).c_str());
+            Diagnostics diags;
+            validatePlan(o.plan, req.search.cluster, req.search.model, diags);
+            QVERIFY2(diags.empty(), o.id.c_str());
+            // Its own prediction is its cost model's; "predicted" is MemX's estimate of the pick.
+            QCOMPARE(o.ownTimeMs, baselineEstimate(kBaselines[k], o.plan, context).timeMs);
+            const PlanEstimate e = estimatePlan(o.plan, req.search.cluster, req.search.model, nullptr, req.search.cost);
+            QCOMPARE(o.predictedTimeMs, e.iterationTimeMs);
+            QCOMPARE(o.memxOom, e.oom);
+            // The pick is a ground-truth candidate proposed by the planner; its measurement is that one's.
+            bool found = false;
+            for (const TruthCandidate &c : r.truth.candidates) {
+                Plan a = c.plan, b = o.plan;
+                a.name = b.name = "";
+                if (a == b) {
+                    found = true;
+                    QVERIFY(std::find(c.proposedBy.begin(), c.proposedBy.end(), o.id) != c.proposedBy.end());
+                    QCOMPARE(o.measuredOk, c.ok);
+                    QCOMPARE(o.measuredTimeMs, c.timeMs);
+                    // A plan measures the same wherever it sits in the candidate list: one run of
+                    // it alone on the same testbed gives the same time.
+                    Plan alone = o.plan;
+                    alone.name = "candidate";
+                    const TestbedRun solo = VirtualTestbed(req.testbedSeed, req.testbed)
+                                                .runPlan(alone, req.search.cluster, req.search.model);
+                    QCOMPARE(solo.ok, c.ok);
+                    if (solo.ok)
+                        QCOMPARE(solo.run.iterationTimeMs, c.timeMs);
+                }
+            }
+            QVERIFY2(found, o.id.c_str());
+            QCOMPARE(o.ownHasMemory, kBaselines[k] != Baseline::Amp);
+        }
+        const nlohmann::json j = toJson(r, req.search.cluster);
+        QCOMPARE(j["methods"][5]["id"].get<std::string>(), std::string("metis"));
+        QVERIFY(j["methods"][5].contains("refusal"));
+        QVERIFY(j["methods"][6]["own"].contains("timeMs"));
+    }
+
+    void publishedPlannersOnMeasuredRuns()
+    {
+        // Synthetic "measured" runs (times = 1.1 x MemX's estimate, peaks = 0.9 x) of DP/TP plans on
+        // 8 x H100: every method's MAPE is recomputed here from its own estimate of each plan.
+        const Cluster cluster = loadCluster(kSamples + "h100-8x.json");
+        const Model m = resolveModel("gpt3-1.3b");
+        std::vector<MeasuredRun> runs;
+        for (int tp : {1, 2, 4, 8}) {
+            MeasuredRun r;
+            r.id = "synthetic/tp" + std::to_string(tp);
+            r.plan.globalBatch = 64;
+            Stage s;
+            s.layerCount = m.shape.layers;
+            for (int d = 0; d < 8 / tp; ++d) {
+                Replica rep;
+                rep.node = cluster.nodes().front().name;
+                rep.tp = tp;
+                rep.microBatch = 2;
+                for (int g = 0; g < tp; ++g)
+                    rep.gpus.push_back(d * tp + g);
+                s.replicas.push_back(rep);
+            }
+            r.plan.stages.push_back(s);
+            r.cluster = cluster;
+            r.clusterName = cluster.name;
+            r.modelId = m.id;
+            r.group = "synthetic";
+            const PlanEstimate e = estimatePlan(r.plan, cluster, m, nullptr, CostOptions {});
+            r.iterationTimeMs = 1.1 * e.iterationTimeMs;
+            r.peakMemoryBytes = 0.9 * e.peakBytes;
+            r.memoryKind = MemoryKind::AllocatorMax;
+            runs.push_back(r);
+        }
+        const auto modelOf = [&](const std::string &) { return std::optional<Model>(m); };
+        const std::vector<TrainingSample> samples = buildSamples(runs, modelOf, nullptr, CostOptions {});
+        QCOMPARE(samples.size(), runs.size());
+        const MeasuredComparison c = compareOnMeasuredRuns(runs, samples, modelOf, nullptr, CostOptions {});
+        QCOMPARE(c.runs, 4);
+        QCOMPARE(c.methods.size(), size_t(5));
+        QCOMPARE(c.methods[0].id, std::string("memx"));
+        // MemX: |T - 1.1 T| / 1.1 T = 1/11 for every run.
+        QVERIFY(std::abs(c.methods[0].metrics.all.timeMapePct - 100.0 / 11.0) < 1e-6);
+        QCOMPARE(c.methods[0].metrics.all.timeRanking.sets, 1);
+        for (size_t k = 0; k < std::size(kBaselines); ++k) {
+            const MeasuredMethodScore &s = c.methods[k + 1];
+            QCOMPARE(s.id, std::string(baselineId(kBaselines[k])));
+            double ape = 0, mape = 0;
+            int n = 0;
+            for (const MeasuredRun &r : runs) {
+                const BaselineContext ctx(r.cluster, m, r.plan.globalBatch, nullptr, CostOptions {});
+                const BaselineEstimate e = baselineEstimate(kBaselines[k], r.plan, ctx);
+                if (!e.ok)
+                    continue;
+                ++n;
+                ape += std::abs(e.timeMs - r.iterationTimeMs) / r.iterationTimeMs;
+                mape += std::abs(e.peakBytes - *r.peakMemoryBytes) / *r.peakMemoryBytes;
+            }
+            QCOMPARE(s.costed, n);
+            QCOMPARE(s.costed + s.refused, 4);
+            if (n == 0)
+                continue;
+            QVERIFY2(std::abs(s.metrics.all.timeMapePct - 100.0 * ape / n) < 1e-6, s.id.c_str());
+            if (s.hasMemory)
+                QVERIFY2(std::abs(s.metrics.all.memMapePct - 100.0 * mape / n) < 1e-6, s.id.c_str());
+        }
+        QVERIFY(!c.methods[2].hasMemory); // AMP has no memory model
+        const std::string table = formatMeasuredComparison(c, "synthetic");
+        QVERIFY(table.find("galvatron") != std::string::npos);
+        QVERIFY(toJson(c)["methods"].size() == 5);
     }
 
     void timeOnlySplitIsProportionalOnHomogeneousCluster()
@@ -225,7 +357,7 @@ private slots:
         const CompareRequest req = smallRequest("paper-20gpu-nvidia-amd.json");
         std::vector<size_t> seen;
         const CompareReport full = runCompare(req, [&](size_t d, size_t t) {
-            if (t != 1000)
+            if (t != 1200) // five phases of 200 and the published planners' 200
                 qFatal("total %zu", t);
             seen.push_back(d);
             return true;
@@ -233,7 +365,7 @@ private slots:
         QVERIFY(!full.cancelled);
         QVERIFY(seen.size() > 5);
         QVERIFY(std::is_sorted(seen.begin(), seen.end()));
-        QCOMPARE(seen.back(), size_t(1000));
+        QCOMPARE(seen.back(), size_t(1200));
         // Cancel inside the first search (its first progress call): the report is partial and the
         // callback is not called again.
         size_t calls = 0;
@@ -245,10 +377,13 @@ private slots:
         QCOMPARE(calls, size_t(1));
         QVERIFY(cancelled.methods.empty());
         QVERIFY(cancelled.truth.candidates.empty());
-        // Cancel once the testbed runs started (> 800): no method is reported.
-        const CompareReport late = runCompare(req, [&](size_t d, size_t) { return d <= 800; });
-        QVERIFY(late.cancelled);
-        QVERIFY(late.methods.empty());
+        // Cancel inside the published planners (800-1000) and once the testbed runs started
+        // (> 1000): no method is reported.
+        for (size_t at : {850, 1000}) {
+            const CompareReport late = runCompare(req, [&](size_t d, size_t) { return d <= at; });
+            QVERIFY(late.cancelled);
+            QVERIFY(late.methods.empty());
+        }
 
         // Scale: cancelling during the second size's search returns only the first size.
         ScaleRequest sreq;

@@ -2,7 +2,10 @@
 
 #include "memx/search/plannedsearch.h"
 
+#include "memx/evaluation/baselines.h"
+
 #include "memx/cost/costmodel.h"
+#include "memx/export/launchtarget.h"
 #include "memx/io/formats.h"
 #include "memx/predict/learnedpredictor.h"
 #include "memx/predict/learnedsearch.h"
@@ -79,6 +82,14 @@ const char *compareMethodId(CompareMethod method)
         return "analytic";
     case CompareMethod::Exhaustive:
         return "exhaustive-profiling";
+    case CompareMethod::Metis:
+        return baselineId(Baseline::Metis);
+    case CompareMethod::Amp:
+        return baselineId(Baseline::Amp);
+    case CompareMethod::Sailor:
+        return baselineId(Baseline::Sailor);
+    case CompareMethod::Galvatron:
+        return baselineId(Baseline::Galvatron);
     }
     return "?";
 }
@@ -177,12 +188,14 @@ SearchResult plannedSearch(const CompareRequest &request, const SearchRequest &s
     return std::move(out.result);
 }
 
-/// Progress of runCompare in thousandths of the whole job: the four searches (analytic, learned,
-/// proportional, uniform re-estimation) 200 each, the testbed runs of the candidates the last 200.
+/// Progress of runCompare: the four searches (analytic, learned, proportional, uniform
+/// re-estimation) 200 each, the published planners 200 when they run, the testbed runs of the
+/// candidates the last 200.
 class CompareProgress {
 public:
-    explicit CompareProgress(const ProgressFn &progress)
+    CompareProgress(const ProgressFn &progress, size_t phases)
         : mProgress(progress)
+        , kTotal(phases * kPhase)
     {
     }
     /// Reports `fractionOfPhase` of the current phase; false once cancelled.
@@ -209,8 +222,9 @@ public:
     bool cancelled() const { return mCancelled; }
 
 private:
-    static constexpr size_t kTotal = 1000, kPhase = 200;
+    static constexpr size_t kPhase = 200;
     const ProgressFn &mProgress;
+    const size_t kTotal;
     size_t mPhase = 0;
     bool mCancelled = false;
 };
@@ -323,10 +337,42 @@ bool reestimateUniform(const CompareRequest &request, CompareProgress &progress,
     return progress.next();
 }
 
+/// What one published planner returned, and how long it took.
+struct PublishedRun {
+    Baseline baseline;
+    BaselinePick pick;
+    double ms = 0;
+};
+
+/// Phase 5 (with publishedPlanners): Metis, AMP, Sailor and Galvatron plan the same cluster, model
+/// and profiles with their own spaces and cost models.
+bool runPublished(const CompareRequest &request, CompareProgress &progress, std::vector<PublishedRun> &out)
+{
+    const SearchRequest &sr = request.search;
+    const int gbs = sr.globalBatch > 0 ? sr.globalBatch : sr.model.training.globalBatch;
+    const BaselineContext context(sr.cluster, sr.model, gbs, sr.profiles.empty() ? nullptr : &sr.profiles, sr.cost);
+    const size_t n = std::size(kBaselines);
+    for (size_t k = 0; k < n; ++k) {
+        const auto t0 = Clock::now();
+        PublishedRun run {kBaselines[k], {}, 0};
+        run.pick = baselinePlan(kBaselines[k], context, std::max<size_t>(1, request.candidatesPerMethod),
+                                [&](size_t d, size_t t) {
+                                    const double f = t ? static_cast<double>(d) / static_cast<double>(t) : 0.0;
+                                    return progress.report((static_cast<double>(k) + f) / static_cast<double>(n));
+                                });
+        run.ms = msSince(t0);
+        if (run.pick.cancelled || progress.cancelled())
+            return false;
+        out.push_back(std::move(run));
+    }
+    return progress.next();
+}
+
 /// Each method's top-N (indices into its own result) and the candidate its pick became.
 struct Picks {
     std::vector<uint32_t> memxTop, memxTimeTop, analyticTop, timeOnlyTop, uniformTop;
     int memx = -1, timeOnly = -1, uniform = -1, analytic = -1; ///< candidate index of each pick
+    std::vector<int> published; ///< candidate index of each published planner's pick (-1: none)
 };
 
 Picks pickTopN(const CompareRequest &request, const MethodSearches &s)
@@ -349,7 +395,8 @@ Picks pickTopN(const CompareRequest &request, const MethodSearches &s)
 }
 
 /// The union of the methods' top-N as ground-truth candidates (one per distinct plan).
-void collectCandidates(const MethodSearches &s, Picks &p, GroundTruth &truth)
+void collectCandidates(const MethodSearches &s, const std::vector<PublishedRun> &published, Picks &p,
+                       GroundTruth &truth)
 {
     std::map<std::string, uint32_t> byKey;
     auto add = [&](Plan plan, const std::string &method) -> int {
@@ -386,6 +433,18 @@ void collectCandidates(const MethodSearches &s, Picks &p, GroundTruth &truth)
         p.analyticTop, [&](uint32_t i) { return s.analytic.materialize(i); }, "analytic", p.analytic);
     for (uint32_t i : p.memxTimeTop)
         add(s.memx().materialize(i), "memx-space-by-time");
+    for (const PublishedRun &run : published) {
+        int pick = -1;
+        if (run.pick.hasPlan) {
+            const std::vector<Plan> &top = run.pick.top.empty() ? std::vector<Plan> {run.pick.plan} : run.pick.top;
+            for (size_t k = 0; k < top.size(); ++k) {
+                const int c = add(top[k], baselineId(run.baseline));
+                if (k == 0)
+                    pick = c;
+            }
+        }
+        p.published.push_back(pick);
+    }
 }
 
 /// Phase 5: every candidate runs on the testbed; then they are ranked by measurement.
@@ -395,8 +454,11 @@ bool measureCandidates(const CompareRequest &request, CompareProgress &progress,
     const auto t0 = Clock::now();
     for (size_t i = 0; i < truth.candidates.size(); ++i) {
         TruthCandidate &c = truth.candidates[i];
-        c.plan.name = "candidate-" + std::to_string(i);
+        // The testbed's noise is keyed on the plan (name included): run every candidate under one
+        // name, so a plan measures the same whatever its place in the candidate list.
+        c.plan.name = "candidate";
         const TestbedRun run = testbed.runPlan(c.plan, request.search.cluster, request.search.model);
+        c.plan.name = "candidate-" + std::to_string(i);
         c.ok = run.ok;
         c.error = run.error;
         c.timeMs = run.ok ? run.run.iterationTimeMs : 0.0;
@@ -537,6 +599,60 @@ std::vector<MethodOutcome> methodOutcomes(const CompareRequest &request, const M
     return {memx, b1, b2, b3, b4};
 }
 
+CompareMethod compareMethodOf(Baseline b)
+{
+    switch (b) {
+    case Baseline::Metis:
+        return CompareMethod::Metis;
+    case Baseline::Amp:
+        return CompareMethod::Amp;
+    case Baseline::Sailor:
+        return CompareMethod::Sailor;
+    case Baseline::Galvatron:
+        return CompareMethod::Galvatron;
+    }
+    return CompareMethod::Metis;
+}
+
+/// A published planner's outcome: its own prediction, MemX's analytic estimate of its pick and
+/// what the testbed measured of it.
+MethodOutcome publishedOutcome(const CompareRequest &request, const MethodSearches &s, const PublishedRun &run,
+                               int cand, const GroundTruth &truth)
+{
+    MethodOutcome o
+        = makeOutcome(compareMethodOf(run.baseline), baselineName(run.baseline), baselineDescription(run.baseline));
+    o.published = true;
+    o.predictor = std::string(baselineName(run.baseline)) + "'s own cost model";
+    o.searchMs = run.ms;
+    o.validConfigs = run.pick.configsExamined;
+    o.notes = run.pick.notes;
+    o.refusal = run.pick.refusal;
+    if (!run.pick.hasPlan)
+        return o;
+    o.ownTimeMs = run.pick.predicted.timeMs;
+    o.ownHasMemory = run.pick.predicted.hasMemory;
+    o.ownPeakUtilisation = run.pick.predicted.peakUtilisation;
+    o.ownFits = run.pick.predicted.fits;
+    const SearchRequest &sr = request.search;
+    try {
+        const PlanEstimate e
+            = estimatePlan(run.pick.plan, sr.cluster, sr.model, sr.profiles.empty() ? nullptr : &sr.profiles, sr.cost);
+        fillPredicted(o, e.iterationTimeMs, e.peakUtilisation, e.imbalance, s.mx, request.memxWeights);
+        o.memxOom = e.oom;
+    } catch (const std::invalid_argument &err) {
+        o.notes.push_back(std::string("MemX's cost model refuses the pick: ") + err.what());
+    }
+    // The published planners know no launch target: say which launcher could start the pick.
+    const std::string launchers = launchersText(launchersOf(run.pick.plan, sr.cluster, sr.model));
+    o.notes.push_back("launchers that start this pick: " + launchers
+                      + (launchers == "no launcher" ? " (the planner knows no launch target)" : ""));
+    scorePick(o, cand, truth, request.memxWeights);
+    o.hasPlan = true;
+    if (cand < 0)
+        o.plan = run.pick.plan;
+    return o;
+}
+
 } // namespace
 
 CompareReport runCompare(const CompareRequest &request, const ProgressFn &progressFn)
@@ -551,21 +667,25 @@ CompareReport runCompare(const CompareRequest &request, const ProgressFn &progre
                                         "context parallelism: search without it (--cp 1)");
     CompareReport report;
     report.memxWeights = request.memxWeights;
-    CompareProgress progress(progressFn);
+    CompareProgress progress(progressFn, request.publishedPlanners ? 6 : 5);
     MethodSearches s;
+    std::vector<PublishedRun> published;
     const bool searched = searchFullSpace(request, progress, s, report)
-        && searchProportional(request, progress, s, report) && reestimateUniform(request, progress, s, report);
+        && searchProportional(request, progress, s, report) && reestimateUniform(request, progress, s, report)
+        && (!request.publishedPlanners || runPublished(request, progress, published));
     if (!searched) {
         report.cancelled = true;
         return report;
     }
     Picks picks = pickTopN(request, s);
-    collectCandidates(s, picks, report.truth);
+    collectCandidates(s, published, picks, report.truth);
     if (!measureCandidates(request, progress, report.truth)) {
         report.cancelled = true;
         return report;
     }
     report.methods = methodOutcomes(request, s, picks, report.truth);
+    for (size_t k = 0; k < published.size(); ++k)
+        report.methods.push_back(publishedOutcome(request, s, published[k], picks.published[k], report.truth));
     return report;
 }
 
@@ -609,6 +729,18 @@ nlohmann::json toJson(const CompareReport &report, const Cluster &cluster)
         }
         if (o.method == CompareMethod::Exhaustive)
             m["profilingSeconds"] = o.profilingSeconds;
+        if (o.published) {
+            m["published"] = true;
+            if (!o.refusal.empty())
+                m["refusal"] = o.refusal;
+            if (o.hasPlan) {
+                m["own"] = {{"timeMs", o.ownTimeMs}, {"hasMemory", o.ownHasMemory}, {"fits", o.ownFits}};
+                if (o.ownHasMemory)
+                    m["own"]["peakUtilisation"] = o.ownPeakUtilisation;
+                m["predicted"]["oom"] = o.memxOom;
+            }
+            m["notes"] = o.notes;
+        }
         methods.push_back(std::move(m));
     }
     j["methods"] = methods;

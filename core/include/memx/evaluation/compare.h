@@ -21,6 +21,11 @@ enum class CompareMethod {
     UniformSplit, ///< baseline 2: uniform layer split, homogeneous recompute, weights (1,0,0)
     Analytic, ///< baseline 3: MemX's space and weights with the analytic cost model only
     Exhaustive, ///< baseline 4: profile every valid configuration end to end (cost only)
+    // The published planners (memx/evaluation/baselines.h), each with its own space and cost model.
+    Metis,
+    Amp,
+    Sailor,
+    Galvatron,
 };
 const char *compareMethodId(CompareMethod method);
 
@@ -42,6 +47,9 @@ struct CompareRequest {
     /// target from the cluster (or search.space.target when false) and idle node groups.
     bool autoTarget = true;
     int maxIdleGroups = 2;
+    /// Also run the published planners (Metis, AMP, Sailor, Galvatron) with their own cost models
+    /// on the same cluster, model and profiles; each contributes its top-N to the ground truth.
+    bool publishedPlanners = true;
 };
 
 /// A plan measured on the virtual testbed for the ground truth.
@@ -95,10 +103,18 @@ struct MethodOutcome {
     /// worse under the objective has regret 2% however many plans sit between them).
     double timeRegretPct = 0, memoryBalanceRegretPct = 0;
     double profilingSeconds = 0; ///< exhaustive: valid configurations x secondsPerProfiledRun
+    /// Published planners: predicted* are MemX's analytic estimate of the pick (estimatePlan); own*
+    /// are the planner's own prediction; refusal says why it has no plan (e.g. Metis at 20 GPUs).
+    bool published = false;
+    std::string refusal;
+    double ownTimeMs = 0, ownPeakUtilisation = 0;
+    bool ownHasMemory = false, ownFits = true;
+    bool memxOom = false; ///< MemX's cost model predicts the pick runs out of memory
+    std::vector<std::string> notes;
 };
 
 struct CompareReport {
-    std::vector<MethodOutcome> methods; ///< MemX, baselines 1..4 in that order
+    std::vector<MethodOutcome> methods; ///< MemX, baselines 1..4, then the published planners
     GroundTruth truth;
     ObjectiveWeights memxWeights;
     std::vector<std::string> notes;
