@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         QStringLiteral("screenshot-view"),
         QStringLiteral("What --screenshot grabs: window (default), profiles (the Profiles dock after planning the "
                        "profiling jobs and running them on the virtual testbed) or export (the export dialog of "
-                       "the selected plan)."),
+                       "the selected plan) or compare (Plan > Compare with Baselines once it finished)."),
         QStringLiteral("view"), QStringLiteral("window"));
     parser.addOption(screenshot);
     parser.addOption(screenshotView);
@@ -74,8 +74,10 @@ int main(int argc, char **argv)
             view = View::Profiles;
         else if (v == QLatin1String("export"))
             view = View::ExportDialog;
+        else if (v == QLatin1String("compare"))
+            view = View::Compare;
         else if (v != QLatin1String("window")) {
-            qWarning("--screenshot-view: expected window, profiles or export, found \"%s\"", qPrintable(v));
+            qWarning("--screenshot-view: expected window, profiles, export or compare, found \"%s\"", qPrintable(v));
             return 2;
         }
         window.saveScreenshotAndQuit(parser.value(screenshot), parser.value(selectPlan).toInt(), view);

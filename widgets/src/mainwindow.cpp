@@ -5,6 +5,7 @@
 #include "memx/ui/clustercanvas.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/clustersummary.h"
+#include "memx/ui/comparedialog.h"
 #include "memx/ui/exportdialog.h"
 #include "memx/ui/gpupalette.h"
 #include "memx/ui/modelpanel.h"
@@ -373,6 +374,15 @@ void MainWindow::cancelTraining()
     mTrain->cancel();
 }
 
+void MainWindow::compareWithBaselines()
+{
+    auto *dialog = new CompareDialog(mResults->currentRequest(), mResults->weights(), mSearchProject, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    mCompareDialog = dialog;
+    dialog->show();
+    dialog->run();
+}
+
 void MainWindow::exportSelectedPlan()
 {
     const PlanDetail &d = mResults->selectedDetail();
@@ -430,6 +440,7 @@ void MainWindow::createMenus()
     mCancelTrainAction = plan->addAction(tr("Cancel T&raining"), this, &MainWindow::cancelTraining);
     plan->setToolTipsVisible(true);
     plan->addSeparator();
+    plan->addAction(tr("Compare with &Baselines..."), this, &MainWindow::compareWithBaselines);
     plan->addAction(tr("&Export Selected Plan..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
                     &MainWindow::exportSelectedPlan);
 
@@ -777,6 +788,13 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, Scre
         selectRanked();
         if (view == ScreenshotView::Window) {
             QTimer::singleShot(800, this, grabAndQuit); // let the charts paint
+        } else if (view == ScreenshotView::Compare) {
+            compareWithBaselines();
+            CompareDialog *dialog = mCompareDialog;
+            connect(
+                dialog, &CompareDialog::finished, this,
+                [dialog, save](bool) { QTimer::singleShot(800, dialog, [dialog, save] { save(dialog); }); },
+                Qt::SingleShotConnection);
         } else if (view == ScreenshotView::ExportDialog) {
             const PlanDetail &d = mResults->selectedDetail();
             const auto outcome = mResults->results().outcome();

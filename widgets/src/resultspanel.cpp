@@ -307,9 +307,8 @@ void ResultsPanel::scheduleSearch()
     mDebounce->start();
 }
 
-void ResultsPanel::runSearch()
+memx::PlannedSearchRequest ResultsPanel::currentRequest() const
 {
-    mDebounce->stop();
     memx::PlannedSearchRequest request;
     request.search = mRequest;
     if (mGlobalBatch->value() > 0)
@@ -328,6 +327,13 @@ void ResultsPanel::runSearch()
         request.search.space.target = target == 1 ? memx::LaunchTarget::Megatron
             : target == 2                         ? memx::LaunchTarget::FlagScale
                                                   : memx::LaunchTarget::Any;
+    return request;
+}
+
+void ResultsPanel::runSearch()
+{
+    mDebounce->stop();
+    memx::PlannedSearchRequest request = currentRequest();
     // What-if: the cluster of the last finished search stays a candidate (used when the new
     // cluster holds it, e.g. after adding a node); its subsets come back from the job's memo.
     // (The document's cluster, not the searched one: planSearch applies the project's calibration

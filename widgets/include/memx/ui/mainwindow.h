@@ -8,6 +8,7 @@
 #include "memx/ui/settings.h"
 
 #include <QMainWindow>
+#include <QPointer>
 
 #include <memory>
 
@@ -25,6 +26,7 @@ class LoadError;
 namespace memx::ui {
 
 class ClusterCanvas;
+class CompareDialog;
 class ClusterDocument;
 class GpuPalette;
 class ModelPanel;
@@ -68,12 +70,17 @@ public:
         Window, ///< the whole window with the first search's results
         Profiles, ///< the Profiles dock after planning and running the plan on the virtual testbed
         ExportDialog, ///< the export dialog of the selected plan
+        Compare, ///< the comparison dialog once its run finished
     };
     /// Grabs `view` into a PNG once the first search's results are drawn, then quits.
     /// `selectRank` > 0 selects the plan of that rank first.
     void saveScreenshotAndQuit(const QString &path, int selectRank = 0, ScreenshotView view = ScreenshotView::Window);
     /// Opens the export dialog for the selected plan (modal); returns the dialog's result.
     void exportSelectedPlan();
+    /// Plan > Compare with Baselines: a CompareDialog on the current cluster, model, space and
+    /// weights, started at once (compareDialog() while it is open).
+    void compareWithBaselines();
+    QPointer<CompareDialog> compareDialog() const { return mCompareDialog; }
     /// Trains the learned predictor on the project's measured runs in the background (progress
     /// and Cancel in the status bar); stores it in the project, which then searches with it.
     /// trainingFinished() follows.
@@ -158,6 +165,7 @@ private:
     memx::Model mSearchedModel;
     bool mProjectChanged = true; // the project data changed since the last scheduled search
     std::shared_ptr<const memx::SearchProject> mSearchProject;
+    QPointer<CompareDialog> mCompareDialog;
     BackgroundJob<std::shared_ptr<memx::TrainOutcome>> *mTrain = nullptr;
     QAction *mTrainAction = nullptr;
     QAction *mCancelTrainAction = nullptr;

@@ -59,6 +59,9 @@ public:
     /// from the project (setProject).
     void setRequest(const memx::SearchRequest &request);
     const memx::SearchRequest &request() const { return mRequest; }
+    /// What Run Search would search now: the request with the panel's batch, DP overlap, FSDP,
+    /// FP8 and launch-target settings (the comparison dialog compares on the same).
+    memx::PlannedSearchRequest currentRequest() const;
     /// The project the next search uses (profiles, calibration, learned predictor; null: none) and
     /// the store holding its caches (the document's project data; null: no caches). The store is
     /// only read on this thread when a search starts (memx::copySearchCaches).
