@@ -14,6 +14,7 @@
 #include <QLineSeries>
 #include <QLocale>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScatterSeries>
@@ -114,22 +115,22 @@ CompareDialog::CompareDialog(memx::PlannedSearchRequest request, memx::Objective
     mTable->setWordWrap(false);
     mChart = new QChart;
     mChart->setTitle(tr("Ground truth (testbed): time x peak memory; each method's pick marked"));
-    mChart->legend()->setAlignment(Qt::AlignRight);
+    mChart->legend()->setAlignment(Qt::AlignBottom);
     mChartView = new QChartView(mChart, split);
     mChartView->setRenderHint(QPainter::Antialiasing);
     mChartView->setMinimumHeight(220);
+    mNotes = new QPlainTextEdit(split);
+    mNotes->setReadOnly(true);
+    mNotes->setPlaceholderText(tr("Notes of the comparison and of each method appear here."));
     split->addWidget(mTable);
     split->addWidget(mChartView);
+    split->addWidget(mNotes);
     layout->addWidget(split, 1);
-    split->setSizes({300, 360});
-    mNotes = new QLabel(this);
-    mNotes->setWordWrap(true);
-    mNotes->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(mNotes);
+    split->setSizes({290, 420, 150});
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     layout->addWidget(buttons);
-    resize(1200, 760);
+    resize(1280, 900);
 
     connect(mRun, &QPushButton::clicked, this, &CompareDialog::run);
     connect(mCancel, &QPushButton::clicked, this, &CompareDialog::cancel);
@@ -250,12 +251,11 @@ void CompareDialog::showReport()
     mTable->resizeColumnsToContents();
     QStringList notes;
     for (const std::string &n : r.notes)
-        notes << QString::fromStdString(n).toHtmlEscaped();
+        notes << QString::fromStdString(n);
     for (const memx::MethodOutcome &o : r.methods)
         for (const std::string &n : o.notes)
-            notes << QStringLiteral("%1: %2").arg(QString::fromStdString(o.id),
-                                                  QString::fromStdString(n).toHtmlEscaped());
-    mNotes->setText(notes.isEmpty() ? QString() : tr("Notes: ") + notes.join(QStringLiteral("; ")));
+            notes << QStringLiteral("%1: %2").arg(QString::fromStdString(o.name), QString::fromStdString(n));
+    mNotes->setPlainText(notes.join(QLatin1Char('\n')));
     size_t ok = 0;
     for (const memx::TruthCandidate &c : r.truth.candidates)
         ok += c.ok ? 1 : 0;
@@ -321,7 +321,9 @@ void CompareDialog::fillChart()
             continue;
         auto *s = new QScatterSeries;
         s->setName(QString::fromStdString(o.name));
-        s->setMarkerSize(o.method == memx::CompareMethod::MemX ? 16 : 12);
+        s->setMarkerSize(o.method == memx::CompareMethod::MemX
+                             ? 18
+                             : 10); // MemX drawn first and larger: a ring where a later pick coincides
         s->setMarkerShape(o.published ? QScatterSeries::MarkerShapeRectangle : QScatterSeries::MarkerShapeCircle);
         s->setColor(color);
         s->append(o.measuredTimeMs / 1000.0, o.measuredPeak);

@@ -13,6 +13,7 @@
 class QChart;
 class QChartView;
 class QLabel;
+class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QTableWidget;
@@ -60,7 +61,7 @@ private:
     BackgroundJob<memx::CompareReport> *mJob = nullptr;
     QLabel *mHeading = nullptr;
     QLabel *mStatus = nullptr;
-    QLabel *mNotes = nullptr;
+    QPlainTextEdit *mNotes = nullptr;
     QProgressBar *mProgress = nullptr;
     QPushButton *mRun = nullptr;
     QPushButton *mCancel = nullptr;
