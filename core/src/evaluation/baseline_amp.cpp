@@ -88,35 +88,6 @@ double slowestBandwidth(const BaselineContext &context)
     return bw;
 }
 
-std::vector<int> divisors(int n)
-{
-    std::vector<int> out;
-    for (int d = 1; d <= n; ++d)
-        if (n % d == 0)
-            out.push_back(d);
-    return out;
-}
-
-/// Node index of every global rank: the cluster's GPUs in node order.
-std::vector<std::pair<int, int>> rankMap(const BaselineContext &context)
-{
-    std::vector<std::pair<int, int>> ranks;
-    const std::vector<Node> &nodes = context.nodes();
-    for (size_t n = 0; n < nodes.size(); ++n)
-        for (int g = 0; g < nodes[n].gpus; ++g)
-            ranks.emplace_back(static_cast<int>(n), g);
-    return ranks;
-}
-
-/// Whether AMP's default rank map puts a TP group of `mp` consecutive ranks on two nodes.
-bool tpGroupsCrossNodes(const std::vector<std::pair<int, int>> &ranks, int mp)
-{
-    for (size_t first = 0; first + static_cast<size_t>(mp) <= ranks.size(); first += static_cast<size_t>(mp))
-        if (ranks[first].first != ranks[first + static_cast<size_t>(mp) - 1].first)
-            return true;
-    return false;
-}
-
 /// One pipeline stage as AMP's formula sees it.
 struct StageView {
     int first = 0, count = 0;
@@ -408,15 +379,15 @@ std::vector<int> ampPartition(const std::vector<double> &layerMs, int pp, double
 AmpSpace ampSpace(const BaselineContext &context)
 {
     AmpSpace space;
-    const std::vector<std::pair<int, int>> ranks = rankMap(context);
+    const std::vector<std::pair<int, int>> &ranks = context.rankMap();
     const ModelShape &shape = context.model().shape;
     const int gbs = context.globalBatch();
     space.gpus = static_cast<int>(ranks.size());
     if (space.gpus == 0)
         return space;
-    for (int mp : divisors(space.gpus)) {
-        const bool cross = tpGroupsCrossNodes(ranks, mp);
-        for (int dp : divisors(space.gpus / mp)) {
+    for (int mp : baselineDivisors(space.gpus)) {
+        const bool cross = baselineTpGroupsCrossNodes(ranks, mp);
+        for (int dp : baselineDivisors(space.gpus / mp)) {
             const int pp = space.gpus / mp / dp;
             ++space.triples;
             if (cross)
@@ -428,7 +399,7 @@ AmpSpace ampSpace(const BaselineContext &context)
             else if (gbs <= 0 || gbs % dp != 0)
                 ++space.batchMismatch;
             else
-                for (int mbs : divisors(gbs / dp))
+                for (int mbs : baselineDivisors(gbs / dp))
                     space.candidates.push_back({mp, dp, pp, mbs});
         }
     }
@@ -514,7 +485,7 @@ BaselinePick ampPlan(const BaselineContext &context, size_t topN, const Progress
         return pick;
     }
     std::stable_sort(scored.begin(), scored.end(), [](const Scored &a, const Scored &b) { return a.cost < b.cost; });
-    const std::vector<std::pair<int, int>> ranks = rankMap(context);
+    const std::vector<std::pair<int, int>> &ranks = context.rankMap();
     for (size_t k = 0; k < scored.size() && k < std::max<size_t>(1, topN); ++k)
         pick.top.push_back(candidatePlan(context, ranks, scored[k].candidate, *scored[k].counts));
     pick.plan = pick.top.front();

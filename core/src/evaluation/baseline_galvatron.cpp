@@ -113,34 +113,17 @@ public:
     explicit GalvatronInputs(const BaselineContext &context)
         : mContext(context)
         , mHardware(galvatronHardware(context))
-        , mNodes(static_cast<int>(context.nodes().size()))
     {
-        for (int n = 0; n < mNodes; ++n)
-            mIndex.emplace(context.nodes()[static_cast<size_t>(n)].name, n);
-        mLinks.reserve(static_cast<size_t>(mNodes * mNodes));
-        for (int a = 0; a < mNodes; ++a)
-            for (int b = 0; b < mNodes; ++b)
-                mLinks.push_back(context.link(a, b));
     }
     const BaselineContext &context() const { return mContext; }
     const GalvatronHardware &hardware() const { return mHardware; }
-    int nodeIndex(const std::string &name) const
-    {
-        const auto it = mIndex.find(name);
-        return it == mIndex.end() ? -1 : it->second;
-    }
+    int nodeIndex(const std::string &name) const { return mContext.nodeIndex(name); }
     /// Bytes per ms of the link a -> b (intra-node when a == b) for a message of `bytes`.
-    double bytesPerMs(int a, int b, double bytes) const
-    {
-        return 1e6 * mLinks[static_cast<size_t>(a * mNodes + b)].bandwidthAt(bytes);
-    }
+    double bytesPerMs(int a, int b, double bytes) const { return 1e6 * mContext.link(a, b).bandwidthAt(bytes); }
 
 private:
     const BaselineContext &mContext;
     GalvatronHardware mHardware;
-    int mNodes;
-    std::unordered_map<std::string, int> mIndex;
-    std::vector<Link> mLinks;
 };
 
 GalvatronDpType dpTypeOf(const Plan &plan)
@@ -323,34 +306,6 @@ BaselineEstimate estimateWith(const GalvatronInputs &in, const Plan &plan)
     return e;
 }
 
-std::vector<int> divisors(int n)
-{
-    std::vector<int> out;
-    for (int d = 1; d <= n; ++d)
-        if (n % d == 0)
-            out.push_back(d);
-    return out;
-}
-
-/// Node index and GPU of every global rank: the cluster's GPUs in node order.
-std::vector<std::pair<int, int>> rankMap(const BaselineContext &context)
-{
-    std::vector<std::pair<int, int>> ranks;
-    const std::vector<Node> &nodes = context.nodes();
-    for (size_t n = 0; n < nodes.size(); ++n)
-        for (int g = 0; g < nodes[n].gpus; ++g)
-            ranks.emplace_back(static_cast<int>(n), g);
-    return ranks;
-}
-
-bool tpGroupsCrossNodes(const std::vector<std::pair<int, int>> &ranks, int tp)
-{
-    for (size_t first = 0; first + static_cast<size_t>(tp) <= ranks.size(); first += static_cast<size_t>(tp))
-        if (ranks[first].first != ranks[first + static_cast<size_t>(tp) - 1].first)
-            return true;
-    return false;
-}
-
 using Task = GalvatronTask;
 
 /// Galvatron's search state: the top plans by time and what the search skipped.
@@ -358,7 +313,7 @@ class GalvatronSearch {
 public:
     GalvatronSearch(const BaselineContext &context, size_t topN, const ProgressFn &progress)
         : mIn(context)
-        , mRanks(rankMap(context))
+        , mRanks(context.rankMap())
         , mTopN(std::max<size_t>(1, topN))
         , mProgress(progress)
     {
@@ -397,7 +352,7 @@ std::vector<Task> GalvatronSearch::tasks()
     for (int tp = 1; tp <= maxNode && N > 0 && N % tp == 0; tp *= 2)
         if (shape.heads % tp != 0 || shape.kvGroups % tp != 0)
             ++mTpHeads;
-        else if (tpGroupsCrossNodes(mRanks, tp))
+        else if (baselineTpGroupsCrossNodes(mRanks, tp))
             ++mTpCrossNode;
     return galvatronTasks(context);
 }
@@ -601,7 +556,7 @@ BaselinePick GalvatronSearch::finish()
 std::vector<GalvatronTask> galvatronTasks(const BaselineContext &context)
 {
     const ModelShape &shape = context.model().shape;
-    const std::vector<std::pair<int, int>> ranks = rankMap(context);
+    const std::vector<std::pair<int, int>> &ranks = context.rankMap();
     const int N = static_cast<int>(ranks.size()), gbs = context.globalBatch();
     int maxNode = 0;
     for (const Node &n : context.nodes())
@@ -610,13 +565,13 @@ std::vector<GalvatronTask> galvatronTasks(const BaselineContext &context)
     if (N == 0 || gbs <= 0)
         return out;
     for (int tp = 1; tp <= maxNode && N % tp == 0; tp *= 2) {
-        if (shape.heads % tp != 0 || shape.kvGroups % tp != 0 || tpGroupsCrossNodes(ranks, tp))
+        if (shape.heads % tp != 0 || shape.kvGroups % tp != 0 || baselineTpGroupsCrossNodes(ranks, tp))
             continue;
-        for (int pp : divisors(N / tp)) {
+        for (int pp : baselineDivisors(N / tp)) {
             const int dp = N / tp / pp;
             if (pp > shape.layers || gbs % dp != 0)
                 continue;
-            for (int chunks : divisors(gbs / dp)) {
+            for (int chunks : baselineDivisors(gbs / dp)) {
                 const int mbs = gbs / dp / chunks;
                 if (mbs <= kMaxMicroBatch)
                     out.push_back({pp, tp, dp, chunks, mbs});

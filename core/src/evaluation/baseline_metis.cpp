@@ -103,16 +103,10 @@ public:
         , mNodes(static_cast<int>(context.nodes().size()))
     {
         for (int n = 0; n < mNodes; ++n)
-            mIndex.emplace(context.nodes()[static_cast<size_t>(n)].name, n);
-        for (int n = 0; n < mNodes; ++n)
             mIntra.push_back(bytesPerMs(context.link(n, n)));
     }
     const BaselineContext &context() const { return mContext; }
-    int nodeIndex(const std::string &name) const
-    {
-        const auto it = mIndex.find(name);
-        return it == mIndex.end() ? -1 : it->second;
-    }
+    int nodeIndex(const std::string &name) const { return mContext.nodeIndex(name); }
     /// Metis' bandwidth between two nodes: get_inter_bandwidth returns the intra-node figure, so
     /// a pair costs at the slower of the two intra-node bandwidths (bytes per ms).
     double bandwidth(int a, int b) const
@@ -178,7 +172,6 @@ public:
 private:
     const BaselineContext &mContext;
     int mNodes;
-    std::unordered_map<std::string, int> mIndex;
     std::vector<double> mIntra;
     mutable std::map<std::tuple<int, int, int>, Profile> mProfiles;
 };

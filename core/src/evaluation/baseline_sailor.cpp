@@ -90,34 +90,19 @@ constexpr uint64_t kConfigBudget = 1000000; // candidates costed at most
 constexpr uint64_t kProgressEvery = 256;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// The cluster-wide inputs read once: node indices by name and every pair's link.
+/// The cluster-wide inputs: node indices by name and every pair's link (the context's).
 class SailorInputs {
 public:
     explicit SailorInputs(const BaselineContext &context)
-        : mNodes(static_cast<int>(context.nodes().size()))
+        : mContext(context)
     {
-        for (int n = 0; n < mNodes; ++n)
-            mIndex.emplace(context.nodes()[static_cast<size_t>(n)].name, n);
-        mLinks.reserve(static_cast<size_t>(mNodes * mNodes));
-        for (int a = 0; a < mNodes; ++a)
-            for (int b = 0; b < mNodes; ++b)
-                mLinks.push_back(context.link(a, b));
     }
-    int nodeIndex(const std::string &name) const
-    {
-        const auto it = mIndex.find(name);
-        return it == mIndex.end() ? -1 : it->second;
-    }
+    int nodeIndex(const std::string &name) const { return mContext.nodeIndex(name); }
     /// ms to move `bytes` once from node a to node b (the intra-node link when a == b).
-    double transferMs(int a, int b, double bytes) const
-    {
-        return 1e3 * mLinks[static_cast<size_t>(a * mNodes + b)].transferSeconds(bytes);
-    }
+    double transferMs(int a, int b, double bytes) const { return 1e3 * mContext.link(a, b).transferSeconds(bytes); }
 
 private:
-    int mNodes;
-    std::unordered_map<std::string, int> mIndex;
-    std::vector<Link> mLinks;
+    const BaselineContext &mContext;
 };
 
 /// One stage of a plan as Sailor's simulator sees it.

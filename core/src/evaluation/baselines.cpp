@@ -1,6 +1,7 @@
 #include "memx/evaluation/baselines.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace memx {
 
@@ -62,6 +63,11 @@ BaselineContext::BaselineContext(const Cluster &cluster, const Model &model, int
     , mCost(cost)
     , mNodes(cluster.nodes())
 {
+    for (size_t n = 0; n < mNodes.size(); ++n) {
+        mIndex.emplace(mNodes[n].name, static_cast<int>(n));
+        for (int g = 0; g < mNodes[n].gpus; ++g)
+            mRanks.emplace_back(static_cast<int>(n), g);
+    }
 }
 
 const BaselineLayerCosts &BaselineContext::layerCosts(int device, int tp, int microBatch) const
@@ -115,12 +121,42 @@ const BaselineLayerCosts &BaselineContext::layerCosts(int device, int tp, int mi
     return mCache.emplace(key, std::move(c)).first->second;
 }
 
-Link BaselineContext::link(int a, int b) const
+const Link &BaselineContext::link(int a, int b) const
 {
-    const Node &na = mNodes.at(static_cast<size_t>(a));
-    if (a == b)
-        return na.intraLink;
-    return mCluster.interNodeLink(na, mNodes.at(static_cast<size_t>(b)));
+    const size_t n = mNodes.size();
+    if (mLinks.empty() && n > 0) {
+        mLinks.resize(n * n);
+        for (size_t x = 0; x < n; ++x)
+            for (size_t y = 0; y < n; ++y)
+                mLinks[x * n + y] = x == y ? mNodes[x].intraLink : mCluster.interNodeLink(mNodes[x], mNodes[y]);
+    }
+    if (a < 0 || b < 0 || static_cast<size_t>(a) >= n || static_cast<size_t>(b) >= n)
+        throw std::out_of_range("BaselineContext::link: no node " + std::to_string(std::max(a, b)));
+    return mLinks[static_cast<size_t>(a) * n + static_cast<size_t>(b)];
+}
+
+int BaselineContext::nodeIndex(const std::string &name) const
+{
+    const auto it = mIndex.find(name);
+    return it == mIndex.end() ? -1 : it->second;
+}
+
+std::vector<int> baselineDivisors(int n)
+{
+    std::vector<int> out;
+    for (int d = 1; d <= n; ++d)
+        if (n % d == 0)
+            out.push_back(d);
+    return out;
+}
+
+bool baselineTpGroupsCrossNodes(const std::vector<std::pair<int, int>> &ranks, int tp)
+{
+    const size_t step = static_cast<size_t>(std::max(1, tp));
+    for (size_t first = 0; first + step <= ranks.size(); first += step)
+        if (ranks[first].first != ranks[first + step - 1].first)
+            return true;
+    return false;
 }
 
 double BaselineContext::memoryBytes(int device) const

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace memx {
@@ -73,8 +74,14 @@ public:
     /// The costs of device type `device` (index into Cluster::devices) at (tp, microBatch),
     /// computed once and cached (not thread-safe).
     const BaselineLayerCosts &layerCosts(int device, int tp, int microBatch) const;
-    /// Link between two nodes (indices into nodes()); the intra-node link when a == b.
-    Link link(int a, int b) const;
+    /// Link between two nodes (indices into nodes()); the intra-node link when a == b. Every
+    /// pair is resolved once, on the first call (not thread-safe).
+    const Link &link(int a, int b) const;
+    /// Index into nodes() of the node named `name`, -1 when there is none.
+    int nodeIndex(const std::string &name) const;
+    /// (node index, GPU within the node) of every global rank: the cluster's GPUs in node order,
+    /// the rank map AMP and Galvatron assume.
+    const std::vector<std::pair<int, int>> &rankMap() const { return mRanks; }
     double memoryBytes(int device) const; ///< capacity of a device type
 
     /// Micro-batch sizes the planners try: powers of two up to `max` (and <= global batch).
@@ -87,8 +94,16 @@ private:
     const ProfileSet *mProfiles;
     CostOptions mCost;
     std::vector<Node> mNodes;
+    std::unordered_map<std::string, int> mIndex;
+    std::vector<std::pair<int, int>> mRanks;
+    mutable std::vector<Link> mLinks; // nodes x nodes, filled on the first link() call
     mutable std::map<std::tuple<int, int, int>, BaselineLayerCosts> mCache;
 };
+
+/// Every divisor of n, ascending (n > 0).
+std::vector<int> baselineDivisors(int n);
+/// Whether groups of `tp` consecutive ranks of `ranks` (BaselineContext::rankMap) span two nodes.
+bool baselineTpGroupsCrossNodes(const std::vector<std::pair<int, int>> &ranks, int tp);
 
 /// A planner's own prediction for a plan.
 struct BaselineEstimate {
