@@ -16,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include <ctime>
+#include <limits>
 
 using namespace memx;
 
@@ -288,6 +289,30 @@ void BM_PredictBatch31240(benchmark::State &state)
     state.counters["rows"] = static_cast<double>(rows);
 }
 
+/// One prediction batch of `rows` rows on `threads` XGBoost threads (args: rows, threads), the
+/// predictor's threads forced through the batch size rule's both sides. Picks
+/// kParallelPredictRows (learnedpredictor.cpp): the row count from which a second thread saves
+/// wall time without costing more process CPU than it saves (libgomp's workers busy-wait after
+/// each region, which counts as CPU the search's own threads lose).
+void BM_PredictBatchThreads(benchmark::State &state)
+{
+    static const SearchResult res = runSearch(request());
+    const size_t rows = std::min<size_t>(static_cast<size_t>(state.range(0)), res.size());
+    const int threads = static_cast<int>(state.range(1));
+    const LearnedPredictor copy = LearnedPredictor::deserialize(predictor().serialize());
+    copy.setThreads(threads);
+    copy.setParallelPredictRows(threads == 1 ? std::numeric_limits<size_t>::max() : 0);
+    std::vector<float> tl, ml, ts, ms;
+    double cpu = 0;
+    for (auto _ : state) {
+        const double c0 = processCpuSeconds();
+        copy.predictLogRatios(res.features.data(), rows, tl, ml, ts, ms);
+        cpu += processCpuSeconds() - c0;
+    }
+    state.counters["rows"] = static_cast<double>(rows);
+    state.counters["processCpuMs"] = 1000 * cpu / static_cast<double>(state.iterations());
+}
+
 /// The project the planned search reads: the predictor above (stored and read back, as a project
 /// holds it) and no profiles. Never destroyed, like the predictor.
 const SearchProject &project()
@@ -375,5 +400,9 @@ BENCHMARK(BM_PlannedAddNodeWarm)
 BENCHMARK(BM_PlannedAddNodeCold)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RerankAfterWeightChange)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PredictBatch31240)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PredictBatchThreads)
+    ->ArgsProduct({{256, 1024, 4096, 8192, 16384, 32768}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

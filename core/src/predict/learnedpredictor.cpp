@@ -83,6 +83,19 @@ struct LearnedPredictor::Impl {
     int schema = kFeatureSchemaVersion;
     std::vector<std::uint8_t> bytes; // serialised form (cached)
     std::uint64_t digest = 0;
+    int threads = 1; ///< setThreads (guarded by lock)
+    size_t parallelRows = kParallelPredictRows; ///< setParallelPredictRows (guarded by lock)
+    int appliedThreads = -1; ///< the members' nthread now (-1: as trained or loaded)
+
+    /// Sets the members' nthread to `n` unless it is already; `lock` held.
+    void applyThreads(int n)
+    {
+        if (n == appliedThreads)
+            return;
+        for (XgbBooster &b : members)
+            b.setParam("nthread", std::to_string(n));
+        appliedThreads = n;
+    }
 
     /// The first envelope feature `f` lies outside of (-1: inside). No strings: it runs per row of
     /// a learned search.
@@ -289,6 +302,9 @@ void LearnedPredictor::predictLogRatios(const float *features, size_t rows, std:
     std::vector<double> s1(rows * 2, 0.0), s2(rows * 2, 0.0);
     {
         std::lock_guard<std::mutex> guard(*d->lock);
+        // A batch too small to split: one thread. Every OpenMP region XGBoost opens with more
+        // threads leaves its workers spinning (libgomp's busy wait) on cores the search needs.
+        d->applyThreads(rows < d->parallelRows ? 1 : d->threads);
         for (const XgbBooster &b : d->members) {
             const std::vector<float> pr = b.predict(m);
             for (size_t i = 0; i < rows * 2; ++i) {
@@ -343,8 +359,13 @@ bool LearnedPredictor::isExtrapolating(const float *features) const
 void LearnedPredictor::setThreads(int threads) const
 {
     std::lock_guard<std::mutex> guard(*d->lock);
-    for (XgbBooster &b : d->members)
-        b.setParam("nthread", std::to_string(std::max(1, threads)));
+    d->threads = std::max(1, threads);
+}
+
+void LearnedPredictor::setParallelPredictRows(size_t rows) const
+{
+    std::lock_guard<std::mutex> guard(*d->lock);
+    d->parallelRows = rows;
 }
 
 Prediction LearnedPredictor::predict(const FeatureVector &features, double analyticTimeMs, double analyticPeakBytes,

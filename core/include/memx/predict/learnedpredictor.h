@@ -15,6 +15,10 @@
 
 namespace memx {
 
+/// Rows from which a prediction batch runs on setThreads' threads (fewer: one thread), measured
+/// with bench_predict's BM_PredictBatchThreads (docs/performance.md).
+constexpr size_t kParallelPredictRows = 16384;
+
 class XgbBooster;
 
 /// One measured run turned into a training / evaluation sample: its features (from the analytic
@@ -116,6 +120,10 @@ public:
     /// XGBoost threads used by predictLogRatios (default 1). Results do not depend on it, so it
     /// is const: a shared predictor may be tuned by whoever uses it (thread-safe).
     void setThreads(int threads) const;
+    /// Batches of fewer rows than this run on one thread whatever setThreads says (default
+    /// kParallelPredictRows: libgomp's workers busy-wait after every parallel region, so a small
+    /// batch on two threads costs the caller's other threads a core). Const for the same reason.
+    void setParallelPredictRows(size_t rows) const;
 
     /// Whether `features` (one row) lies outside the training runs' envelope: a device (peak
     /// TFLOP/s, capacity) none of them ran on, a model size more than 25% outside theirs, or more
