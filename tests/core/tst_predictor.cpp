@@ -11,6 +11,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <set>
 
 using namespace memx;
 
@@ -244,6 +245,42 @@ private slots:
         const Prediction half = m.predict(s.features, s.analyticTimeMs, s.analyticPeakBytes, 0.5);
         QVERIFY(std::abs(half.peakUtilisation - 0.5 * ratio) <= 1e-12 * ratio);
         QCOMPARE(half.oomRisk, isOomRisk(0.5 * ratio, spread));
+    }
+
+    /// A batch is predicted once per class of rows the trees cannot tell apart: every row of a
+    /// search's batch gets exactly what it gets alone (a batch of one is XGBoost's own answer),
+    /// and the batch holds rows that differ, so the classes are not all one.
+    void batchEqualsRowByRow()
+    {
+        const LearnedPredictor model
+            = LearnedPredictor::train(samplesFromStore(publicStore(), CostOptions {}), PredictorOptions {});
+        model.setThreads(2);
+        model.setParallelPredictRows(0); // the batch on two threads, the single rows on one: same answers
+        const SearchResult res = runSearch(smallRequest());
+        const size_t rows = std::min<size_t>(3000, res.size());
+        std::vector<float> tl, ml, ts, ms;
+        model.predictLogRatios(res.features.data(), rows, tl, ml, ts, ms);
+        std::vector<float> t1, m1, s1, s2;
+        std::set<float> distinct;
+        for (size_t r = 0; r < rows; r += 7) {
+            model.predictLogRatios(res.features.data() + r * kFeatureCount, 1, t1, m1, s1, s2);
+            QCOMPARE(tl[r], t1[0]);
+            QCOMPARE(ml[r], m1[0]);
+            QCOMPARE(ts[r], s1[0]);
+            QCOMPARE(ms[r], s2[0]);
+            distinct.insert(tl[r]);
+        }
+        QVERIFY2(distinct.size() > 10, qPrintable(QString("%1 distinct time ratios").arg(distinct.size())));
+        // A row that differs from another only in a feature no tree splits on (or splits on
+        // between the same two thresholds) gets its prediction, even alone.
+        std::vector<float> twin(res.features.begin(), res.features.begin() + 2 * kFeatureCount);
+        std::copy(twin.begin(), twin.begin() + kFeatureCount, twin.begin() + kFeatureCount);
+        twin[kFeatureCount + 40] += 1e-7f; // log10 of the parameter count, far from any threshold
+        model.predictLogRatios(twin.data(), 2, t1, m1, s1, s2);
+        std::vector<float> a, b, c, e;
+        model.predictLogRatios(twin.data() + kFeatureCount, 1, a, b, c, e);
+        QCOMPARE(t1[1], a[0]);
+        QCOMPARE(m1[1], b[0]);
     }
 
     /// Search integration: learned metrics are deterministic across thread counts, a warm cache

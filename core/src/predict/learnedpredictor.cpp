@@ -1,6 +1,7 @@
 #include "memx/predict/learnedpredictor.h"
 
 #include "memx/io/formats.h"
+#include "memx/predict/predictioncache.h"
 #include "memx/predict/xgboost.h"
 #include "memx/util/hash.h"
 
@@ -14,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace memx {
 
@@ -83,9 +85,67 @@ struct LearnedPredictor::Impl {
     int schema = kFeatureSchemaVersion;
     std::vector<std::uint8_t> bytes; // serialised form (cached)
     std::uint64_t digest = 0;
+    /// Per feature any member splits on: its distinct thresholds, ascending. Two rows with the
+    /// same count of thresholds at or below each of these features take the same branch at every
+    /// node of every tree, so they get the same prediction (buildSplits).
+    std::vector<std::pair<int, std::vector<float>>> splits;
     int threads = 1; ///< setThreads (guarded by lock)
     size_t parallelRows = kParallelPredictRows; ///< setParallelPredictRows (guarded by lock)
     int appliedThreads = -1; ///< the members' nthread now (-1: as trained or loaded)
+
+    void buildSplits()
+    {
+        std::map<int, std::vector<float>> by;
+        for (const XgbBooster &b : members)
+            for (const auto &[f, t] : b.splits())
+                by[f].push_back(t);
+        splits.clear();
+        for (auto &[f, t] : by) {
+            if (f < 0 || f >= static_cast<int>(kFeatureCount))
+                throw std::runtime_error("stored predictor: a tree splits on feature " + std::to_string(f)
+                                         + ", expected 0.." + std::to_string(kFeatureCount - 1));
+            std::sort(t.begin(), t.end());
+            t.erase(std::unique(t.begin(), t.end()), t.end());
+            splits.emplace_back(f, std::move(t));
+        }
+    }
+
+    /// The rows of `features` that stand for all: classes[r] is row r's class, the returned rows
+    /// are each class's first row (rows whose every split feature falls between the same two
+    /// thresholds; missing values form their own bucket).
+    std::vector<size_t> classify(const float *features, size_t rows, std::vector<std::uint32_t> &classes) const
+    {
+        const size_t k = splits.size();
+        std::vector<std::uint32_t> key(rows * k);
+        for (size_t r = 0; r < rows; ++r)
+            for (size_t j = 0; j < k; ++j) {
+                const float v = features[r * kFeatureCount + static_cast<size_t>(splits[j].first)];
+                const std::vector<float> &t = splits[j].second;
+                key[r * k + j] = std::isnan(v)
+                    ? 0xffffffffu
+                    : static_cast<std::uint32_t>(std::upper_bound(t.begin(), t.end(), v) - t.begin());
+            }
+        std::vector<size_t> firsts;
+        std::unordered_multimap<std::uint64_t, std::uint32_t> seen; // key hash -> class
+        seen.reserve(rows);
+        classes.assign(rows, 0);
+        for (size_t r = 0; r < rows; ++r) {
+            const std::uint32_t *mine = key.data() + r * k;
+            const std::uint64_t h = hashWords(mine, k);
+            bool found = false;
+            for (auto [it, end] = seen.equal_range(h); it != end && !found; ++it)
+                if (std::equal(mine, mine + k, key.data() + firsts[it->second] * k)) {
+                    classes[r] = it->second;
+                    found = true;
+                }
+            if (!found) {
+                classes[r] = static_cast<std::uint32_t>(firsts.size());
+                seen.emplace(h, classes[r]);
+                firsts.push_back(r);
+            }
+        }
+        return firsts;
+    }
 
     /// Sets the members' nthread to `n` unless it is already; `lock` held.
     void applyThreads(int n)
@@ -282,6 +342,7 @@ LearnedPredictor LearnedPredictor::train(const std::vector<TrainingSample> &all,
         }
     d.oobTime = cnt ? std::sqrt(st / cnt) : 0.0;
     d.oobMem = cnt ? std::sqrt(sm / cnt) : 0.0;
+    d.buildSplits();
     d.bytes = p.serialize();
     d.digest = fnv1a64(std::string(d.bytes.begin(), d.bytes.end()));
     return p;
@@ -297,17 +358,25 @@ void LearnedPredictor::predictLogRatios(const float *features, size_t rows, std:
     memSpread.assign(rows, 0.f);
     if (rows == 0)
         return;
-    const std::vector<float> x(features, features + rows * kFeatureCount);
-    const XgbMatrix m(x, rows, kFeatureCount);
-    std::vector<double> s1(rows * 2, 0.0), s2(rows * 2, 0.0);
+    // Each class of rows the trees cannot tell apart is predicted once (a search's configurations
+    // often differ only in what no split looks at, or within one pair of thresholds).
+    std::vector<std::uint32_t> classes;
+    const std::vector<size_t> firsts = d->classify(features, rows, classes);
+    const size_t u = firsts.size();
+    std::vector<float> x(u * kFeatureCount);
+    for (size_t c = 0; c < u; ++c)
+        std::copy(features + firsts[c] * kFeatureCount, features + (firsts[c] + 1) * kFeatureCount,
+                  x.begin() + c * kFeatureCount);
+    const XgbMatrix m(x, u, kFeatureCount);
+    std::vector<double> s1(u * 2, 0.0), s2(u * 2, 0.0);
     {
         std::lock_guard<std::mutex> guard(*d->lock);
         // A batch too small to split: one thread. Every OpenMP region XGBoost opens with more
         // threads leaves its workers spinning (libgomp's busy wait) on cores the search needs.
-        d->applyThreads(rows < d->parallelRows ? 1 : d->threads);
+        d->applyThreads(u < d->parallelRows ? 1 : d->threads);
         for (const XgbBooster &b : d->members) {
             const std::vector<float> pr = b.predict(m);
-            for (size_t i = 0; i < rows * 2; ++i) {
+            for (size_t i = 0; i < u * 2; ++i) {
                 s1[i] += pr[i];
                 s2[i] += static_cast<double>(pr[i]) * pr[i];
             }
@@ -315,8 +384,9 @@ void LearnedPredictor::predictLogRatios(const float *features, size_t rows, std:
     }
     const double k = static_cast<double>(d->members.size());
     for (size_t i = 0; i < rows; ++i) {
-        const double mt = s1[2 * i] / k, mm = s1[2 * i + 1] / k;
-        const double vt = std::max(0.0, s2[2 * i] / k - mt * mt), vm = std::max(0.0, s2[2 * i + 1] / k - mm * mm);
+        const size_t c = classes[i];
+        const double mt = s1[2 * c] / k, mm = s1[2 * c + 1] / k;
+        const double vt = std::max(0.0, s2[2 * c] / k - mt * mt), vm = std::max(0.0, s2[2 * c + 1] / k - mm * mm);
         timeLog[i] = static_cast<float>(mt);
         memLog[i] = static_cast<float>(mm);
         timeSpread[i] = static_cast<float>(std::sqrt(vt + d->oobTime * d->oobTime));
@@ -459,6 +529,8 @@ LearnedPredictor LearnedPredictor::deserialize(const std::vector<std::uint8_t> &
             b.load(std::vector<std::uint8_t>(m.get_binary().begin(), m.get_binary().end()));
             d.members.push_back(std::move(b));
         }
+        if (!d.members.empty())
+            d.buildSplits();
     } catch (const nlohmann::json::exception &e) {
         throw std::runtime_error(std::string("stored predictor is corrupt: ") + e.what());
     } catch (const XgbError &e) {

@@ -158,6 +158,29 @@ std::vector<std::uint8_t> XgbBooster::save() const
                                      reinterpret_cast<const std::uint8_t *>(data) + len);
 }
 
+std::vector<std::pair<int, float>> XgbBooster::splits() const
+{
+    bst_ulong len = 0;
+    const char *data = nullptr;
+    check(XGBoosterSaveModelToBuffer(mHandle, R"({"format": "json"})", &len, &data), "XGBoosterSaveModelToBuffer");
+    const nlohmann::json model = nlohmann::json::parse(std::string(data, len), nullptr, false);
+    const nlohmann::json::json_pointer trees("/learner/gradient_booster/model/trees");
+    if (model.is_discarded() || !model.contains(trees) || !model.at(trees).is_array())
+        throw XgbError("XgbBooster::splits: the model has no /learner/gradient_booster/model/trees");
+    std::vector<std::pair<int, float>> out;
+    for (const nlohmann::json &t : model.at(trees)) {
+        if (t.contains("categories_nodes") && !t.at("categories_nodes").empty())
+            throw XgbError("XgbBooster::splits: categorical splits are not supported");
+        const auto &left = t.at("left_children");
+        const auto &index = t.at("split_indices");
+        const auto &cond = t.at("split_conditions");
+        for (size_t i = 0; i < left.size(); ++i)
+            if (left[i].get<int>() != -1)
+                out.emplace_back(index[i].get<int>(), cond[i].get<float>());
+    }
+    return out;
+}
+
 void XgbBooster::load(const std::vector<std::uint8_t> &bytes)
 {
     if (bytes.empty())

@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memx {
@@ -67,6 +68,11 @@ public:
     void setParam(const std::string &name, const std::string &value);
     /// Number of outputs per row of the last prediction / training (1 or num_target).
     size_t outputs() const { return mOutputs; }
+
+    /// Every numeric split of every tree as (feature index, threshold): a row goes left at a node
+    /// when its value is below the threshold (or missing and the node's default is left). Throws
+    /// XgbError when the model has categorical splits or is not a tree booster.
+    std::vector<std::pair<int, float>> splits() const;
 
     /// The model as XGBoost's UBJSON bytes (portable across platforms and versions >= 1.6).
     std::vector<std::uint8_t> save() const;
