@@ -241,10 +241,11 @@ std::vector<std::uint8_t> PredictionCache::serialize() const
     std::sort(compact.begin(), compact.end(), [](const auto &a, const auto &b) {
         return a.first != b.first ? a.first < b.first : a.second->words < b.second->words;
     });
+    if (!compact.empty())
+        w.reserve(compact.size() * (8 + 16 + 4 * compact.front().second->words.size()));
     for (const auto &[h, e] : compact) {
         w.u64(e->words.size());
-        for (std::uint32_t x : e->words)
-            w.u32(x);
+        w.u32s(e->words.data(), e->words.size());
         value(e->value);
     }
     return w.take();

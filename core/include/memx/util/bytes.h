@@ -5,6 +5,7 @@
 // little-endian order; `pod` arrays and `raw` blocks are copied as they are in memory (every
 // supported target is little-endian IEEE-754).
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -21,16 +22,19 @@ public:
     {
     }
 
-    void u32(std::uint32_t v)
+    void u32(std::uint32_t v) { little(v); }
+    void u64(std::uint64_t v) { little(v); }
+    /// Little-endian u32 words, no length (what u32 writes for each, in one copy).
+    void u32s(const std::uint32_t *words, std::size_t n)
     {
-        for (int i = 0; i < 4; ++i)
-            mOut.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+        if constexpr (std::endian::native == std::endian::little)
+            raw(words, n * sizeof(std::uint32_t));
+        else
+            for (std::size_t i = 0; i < n; ++i)
+                u32(words[i]);
     }
-    void u64(std::uint64_t v)
-    {
-        for (int i = 0; i < 8; ++i)
-            mOut.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-    }
+    /// Room for `bytes` more bytes.
+    void reserve(std::size_t bytes) { mOut.reserve(mOut.size() + bytes); }
     /// Length (u64) + bytes.
     void str(const std::string &s)
     {
@@ -55,6 +59,16 @@ public:
     std::vector<std::uint8_t> take() { return std::move(mOut); }
 
 private:
+    template<typename T> void little(T v)
+    {
+        if constexpr (std::endian::native == std::endian::little) {
+            raw(&v, sizeof v);
+        } else {
+            for (std::size_t i = 0; i < sizeof v; ++i)
+                mOut.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+        }
+    }
+
     std::vector<std::uint8_t> mOut;
 };
 
