@@ -14,6 +14,7 @@
 #include <QGraphicsScene>
 #include <QLineEdit>
 #include <QMimeData>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTreeView>
@@ -177,6 +178,46 @@ private slots:
         doc.undoStack()->undo();
         QCOMPARE(doc.cluster(), before);
         QCOMPARE(canvas.nodeItemCount(), int(before.groups.size()));
+    }
+
+    void fitSettlesOnAWideShortCanvas()
+    {
+        // The 512-GPU sample in a wide, short canvas (the window's default split): fitting on
+        // resize used to show/hide a scroll bar, which resized the viewport, which fitted again -
+        // forever (the workbench's UI thread at 100 %, the results never shown).
+        struct ResizeCounter : QObject {
+            int resizes = 0;
+            bool eventFilter(QObject *, QEvent *e) override
+            {
+                resizes += e->type() == QEvent::Resize;
+                return false;
+            }
+        } counter;
+        ClusterDocument doc;
+        ClusterCanvas canvas(&doc);
+        canvas.viewport()->installEventFilter(&counter);
+        open(doc, "cross-vendor-512gpu.json");
+        canvas.resize(1100, 240);
+        canvas.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&canvas));
+        QTest::qWait(200);
+        const int settled = counter.resizes;
+        QTest::qWait(300);
+        QCOMPARE(counter.resizes, settled); // no resize after the first 200 ms
+        QVERIFY2(settled < 10, qPrintable(QString::number(settled)));
+        // Fitted: every group is inside the viewport, with no scroll bar.
+        QVERIFY(!canvas.horizontalScrollBar()->isVisible());
+        QVERIFY(!canvas.verticalScrollBar()->isVisible());
+        const QRect items = canvas.mapFromScene(canvas.scene()->itemsBoundingRect()).boundingRect();
+        QVERIFY2(
+            canvas.viewport()->rect().adjusted(-1, -1, 1, 1).contains(items),
+            qPrintable(
+                QStringLiteral("%1,%2 %3x%4").arg(items.x()).arg(items.y()).arg(items.width()).arg(items.height())));
+        // Zooming in turns the scroll bars back on.
+        canvas.zoomIn();
+        canvas.zoomIn();
+        QTest::qWait(50);
+        QVERIFY(canvas.horizontalScrollBar()->isVisible() || canvas.verticalScrollBar()->isVisible());
     }
 
     void zoomClamps()

@@ -46,11 +46,12 @@ ClusterCanvas::ClusterCanvas(ClusterDocument *document, QWidget *parent)
     setAcceptDrops(true);
     setFocusPolicy(Qt::StrongFocus);
     setMinimumSize(320, 240);
+    setAutoFit(true);
 
     connect(mScene, &QGraphicsScene::selectionChanged, this, &ClusterCanvas::selectionChanged);
     connect(mDocument, &ClusterDocument::clusterReset, this, [this] {
         rebuild();
-        mAutoFit = true;
+        setAutoFit(true);
         fitToView();
     });
     connect(mDocument, &ClusterDocument::nodeGroupAdded, this, &ClusterCanvas::onGroupAdded);
@@ -275,20 +276,31 @@ void ClusterCanvas::scaleBy(double factor)
 
 void ClusterCanvas::zoomIn()
 {
-    mAutoFit = false;
+    setAutoFit(false);
     scaleBy(kZoomStep);
 }
 
 void ClusterCanvas::zoomOut()
 {
-    mAutoFit = false;
+    setAutoFit(false);
     scaleBy(1 / kZoomStep);
 }
 
 void ClusterCanvas::resetZoom()
 {
-    mAutoFit = false;
+    setAutoFit(false);
     setTransform(QTransform());
+}
+
+void ClusterCanvas::setAutoFit(bool on)
+{
+    // A fitted view shows the whole cluster and needs no scroll bars. With scroll bars "as
+    // needed", a fit in resizeEvent shows or hides one, which resizes the viewport, which fits
+    // again: on the 512-GPU sample that loop never ended (the UI thread at 100%, no result shown).
+    mAutoFit = on;
+    const Qt::ScrollBarPolicy policy = on ? Qt::ScrollBarAlwaysOff : Qt::ScrollBarAsNeeded;
+    setHorizontalScrollBarPolicy(policy);
+    setVerticalScrollBarPolicy(policy);
 }
 
 void ClusterCanvas::resizeEvent(QResizeEvent *event)
@@ -327,7 +339,7 @@ void ClusterCanvas::mousePressEvent(QMouseEvent *event)
 {
     if (event->button() == Qt::MiddleButton || (event->button() == Qt::LeftButton && mSpaceHeld)) {
         mDrag = Drag::Pan;
-        mAutoFit = false;
+        setAutoFit(false);
         mPanLast = event->position().toPoint();
         viewport()->setCursor(Qt::ClosedHandCursor);
         event->accept();
@@ -430,7 +442,7 @@ void ClusterCanvas::wheelEvent(QWheelEvent *event)
 {
     const double steps = event->angleDelta().y() / 120.0;
     if (steps != 0) {
-        mAutoFit = false;
+        setAutoFit(false);
         scaleBy(std::pow(kZoomStep, steps));
     }
     event->accept();

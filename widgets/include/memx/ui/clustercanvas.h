@@ -104,7 +104,9 @@ private:
     int mConnectFrom = -1;
     QGraphicsLineItem *mConnectLine = nullptr;
     bool mSpaceHeld = false;
-    /// Keep the cluster fitted on resize until the user zooms or pans (set on open).
+    /// Keep the cluster fitted on resize until the user zooms or pans (set on open); the scroll
+    /// bars are off while it is on.
+    void setAutoFit(bool on);
     bool mAutoFit = true;
 };
 
