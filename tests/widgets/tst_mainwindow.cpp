@@ -1,6 +1,7 @@
 // The whole workbench, offscreen: start-up search on the shipped sample, re-ranking with the core
 // objective, selection sync, edits + undo/redo, .memx save/reopen, export, profiles import.
 #include "coverageutils.h"
+#include "memx/engine/plannedsearch.h"
 #include "memx/io/formats.h"
 #include "memx/profiling/coverage.h"
 #include "memx/search/objective.h"
@@ -29,6 +30,9 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QSlider>
@@ -496,6 +500,119 @@ private slots:
         QCOMPARE(coverage.size(), size_t(1));
         QVERIFY2(coverage.front().count(CoverageStatus::Measured) > 0,
                  "expected measured cells for sailor-opt-350 on A100-40");
+    }
+
+    void standardShortcuts()
+    {
+        // Ctrl+Shift+S, Ctrl+Y and Ctrl+W work whatever the platform theme binds.
+        auto shortcutsOf = [this](const QString &text) {
+            for (QAction *a : mWindow->findChildren<QAction *>())
+                if (a->text() == text)
+                    return a->shortcuts();
+            return QList<QKeySequence>();
+        };
+        QVERIFY(shortcutsOf(QStringLiteral("Save &As...")).contains(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
+        QVERIFY(shortcutsOf(QStringLiteral("&Close")).contains(QKeySequence(Qt::CTRL | Qt::Key_W)));
+        for (const QKeySequence &k : QKeySequence::keyBindings(QKeySequence::SaveAs))
+            QVERIFY(shortcutsOf(QStringLiteral("Save &As...")).contains(k));
+        // Ctrl+Z then Ctrl+Y, typed into the window: the edit is undone and redone.
+        ClusterDocument *doc = mWindow->document();
+        const memx::Cluster before = doc->cluster();
+        doc->moveNodeGroups({0}, {QPointF(before.groups[0].x + 40, before.groups[0].y)}, 7);
+        const memx::Cluster moved = doc->cluster();
+        mWindow->activateWindow();
+        QTest::keyClick(mWindow.get(), Qt::Key_Z, Qt::ControlModifier);
+        QVERIFY(doc->cluster() == before);
+        QTest::keyClick(mWindow.get(), Qt::Key_Y, Qt::ControlModifier);
+        QVERIFY(doc->cluster() == moved);
+        QTest::keyClick(mWindow.get(), Qt::Key_Z, Qt::ControlModifier);
+        QVERIFY(doc->cluster() == before);
+        QTest::keyClick(mWindow.get(), Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+        QVERIFY(doc->cluster() == moved);
+        doc->undoStack()->undo();
+    }
+
+    void staleResultsAreMarkedAndNewClearsThem()
+    {
+        ClusterDocument *doc = mWindow->document();
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QVERIFY(!panel()->results().isEmpty());
+        QVERIFY(!panel()->isStale());
+        QVERIFY(panel()->exportButton()->isEnabled());
+        const memx::Cluster original = doc->cluster();
+
+        // Delete a group and cancel the re-search: the old plans stay, marked stale, no export.
+        doc->removeNodeGroups({int(original.groups.size()) - 1});
+        QVERIFY(panel()->isStale());
+        QVERIFY(!panel()->exportButton()->isEnabled());
+        QVERIFY(panel()->countsLabel()->text().contains(QStringLiteral("Stale")));
+        panel()->cancelSearch();
+        QTest::qWait(ResultsPanel::DebounceMs + 100);
+        QVERIFY(panel()->isStale());
+        QVERIFY(!panel()->exportButton()->isEnabled());
+        const uint64_t staleSize = panel()->results().outcome()->result.cluster.groups.size();
+        QCOMPARE(staleSize, uint64_t(original.groups.size())); // still the old cluster's plans
+
+        // Run search: fresh results of the edited cluster, Export back on.
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        panel()->runSearch();
+        QVERIFY(waitForResults(shown));
+        QVERIFY(!panel()->isStale());
+        QVERIFY(panel()->exportButton()->isEnabled());
+        QCOMPARE(panel()->results().outcome()->result.cluster.groups.size(), original.groups.size() - 1);
+        QVERIFY(!panel()->countsLabel()->text().contains(QStringLiteral("Stale")));
+
+        // File > New: no plans, no bars, no chart points, no export.
+        QAction *newAction = nullptr;
+        for (QAction *a : mWindow->findChildren<QAction *>())
+            if (a->text() == QStringLiteral("&New"))
+                newAction = a;
+        QVERIFY(newAction);
+        newAction->trigger();
+        QVERIFY(doc->cluster().groups.empty());
+        QVERIFY(panel()->results().isEmpty());
+        QCOMPARE(panel()->tableModel()->rowCount(), 0);
+        QCOMPARE(panel()->memoryBars()->barCount(), 0);
+        QCOMPARE(panel()->paretoChart()->frontPointCount() + panel()->paretoChart()->dominatedPointCount(), 0);
+        QVERIFY(!panel()->exportButton()->isEnabled());
+        QVERIFY(!panel()->isStale());
+        QTest::qWait(ResultsPanel::DebounceMs + 100);
+        QVERIFY(!panel()->isSearching());
+        QVERIFY(panel()->results().isEmpty());
+    }
+
+    void largeSampleWithinBudget()
+    {
+        // The 512-GPU sample: the search runs within the CLI's budget, the window stays small and
+        // Cancel stops a running search at once.
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        QVERIFY2(mWindow->openFile(sample("cross-vendor-512gpu.json")), qPrintable(mWindow->lastError()));
+        QVERIFY(waitForResults(shown));
+        const auto outcome = panel()->results().outcome();
+        QVERIFY(outcome);
+        QCOMPARE(outcome->options.maxBases, memx::kDefaultMaxBases);
+        QVERIFY(panel()->tableModel()->rowCount() > 0);
+        long rssKb = 0;
+        QFile status(QStringLiteral("/proc/self/status"));
+        if (status.open(QIODevice::ReadOnly))
+            for (const QByteArray &line : status.readAll().split('\n'))
+                if (line.startsWith("VmRSS:"))
+                    rssKb = line.mid(6).trimmed().split(' ').front().toLong();
+        QVERIFY2(rssKb > 0 && rssKb < 1024 * 1024, qPrintable(QString::number(rssKb)));
+
+        // Cancel a running search (another global batch: not in the memo).
+        QSignalSpy started(panel()->job(), &SearchJob::started);
+        QSignalSpy cancelled(panel()->job(), &SearchJob::cancelled);
+        panel()->globalBatchField()->setValue(2048);
+        panel()->runSearch();
+        QTRY_VERIFY_WITH_TIMEOUT(started.count() > 0, 5000);
+        QElapsedTimer clock;
+        clock.start();
+        panel()->cancelSearch();
+        QVERIFY(cancelled.count() > 0 || cancelled.wait(5000));
+        QVERIFY2(clock.elapsed() < 100, qPrintable(QString::number(clock.elapsed())));
+        QVERIFY(panel()->isStale());
+        panel()->globalBatchField()->setValue(0);
     }
 };
 

@@ -44,6 +44,19 @@ namespace memx::ui {
 
 namespace {
 QStringList gSampleDirs;
+
+/// The platform's key bindings of `key` followed by `extra` (those it lacks): a desktop without a
+/// platform theme (e.g. openbox) binds nothing to QKeySequence::SaveAs and only Ctrl+Shift+Z to
+/// Redo, where users press Ctrl+Shift+S and Ctrl+Y.
+QList<QKeySequence> standardShortcuts(QKeySequence::StandardKey key, std::initializer_list<QKeySequence> extra)
+{
+    QList<QKeySequence> keys = QKeySequence::keyBindings(key);
+    for (const QKeySequence &k : extra)
+        if (!keys.contains(k))
+            keys << k;
+    return keys;
+}
+
 QDockWidget *makeDock(const QString &title, const QString &objectName, QWidget *contents, QWidget *parent)
 {
     auto *dock = new QDockWidget(title, parent);
@@ -326,7 +339,7 @@ void MainWindow::onDocumentChanged()
     mSearchedModel = mDocument->model();
     mProjectChanged = false;
     if (cluster.groups.empty()) {
-        mResults->cancelSearch();
+        mResults->clearResults();
         return;
     }
     memx::SearchRequest request;
@@ -388,6 +401,12 @@ void MainWindow::exportSelectedPlan()
     const PlanDetail &d = mResults->selectedDetail();
     if (d.id == 0)
         return;
+    if (mResults->isStale()) {
+        statusBar()->showMessage(tr("The plans shown are stale: wait for the new search (or Run search, F5) before "
+                                    "exporting."),
+                                 8000);
+        return;
+    }
     const auto outcome = mResults->results().outcome();
     ExportDialog dialog(d.plan, outcome->result.cluster, outcome->result.model, memx::toJson(d.estimate), this);
     if (dialog.exec() == QDialog::Accepted)
@@ -405,11 +424,14 @@ void MainWindow::createMenus()
     mRecentMenu = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
     file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save);
-    file->addAction(tr("Save &As..."), QKeySequence::SaveAs, this, &MainWindow::saveAs);
+    file->addAction(tr("Save &As..."), this, &MainWindow::saveAs)
+        ->setShortcuts(standardShortcuts(QKeySequence::SaveAs, {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)}));
     file->addSeparator();
     file->addAction(tr("&Import Cluster JSON..."), this, &MainWindow::importCluster);
     file->addAction(tr("&Export Cluster JSON..."), this, &MainWindow::exportCluster);
     file->addSeparator();
+    file->addAction(tr("&Close"), this, &QWidget::close)
+        ->setShortcuts(standardShortcuts(QKeySequence::Close, {QKeySequence(Qt::CTRL | Qt::Key_W)}));
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
     rebuildSampleMenu();
     rebuildRecentMenu();
@@ -418,7 +440,8 @@ void MainWindow::createMenus()
     QAction *undo = mDocument->undoStack()->createUndoAction(this, tr("&Undo"));
     undo->setShortcut(QKeySequence::Undo);
     QAction *redo = mDocument->undoStack()->createRedoAction(this, tr("&Redo"));
-    redo->setShortcut(QKeySequence::Redo);
+    redo->setShortcuts(standardShortcuts(
+        QKeySequence::Redo, {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)}));
     edit->addAction(undo);
     edit->addAction(redo);
     edit->addSeparator();

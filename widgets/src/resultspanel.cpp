@@ -279,7 +279,9 @@ void ResultsPanel::connectSearchJob()
     connect(mJob, &SearchJob::cancelled, this, [this] {
         setSearching(false);
         mProgress->setFormat(tr("cancelled"));
-        emit statusMessage(tr("Search cancelled; the previous results are still shown."));
+        emit statusMessage(mStale ? tr("Search cancelled; the results shown are stale (of the settings before the "
+                                       "last change).")
+                                  : tr("Search cancelled; the previous results are still shown."));
     });
     connect(mJob, &SearchJob::failed, this, [this](quint64, const QString &message) {
         setSearching(false);
@@ -304,7 +306,41 @@ void ResultsPanel::setProject(std::shared_ptr<const memx::SearchProject> project
 
 void ResultsPanel::scheduleSearch()
 {
+    setStale(true);
     mDebounce->start();
+}
+
+void ResultsPanel::setStale(bool on)
+{
+    on = on && !mResults.isEmpty(); // nothing shown: nothing stale
+    mStale = on;
+    mExport->setEnabled(!on && mDetail.id != 0);
+    if (mResults.isEmpty())
+        return;
+    const QString counts = mResults.countsText().toHtmlEscaped();
+    mCounts->setText(
+        on ? tr("<span style='color:#b35900'><b>Stale:</b> these plans are of the settings before the last "
+                "change (Run search, F5, to refresh).</span> %1")
+                 .arg(counts)
+           : counts);
+}
+
+void ResultsPanel::clearResults()
+{
+    mDebounce->stop();
+    mJob->cancel();
+    mResults.clear();
+    mStale = false;
+    mLastCluster.reset();
+    mSelection->select(0); // empties the bars, the stage diagram, the detail and Export
+    showSelection(0);
+    mModel->setPlans({});
+    mPareto->setPoints({});
+    mCounts->setText(tr("No results: add GPUs to the cluster to search plans."));
+    mCounts->setToolTip(QString());
+    mNotes->clear();
+    mProgress->setValue(0);
+    mProgress->setFormat(tr("idle"));
 }
 
 memx::PlannedSearchRequest ResultsPanel::currentRequest() const
@@ -341,6 +377,7 @@ void ResultsPanel::runSearch()
     if (mLastCluster && !(*mLastCluster == request.search.cluster))
         request.baseline = *mLastCluster;
     mRunningCluster = request.search.cluster;
+    setStale(true);
     setSearching(true);
     // Planned on this thread (cheap: no enumeration), so the cache snapshot holds exactly the blobs
     // this search reads; the worker then never touches the project.
@@ -426,6 +463,7 @@ void ResultsPanel::applyResults(quint64 preparedId, Prepared &prepared)
         mResults.setWeights(current);
         points = mResults.points();
     }
+    mStale = false;
     mCounts->setText(mResults.countsText());
     mCounts->setToolTip(mResults.countsText());
     mNotes->setText(mResults.notesText().join(QLatin1Char('\n')));
@@ -534,7 +572,7 @@ void ResultsPanel::showSelection(quint32 id)
     mStages->setStages(mDetail.stages);
     mStages->setMinimumSize(mStages->sizeHint());
     mDetailText->setHtml(mDetail.html);
-    mExport->setEnabled(mDetail.id != 0);
+    mExport->setEnabled(mDetail.id != 0 && !mStale);
     if (mDetail.id != 0) {
         const int rank = row >= 0 ? mModel->rankOfRow(row) : 0;
         QString title

@@ -76,6 +76,13 @@ public:
     void scheduleSearch();
     void cancelSearch();
     bool isSearching() const;
+    /// Cancels any search and empties every view (plans, chart, bars, detail; Export off): what
+    /// File > New and an empty cluster show.
+    void clearResults();
+    /// The plans shown are of an earlier cluster, model or search setting (a search of the new
+    /// one is pending, running, was cancelled or failed): the counts line says so and Export is
+    /// off until the new results arrive.
+    bool isStale() const { return mStale; }
 
     /// Re-ranks the cached results for `weights` (core objective); selects the new best plan when
     /// the best plan changes.
@@ -136,6 +143,8 @@ private:
     void showSelection(quint32 id);
     void refreshChart();
     void setSearching(bool on);
+    /// Marks the shown results stale (isStale()) or fresh; updates the counts line and Export.
+    void setStale(bool on);
 
     memx::SearchRequest mRequest;
     /// The document's cluster of the running search and of the last finished one (the what-if baseline).
@@ -143,6 +152,7 @@ private:
     std::shared_ptr<const memx::SearchProject> mProject;
     const memx::Store *mCacheSource = nullptr;
     PlanResults mResults;
+    bool mStale = false;
     PlanDetail mDetail;
     PlanSelection *mSelection = nullptr;
     SearchJob *mJob = nullptr;
