@@ -8,11 +8,13 @@
 #include "memx/search/plannedsearch.h"
 #include "memx/search/search.h"
 #include "memx/store/sqlitestore.h"
+#include "memx/ui/clustercanvas.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/documentstorage.h"
 #include "memx/ui/exportdialog.h"
 #include "memx/ui/mainwindow.h"
 #include "memx/ui/memorybarchart.h"
+#include "memx/ui/nodepropertypanel.h"
 #include "memx/ui/paretochartview.h"
 #include "memx/ui/planselection.h"
 #include "memx/ui/plantablemodel.h"
@@ -30,12 +32,12 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
-#include <QPushButton>
-#include <QSpinBox>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSpinBox>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTextBrowser>
@@ -530,6 +532,50 @@ private slots:
         QTest::keyClick(mWindow.get(), Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
         QVERIFY(doc->cluster() == moved);
         doc->undoStack()->undo();
+    }
+
+    void linkEditChangesOnlyTheLink()
+    {
+        // Enter in a link's bandwidth keeps the link selected and the focus in its field: the
+        // next keystrokes edit the link again, never the default network.
+        ClusterDocument *doc = mWindow->document();
+        const memx::Cluster original = doc->cluster();
+        QVERIFY(original.groups.size() >= 2);
+        QVERIFY(doc->addLinkOverride(original.groups[0].name, original.groups[1].name, {50, 2, {}}) == 0);
+        const memx::Network before = doc->cluster().network;
+        mWindow->canvas()->selectLink(0);
+        NodePropertyPanel *props = mWindow->properties();
+        QCOMPARE(props->currentPage(), 1);
+        QDoubleSpinBox *bandwidth = props->linkBandwidthSpin();
+        mWindow->activateWindow();
+        bandwidth->setFocus();
+        QTRY_VERIFY(bandwidth->hasFocus());
+        bandwidth->selectAll();
+        QTest::keyClicks(bandwidth, QStringLiteral("12"));
+        QTest::keyClick(bandwidth, Qt::Key_Return);
+        QCOMPARE(doc->cluster().network.overrides[0].link.bandwidthGBps, 12.0);
+        QCOMPARE(props->currentPage(), 1);
+        QCOMPARE(mWindow->canvas()->selectedLinks(), QVector<int> {0});
+        QWidget *focus = QApplication::focusWidget();
+        QVERIFY(focus);
+        QVERIFY2(focus == bandwidth || bandwidth->isAncestorOf(focus), focus->metaObject()->className());
+        // The next keystrokes, typed where the focus is, change the same link.
+        QTest::keyClick(focus, Qt::Key_A, Qt::ControlModifier);
+        QTest::keyClicks(focus, QStringLiteral("7"));
+        QTest::keyClick(focus, Qt::Key_Return);
+        QCOMPARE(doc->cluster().network.overrides[0].link.bandwidthGBps, 7.0);
+        QCOMPARE(doc->cluster().network.interNode.bandwidthGBps, before.interNode.bandwidthGBps);
+        QCOMPARE(doc->cluster().network.interNode.latencyUs, before.interNode.latencyUs);
+        QCOMPARE(doc->cluster().network.overrides.size(), before.overrides.size());
+        for (size_t i = 1; i < before.overrides.size(); ++i)
+            QCOMPARE(doc->cluster().network.overrides[i].link.bandwidthGBps, before.overrides[i].link.bandwidthGBps);
+        for (int i = 0;
+             i < 4 && doc->cluster().network.overrides[0].link.bandwidthGBps != before.overrides[0].link.bandwidthGBps;
+             ++i)
+            doc->undoStack()->undo();
+        QCOMPARE(doc->cluster().network.overrides[0].link.bandwidthGBps, before.overrides[0].link.bandwidthGBps);
+        doc->undoStack()->undo(); // the override
+        QVERIFY(doc->cluster() == original);
     }
 
     void staleResultsAreMarkedAndNewClearsThem()

@@ -48,7 +48,10 @@ ClusterCanvas::ClusterCanvas(ClusterDocument *document, QWidget *parent)
     setMinimumSize(320, 240);
     setAutoFit(true);
 
-    connect(mScene, &QGraphicsScene::selectionChanged, this, &ClusterCanvas::selectionChanged);
+    connect(mScene, &QGraphicsScene::selectionChanged, this, [this] {
+        if (!mRebuildingLinks)
+            emit selectionChanged();
+    });
     connect(mDocument, &ClusterDocument::clusterReset, this, [this] {
         rebuild();
         setAutoFit(true);
@@ -91,7 +94,13 @@ void ClusterCanvas::rebuild()
 
 void ClusterCanvas::rebuildLinks()
 {
+    // Rebuilt lines keep their selection; the deleted-and-reselected line is no selection change
+    // (it used to tell the Properties dock "nothing selected" in between, which switched it to
+    // the default network and moved the keyboard focus there: the next keystrokes after Enter
+    // in a link's bandwidth edited the default latency).
     const QVector<int> wasSelected = selectedLinks();
+    const QVector<int> groupsBefore = selectedGroups();
+    mRebuildingLinks = true;
     for (LinkItem *l : std::as_const(mLinks))
         delete l;
     mLinks.clear();
@@ -108,6 +117,9 @@ void ClusterCanvas::rebuildLinks()
         item->setSelected(wasSelected.contains(i));
         mLinks << item;
     }
+    mRebuildingLinks = false;
+    if (selectedLinks() != wasSelected || selectedGroups() != groupsBefore)
+        emit selectionChanged();
 }
 
 void ClusterCanvas::onGroupAdded(int index)

@@ -104,6 +104,7 @@ private:
     int mConnectFrom = -1;
     QGraphicsLineItem *mConnectLine = nullptr;
     bool mSpaceHeld = false;
+    bool mRebuildingLinks = false; ///< rebuildLinks() runs: the scene's selection signals are not ours
     /// Keep the cluster fitted on resize until the user zooms or pans (set on open); the scroll
     /// bars are off while it is on.
     void setAutoFit(bool on);

@@ -97,6 +97,7 @@ public:
     ResultsPanel *results() const { return mResults; }
     WeightSliders *weightSliders() const { return mWeights; }
     ProfilesPanel *profiles() const { return mProfiles; }
+    NodePropertyPanel *properties() const { return mProperties; }
 
     /// When false (tests), load/save problems are not shown in modal dialogs; lastError() has them.
     void setInteractive(bool on);
