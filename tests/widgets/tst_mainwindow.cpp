@@ -534,6 +534,21 @@ private slots:
         doc->undoStack()->undo();
     }
 
+    void planNumberMatchesExport()
+    {
+        // The detail's "plan #n" is the number the export writes ("search #n").
+        const quint32 id = panel()->results().topPlanId();
+        QVERIFY(id != 0);
+        panel()->selection()->select(id);
+        const PlanDetail &d = panel()->selectedDetail();
+        QCOMPARE(d.id, id);
+        const uint32_t index = PlanResults::indexOf(id);
+        QCOMPARE(QString::fromStdString(d.plan.name), QStringLiteral("search #%1").arg(index));
+        QCOMPARE(d.plan.name, panel()->results().outcome()->result.materialize(index).name);
+        QVERIFY2(panel()->detailTitle()->text().contains(QStringLiteral("(plan #%1)").arg(index)),
+                 qPrintable(panel()->detailTitle()->text()));
+    }
+
     void linkEditChangesOnlyTheLink()
     {
         // Enter in a link's bandwidth keeps the link selected and the focus in its field: the

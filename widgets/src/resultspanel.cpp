@@ -578,7 +578,7 @@ void ResultsPanel::showSelection(quint32 id)
         QString title
             = tr("<b>Rank %1</b> (plan #%2) &nbsp;%3")
                   .arg(rank)
-                  .arg(id)
+                  .arg(PlanResults::indexOf(id)) // the core's number: exports say "search #<index>"
                   .arg(
                       QString::fromStdString(mDetail.plan.summary(mResults.outcome()->result.cluster)).toHtmlEscaped());
         if (!mDetail.learnedLine.isEmpty())

@@ -112,6 +112,8 @@ public:
     QLabel *countsLabel() const { return mCounts; }
     /// The target and why, the planned search's notes, and why nothing fits (with what does).
     QLabel *notesLabel() const { return mNotes; }
+    /// "Rank r (plan #n) ...": n is the core's configuration index, as in exports ("search #n").
+    QLabel *detailTitle() const { return mDetailTitle; }
 
 signals:
     /// A finished search's results are in every view (and the best plan is selected).
