@@ -33,6 +33,7 @@
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
+#include <QGraphicsScene>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -532,6 +533,19 @@ private slots:
         QTest::keyClick(mWindow.get(), Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
         QVERIFY(doc->cluster() == moved);
         doc->undoStack()->undo();
+    }
+
+    void canvasIsNotClipped()
+    {
+        // The centre splitter gives the canvas its whole height (a canvas taller than its pane was
+        // clipped and fitted a size it did not show: the boxes' lower half was cut off).
+        ClusterCanvas *canvas = mWindow->canvas();
+        QWidget *pane = canvas->parentWidget();
+        QVERIFY2(
+            pane->rect().contains(canvas->geometry()),
+            qPrintable(QStringLiteral("canvas %1 px tall in a %2 px pane").arg(canvas->height()).arg(pane->height())));
+        const QRect items = canvas->mapFromScene(canvas->scene()->itemsBoundingRect()).boundingRect();
+        QVERIFY(canvas->viewport()->rect().adjusted(-1, -1, 1, 1).contains(items));
     }
 
     void planNumberMatchesExport()

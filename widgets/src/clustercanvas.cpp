@@ -45,7 +45,7 @@ ClusterCanvas::ClusterCanvas(ClusterDocument *document, QWidget *parent)
     setViewportUpdateMode(QGraphicsView::FullViewportUpdate); // the legend is drawn in view coordinates
     setAcceptDrops(true);
     setFocusPolicy(Qt::StrongFocus);
-    setMinimumSize(320, 240);
+    setMinimumSize(320, 150); // the centre splitter must never clip it (a clipped view fits a size it does not show)
     setAutoFit(true);
 
     connect(mScene, &QGraphicsScene::selectionChanged, this, [this] {

@@ -128,7 +128,7 @@ void MainWindow::createCentre()
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 3);
     split->setChildrenCollapsible(false);
-    split->setSizes({170, 700});
+    split->setSizes({250, 650});
     setCentralWidget(split);
 }
 
