@@ -108,6 +108,37 @@ private slots:
         QCOMPARE(canvas.dropGpu(&text, QPointF()), -1); // only the palette's MIME type is accepted
     }
 
+    /// A box dropped onto another lands on the nearest free spot: overlapping no box (stacks
+    /// included, 20-unit gap), close to the drop point. Brute force over every pair of boxes.
+    void dropOntoABoxDoesNotOverlap()
+    {
+        ClusterDocument doc;
+        open(doc);
+        ClusterCanvas canvas(&doc);
+        QMimeData mime;
+        mime.setData(QLatin1String(kGpuMimeType), "gaudi3");
+        for (int k = 0; k < 6; ++k) { // always onto group 0's centre
+            const memx::NodeGroup target = doc.cluster().groups[0];
+            const QPointF centre(target.x + NodeGroupItem::kWidth / 2, target.y + NodeGroupItem::kHeight / 2);
+            QVERIFY(canvas.dropGpu(&mime, centre) >= 0);
+        }
+        const auto &groups = doc.cluster().groups;
+        auto box = [](const memx::NodeGroup &g) {
+            const qreal stack = NodeGroupItem::kStackOffset * std::min(g.count - 1, NodeGroupItem::kMaxShadows);
+            return QRectF(g.x, g.y, NodeGroupItem::kWidth + stack, NodeGroupItem::kHeight + stack);
+        };
+        for (size_t a = 0; a < groups.size(); ++a)
+            for (size_t b = a + 1; b < groups.size(); ++b)
+                QVERIFY2(!box(groups[a]).intersects(box(groups[b])),
+                         qPrintable(QStringLiteral("boxes %1 and %2 overlap").arg(a).arg(b)));
+        // Nearby: within a few box sizes of the drop point.
+        const QRectF first = box(groups[0]);
+        for (size_t i = groups.size() - 6; i < groups.size(); ++i)
+            QVERIFY(QLineF(first.topLeft(), QPointF(groups[i].x, groups[i].y)).length() < 4 * NodeGroupItem::kWidth);
+        // A drop onto empty space is unchanged (the snapped centre).
+        QCOMPARE(canvas.freeSpotNear(QPointF(5000, 5000)), QPointF(5000, 5000));
+    }
+
     void mouseDragIsOneUndoStep()
     {
         ClusterDocument doc;

@@ -3,6 +3,7 @@
 #include "memx/io/formats.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/documentstorage.h"
+#include "memx/ui/undocommands.h"
 #include "memx/util/diagnostic.h"
 
 #include <QSignalSpy>
@@ -274,14 +275,46 @@ private slots:
             QVERIFY(doc.changeNodeGroup(0, g, ClusterDocument::GroupField::GpusPerNode));
         }
         QCOMPARE(doc.undoStack()->count(), 1);
+        // The History entry says what changed (the merged drag: 4 -> 8); the Edit menu stays short.
+        const QString name = QString::fromStdString(g.name);
+        QCOMPARE(doc.undoStack()->command(0)->text(), name + QStringLiteral(": GPUs per node 4 \u2192 8"));
+        QCOMPARE(doc.undoStack()->undoText(), QStringLiteral("Change node group ") + name);
         g.count = 3;
         QVERIFY(doc.changeNodeGroup(0, g, ClusterDocument::GroupField::Count));
         QCOMPARE(doc.undoStack()->count(), 2);
+        QCOMPARE(doc.undoStack()->command(1)->text(), name + QStringLiteral(": nodes 2 \u2192 3"));
         QCOMPARE(doc.cluster().totalGpus(), 3 * 8 + 8 + 4);
         doc.undoStack()->undo();
         doc.undoStack()->undo();
         QCOMPARE(doc.cluster().groups[0].gpusPerNode, 4);
         QCOMPARE(doc.cluster().groups[0].count, 2);
+    }
+
+    /// History texts of network and model edits name the field and both values.
+    void historySaysWhatChanged()
+    {
+        ClusterDocument doc;
+        openSample(doc);
+        memx::Link link = doc.cluster().network.interNode;
+        const double before = link.latencyUs;
+        link.latencyUs = before + 7;
+        QVERIFY(doc.setDefaultLink(link));
+        QCOMPARE(doc.undoStack()->command(doc.undoStack()->count() - 1)->text(),
+                 QStringLiteral("Change default network: default link latency %1 \u2192 %2 \u00b5s")
+                     .arg(before)
+                     .arg(before + 7));
+        memx::Model m = doc.model();
+        m.id = "custom";
+        m.shape.layers = 30;
+        m.training.globalBatch = 256;
+        const int layers = doc.model().shape.layers, batch = doc.model().training.globalBatch;
+        QVERIFY(doc.setModel(m));
+        QCOMPARE(
+            doc.undoStack()->command(doc.undoStack()->count() - 1)->text(),
+            QStringLiteral("Change model: layers %1 \u2192 30; global batch %2 \u2192 256").arg(layers).arg(batch));
+        QCOMPARE(doc.undoStack()->undoText(), QStringLiteral("Change model"));
+        QCOMPARE(describeModelChange(memx::resolveModel("llama2-7b"), memx::resolveModel("gpt3-1.3b")),
+                 QStringLiteral("Llama-2 7B \u2192 GPT-3 XL 1.3B"));
     }
 
     void linkOverrides()

@@ -14,6 +14,7 @@
 #include "memx/ui/exportdialog.h"
 #include "memx/ui/mainwindow.h"
 #include "memx/ui/memorybarchart.h"
+#include "memx/ui/modelpanel.h"
 #include "memx/ui/nodepropertypanel.h"
 #include "memx/ui/paretochartview.h"
 #include "memx/ui/planselection.h"
@@ -21,6 +22,7 @@
 #include "memx/ui/profilespanel.h"
 #include "memx/ui/resultspanel.h"
 #include "memx/ui/searchjob.h"
+#include "memx/ui/searchspacepanel.h"
 #include "memx/ui/stagediagram.h"
 #include "memx/ui/undocommands.h"
 #include "memx/ui/weightsliders.h"
@@ -28,13 +30,17 @@
 #include <nlohmann/json.hpp>
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QGraphicsScene>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSlider>
@@ -42,9 +48,13 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTextBrowser>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
 #include <QUndoStack>
 #include <QtTest>
 
+#include <limits>
 #include <set>
 
 using namespace memx::ui;
@@ -339,6 +349,36 @@ private slots:
         QVERIFY(dialog.files().empty() != dialog.refusalText().isEmpty());
     }
 
+    /// The export dialog opens with the format and folder of the last one (also after Cancel).
+    void exportDialogRemembersTheFormat()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QVERIFY(panel()->selectedDetail().id != 0);
+        QTemporaryDir dir;
+        std::optional<memx::ExportFormat> seen;
+        QString seenDir;
+        auto answer = [&](std::optional<memx::ExportFormat> set) {
+            QTimer::singleShot(0, this, [&, set] {
+                auto *dialog = qobject_cast<ExportDialog *>(QApplication::activeModalWidget());
+                QVERIFY(dialog);
+                seen = dialog->format();
+                seenDir = dialog->outputDir();
+                if (set) {
+                    dialog->setFormat(*set);
+                    dialog->setOutputDir(dir.path());
+                }
+                dialog->reject();
+            });
+        };
+        answer(memx::ExportFormat::Slurm);
+        mWindow->exportSelectedPlan();
+        QVERIFY(seen);
+        answer(std::nullopt);
+        mWindow->exportSelectedPlan();
+        QCOMPARE(*seen, memx::ExportFormat::Slurm);
+        QCOMPARE(QDir(seenDir).absolutePath(), QDir(dir.path()).absolutePath());
+    }
+
     void editsUndoRedoAndResearch()
     {
         ClusterDocument *doc = mWindow->document();
@@ -503,6 +543,14 @@ private slots:
         QCOMPARE(coverage.size(), size_t(1));
         QVERIFY2(coverage.front().count(CoverageStatus::Measured) > 0,
                  "expected measured cells for sailor-opt-350 on A100-40");
+        // The imported models are in the Model dock's list; picking one makes it the document's.
+        auto *modelPanel = w.findChild<ModelPanel *>();
+        QVERIFY(modelPanel);
+        const int idx = modelPanel->presetCombo()->findData(QStringLiteral("sailor-opt-350"));
+        QVERIFY2(idx >= 0, "the imported sailor-opt-350 is not offered");
+        QVERIFY(modelPanel->presetCombo()->itemText(idx).endsWith(QStringLiteral("(project)")));
+        emit modelPanel->presetCombo()->activated(idx);
+        QCOMPARE(w.document()->model(), *model);
     }
 
     void standardShortcuts()
@@ -523,7 +571,9 @@ private slots:
         const memx::Cluster before = doc->cluster();
         doc->moveNodeGroups({0}, {QPointF(before.groups[0].x + 40, before.groups[0].y)}, 7);
         const memx::Cluster moved = doc->cluster();
+        // A modal dialog closed by an earlier slot may leave no window active (offscreen).
         mWindow->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(mWindow.get()));
         QTest::keyClick(mWindow.get(), Qt::Key_Z, Qt::ControlModifier);
         QVERIFY(doc->cluster() == before);
         QTest::keyClick(mWindow.get(), Qt::Key_Y, Qt::ControlModifier);
@@ -533,6 +583,38 @@ private slots:
         QTest::keyClick(mWindow.get(), Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
         QVERIFY(doc->cluster() == moved);
         doc->undoStack()->undo();
+    }
+
+    /// The toolbar carries the main actions (the menus' own QActions, so shortcuts, enabling and
+    /// undo texts are shared), each with an icon; Run Search on it starts a search.
+    void toolBarCarriesTheMainActions()
+    {
+        QToolBar *bar = mWindow->mainToolBar();
+        QVERIFY(bar && bar->isVisible());
+        QStringList texts;
+        for (QAction *a : bar->actions()) {
+            if (a->isSeparator())
+                continue;
+            texts << a->text().remove(u'&');
+            QVERIFY2(!a->icon().isNull(), qPrintable(a->text()));
+        }
+        for (const char *t : {"New", "Open...", "Save", "Run Search", "Cancel Search", "Export Selected Plan...",
+                              "Compare with Baselines...", "Fit to View"})
+            QVERIFY2(texts.contains(QLatin1String(t)), qPrintable(texts.join(", ")));
+        QVERIFY(std::any_of(texts.begin(), texts.end(), [](const QString &t) { return t.startsWith("Undo"); }));
+        QVERIFY(std::any_of(texts.begin(), texts.end(), [](const QString &t) { return t.startsWith("Redo"); }));
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QSignalSpy started(panel()->job(), &SearchJob::started);
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        QAction *run = nullptr;
+        for (QAction *a : bar->actions())
+            if (a->text().remove(u'&') == QStringLiteral("Run Search"))
+                run = a;
+        QWidget *button = bar->widgetForAction(run);
+        QVERIFY(button);
+        QTest::mouseClick(button, Qt::LeftButton);
+        QVERIFY(started.count() > 0 || started.wait(5000));
+        QVERIFY(waitForResults(shown));
     }
 
     void canvasIsNotClipped()
@@ -561,6 +643,145 @@ private slots:
         QCOMPARE(d.plan.name, panel()->results().outcome()->result.materialize(index).name);
         QVERIFY2(panel()->detailTitle()->text().contains(QStringLiteral("(plan #%1)").arg(index)),
                  qPrintable(panel()->detailTitle()->text()));
+    }
+
+    /// CSV of the table as shown (filter + sort applied, ranks as displayed) and of the whole
+    /// Pareto front, checked against the core's result arrays.
+    void csvExportsTableAndFront()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QVERIFY(panel()->csvButton()->isEnabled());
+        const auto outcome = panel()->results().outcome();
+        QVERIFY(outcome);
+        const memx::SearchResult &r = outcome->result;
+        auto parse = [](const QString &csv) {
+            QList<QStringList> rows;
+            for (const QString &line : csv.split(QStringLiteral("\r\n"), Qt::SkipEmptyParts)) {
+                // Summaries hold commas only inside quotes: split outside them.
+                QStringList fields;
+                QString cur;
+                bool quoted = false;
+                for (QChar c : line) {
+                    if (c == u'"')
+                        quoted = !quoted;
+                    else if (c == u',' && !quoted) {
+                        fields << cur;
+                        cur.clear();
+                    } else
+                        cur += c;
+                }
+                fields << cur;
+                rows << fields;
+            }
+            return rows;
+        };
+        // The table filtered to PP2 plans and sorted by time.
+        panel()->tableView()->sortByColumn(PlanTableModel::TimeColumn, Qt::AscendingOrder);
+        QLineEdit *filter = nullptr;
+        for (QLineEdit *e : panel()->findChildren<QLineEdit *>())
+            if (e->placeholderText().startsWith(QStringLiteral("Filter plans")))
+                filter = e;
+        QVERIFY(filter);
+        filter->setText(QStringLiteral("PP2"));
+        const QList<QStringList> table = parse(panel()->tableCsv());
+        QCOMPARE(table.front().mid(0, 4), (QStringList {"rank", "plan", "time_ms", "peak_memory_pct"}));
+        QCOMPARE(table.size() - 1, panel()->tableProxy()->rowCount());
+        QVERIFY(table.size() > 2);
+        double lastTime = 0;
+        for (int i = 1; i < table.size(); ++i) {
+            const uint32_t k = table[i][1].toUInt();
+            QVERIFY(k < r.size());
+            const QModelIndex row = panel()->tableProxy()->index(i - 1, 0);
+            QCOMPARE(panel()->tableProxy()->data(row, PlanTableModel::PlanIdRole).value<quint32>(), k + 1);
+            QCOMPARE(table[i][0].toInt(), panel()->tableProxy()->data(row).toInt()); // the rank shown
+            QVERIFY(std::abs(table[i][2].toDouble() - r.timeMs[k]) <= 1e-6 * r.timeMs[k]);
+            QVERIFY(std::abs(table[i][3].toDouble() - 100.0 * r.peakMemory[k]) <= 1e-6);
+            QVERIFY(table[i].back().contains(QStringLiteral("PP2")));
+            QVERIFY(table[i][2].toDouble() >= lastTime);
+            lastTime = table[i][2].toDouble();
+        }
+        filter->clear();
+        panel()->tableView()->sortByColumn(PlanTableModel::RankColumn, Qt::AscendingOrder);
+
+        // The front: every plan of the outcome's front, none twice, each flagged pareto.
+        const QList<QStringList> front = parse(panel()->frontCsv());
+        QCOMPARE(size_t(front.size() - 1), outcome->front.size());
+        std::set<uint32_t> seen;
+        for (int i = 1; i < front.size(); ++i) {
+            const uint32_t k = front[i][0].toUInt();
+            QVERIFY(std::binary_search(outcome->front.begin(), outcome->front.end(), k));
+            QVERIFY(seen.insert(k).second);
+            QCOMPARE(front[i][5], QStringLiteral("1"));
+        }
+        // The best-scored front plan is the core's best plan when that is on the front.
+        const uint32_t best = memx::rank(r, panel()->weights(), 1).front();
+        if (std::binary_search(outcome->front.begin(), outcome->front.end(), best))
+            QCOMPARE(front[1][0].toUInt(), best);
+
+        // Written all or nothing; an unwritable path is refused with the file named.
+        QTemporaryDir dir;
+        QString error;
+        const QString path = dir.filePath(QStringLiteral("front.csv"));
+        QVERIFY2(panel()->saveCsv(true, path, &error), qPrintable(error));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(f.readAll()), panel()->frontCsv());
+        QVERIFY(!panel()->saveCsv(false, dir.filePath(QStringLiteral("missing/plans.csv")), &error));
+        QVERIFY2(error.contains(QStringLiteral("plans.csv")), qPrintable(error));
+    }
+
+    /// The Search Space dock narrows the searched space (TP 1, micro-batch 1, no recompute: every
+    /// plan found has them) and sets the budget the planned search narrows to; Defaults restore
+    /// memx search's space.
+    void searchSpaceNarrowsTheSearch()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        SearchSpacePanel *space = mWindow->searchSpace();
+        QVERIFY(space);
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        space->field("tp")->setText(QStringLiteral("1"));
+        emit space->field("tp")->editingFinished();
+        space->field("mbs")->setText(QStringLiteral("1"));
+        emit space->field("mbs")->editingFinished();
+        space->recomputeBox(memx::RecomputeMethod::Selective)->setChecked(false);
+        space->recomputeBox(memx::RecomputeMethod::Full)->setChecked(false);
+        QVERIFY(panel()->isStale());
+        QVERIFY(waitForResults(shown));
+        auto outcome = panel()->results().outcome();
+        QVERIFY(outcome && outcome->result.size() > 0);
+        for (size_t k = 0; k < outcome->result.size(); k += std::max<size_t>(1, outcome->result.size() / 200)) {
+            const memx::Plan plan = outcome->result.materialize(uint32_t(k));
+            // The micro-batch size is that of the widest stages (a stage with fewer replicas
+            // carries proportionally more samples), so the smallest one in the plan is 1.
+            int smallestMicroBatch = std::numeric_limits<int>::max();
+            for (const memx::Stage &st : plan.stages) {
+                QCOMPARE(st.recompute.method, memx::RecomputeMethod::None);
+                for (const memx::Replica &r : st.replicas) {
+                    QCOMPARE(r.tp, 1);
+                    smallestMicroBatch = std::min(smallestMicroBatch, r.microBatch);
+                }
+            }
+            QCOMPARE(smallestMicroBatch, 1);
+        }
+        // A bad list is refused, named, and not searched.
+        shown.clear();
+        space->field("tp")->setText(QStringLiteral("1, two"));
+        emit space->field("tp")->editingFinished();
+        QVERIFY2(space->errorText().contains(QStringLiteral("TP degrees")), qPrintable(space->errorText()));
+        QVERIFY(space->errorText().contains(QStringLiteral("\"two\"")));
+        QCOMPARE(space->settings().tensorParallel, std::vector<int> {1});
+        // A small budget: the planned search narrows to it and the dock says how.
+        space->field("tp")->setText(QStringLiteral("1"));
+        space->budgetField()->setValue(1000);
+        QVERIFY(waitForResults(shown));
+        outcome = panel()->results().outcome();
+        QCOMPARE(outcome->options.maxBases, uint64_t(1000));
+        // Defaults: memx search's space and budget again.
+        shown.clear();
+        space->resetToDefaults();
+        QVERIFY(space->settings() == SearchSpaceSettings {});
+        QVERIFY(waitForResults(shown));
+        QCOMPARE(panel()->results().outcome()->options.maxBases, memx::kDefaultMaxBases);
     }
 
     void linkEditChangesOnlyTheLink()

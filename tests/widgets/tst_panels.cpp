@@ -1,15 +1,21 @@
 // NodePropertyPanel and ModelPanel: edits reach the document as undo steps, invalid values are
 // refused with an inline message, the panels follow undo/redo.
 #include "memx/io/formats.h"
+#include "memx/store/memorystore.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/documentstorage.h"
 #include "memx/ui/modelpanel.h"
 #include "memx/ui/nodepropertypanel.h"
+#include "memx/ui/searchspacepanel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QLineEdit>
+#include <QSignalSpy>
 #include <QSpinBox>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
 
@@ -133,6 +139,134 @@ private slots:
             doc.undoStack()->undo();
         QCOMPARE(doc.model(), memx::resolveModel("llama2-7b"));
         QCOMPARE(panel.spin("layers")->value(), 32);
+    }
+
+    /// The project's models (as a Sailor import stores them) and model files are in the model
+    /// combo; picking one applies it as an undo step; a refused file names the file and the field.
+    void modelPanelProjectAndFileModels()
+    {
+        ClusterDocument doc;
+        open(doc);
+        memx::MemoryStore store;
+        memx::Model sailor = memx::resolveModel("gpt3-1.3b");
+        sailor.id = "sailor-opt-350m";
+        sailor.name = "OPT-350M (Sailor)";
+        sailor.shape.layers = 24;
+        sailor.shape.hidden = 1024;
+        sailor.shape.heads = 16;
+        sailor.shape.kvGroups = 16;
+        sailor.shape.ffnHidden = 4096;
+        store.putModel(sailor);
+        doc.reset(doc.cluster(), doc.model(), store);
+        ModelPanel panel(&doc);
+        QComboBox *combo = panel.presetCombo();
+        const int idx = combo->findData(QStringLiteral("sailor-opt-350m"));
+        QVERIFY(idx >= 0);
+        QVERIFY(combo->itemText(idx).endsWith(QStringLiteral("(project)")));
+        QVERIFY(combo->findData(QStringLiteral("llama2-7b")) >= 0); // presets stay
+        QCOMPARE(combo->itemData(combo->count() - 1).toString(), QStringLiteral("custom"));
+        combo->setCurrentIndex(idx);
+        emit combo->activated(idx);
+        QCOMPARE(doc.model(), sailor);
+        QCOMPARE(panel.spin("layers")->value(), 24);
+        // Editing its shape makes it custom, like a preset.
+        panel.spin("layers")->setValue(12);
+        QCOMPARE(doc.model().id, std::string("custom"));
+        doc.undoStack()->undo();
+        QCOMPARE(doc.model(), sailor);
+        QCOMPARE(combo->currentData().toString(), QStringLiteral("sailor-opt-350m"));
+
+        // A model file: applied, offered as "(file)", one undo step.
+        QTemporaryDir dir;
+        memx::Model mine = memx::resolveModel("llama2-7b");
+        mine.id = "my-llama-30l";
+        mine.name = "My Llama 30L";
+        mine.shape.layers = 30;
+        const QString good = dir.filePath(QStringLiteral("mine.json"));
+        {
+            QFile f(good);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray::fromStdString(memx::toJson(mine).dump(2)));
+        }
+        const int steps = doc.undoStack()->index();
+        QVERIFY2(panel.loadModelFile(good), qPrintable(panel.errorText()));
+        QCOMPARE(doc.model(), mine);
+        QCOMPARE(doc.undoStack()->index(), steps + 1); // one undo step
+        QCOMPARE(combo->currentData().toString(), QStringLiteral("my-llama-30l"));
+        QVERIFY(combo->currentText().endsWith(QStringLiteral("(file)")));
+
+        // A refused file: the file and the field are named, the document is unchanged.
+        const QString bad = dir.filePath(QStringLiteral("bad-model.json"));
+        {
+            QFile f(bad);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            nlohmann::json j = memx::toJson(mine);
+            j["shape"]["hidden"] = -5;
+            f.write(QByteArray::fromStdString(j.dump(2)));
+        }
+        QVERIFY(!panel.loadModelFile(bad));
+        QVERIFY2(panel.errorText().contains(QStringLiteral("bad-model.json")), qPrintable(panel.errorText()));
+        QVERIFY2(panel.errorText().contains(QStringLiteral("hidden")), qPrintable(panel.errorText()));
+        QCOMPARE(doc.model(), mine);
+        QVERIFY(!panel.loadModelFile(dir.filePath(QStringLiteral("missing.json"))));
+        QVERIFY(panel.errorText().contains(QStringLiteral("missing.json")));
+        QCOMPARE(doc.model(), mine);
+    }
+
+    /// The search-space editor: lists parsed like memx search's options, refused input named,
+    /// defaults as memx search's, the settings written into a planned search's request.
+    void searchSpacePanel()
+    {
+        QString error;
+        QCOMPARE(*memx::ui::parseIntList(QStringLiteral(" 4, 1 2,,2 "), 1, 64, &error), (std::vector<int> {1, 2, 4}));
+        QVERIFY(memx::ui::parseIntList(QString(), 1, 64, &error)->empty());
+        QVERIFY(!memx::ui::parseIntList(QStringLiteral("1, 0"), 1, 64, &error));
+        QVERIFY2(error.contains(QStringLiteral("\"0\"")) && error.contains(QStringLiteral("1 to 64")),
+                 qPrintable(error));
+        QVERIFY(!memx::ui::parseIntList(QStringLiteral("2.5"), 1, 64, &error));
+
+        SearchSpacePanel panel;
+        QSignalSpy changed(&panel, &SearchSpacePanel::changed);
+        QVERIFY(panel.settings() == SearchSpaceSettings {});
+        QCOMPARE(panel.budgetField()->value(), int(memx::kDefaultMaxBases));
+        QVERIFY(panel.field("tp")->placeholderText().contains(QStringLiteral("1, 2, 4, 8")));
+        panel.field("stages")->setText(QStringLiteral("1,2"));
+        emit panel.field("stages")->editingFinished();
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(panel.settings().stagesPerGroup, (std::vector<int> {1, 2}));
+        emit panel.field("stages")->editingFinished(); // no change: no signal
+        QCOMPARE(changed.count(), 1);
+        panel.field("mbs")->setText(QStringLiteral("1, 99999"));
+        emit panel.field("mbs")->editingFinished();
+        QCOMPARE(changed.count(), 1);
+        QVERIFY2(panel.errorText().contains(QStringLiteral("Micro-batch sizes")), qPrintable(panel.errorText()));
+        panel.field("mbs")->setText(QStringLiteral("2"));
+        emit panel.field("mbs")->editingFinished();
+        QCOMPARE(changed.count(), 2);
+        QVERIFY(panel.errorText().isEmpty());
+        for (auto m : {memx::RecomputeMethod::None, memx::RecomputeMethod::Selective, memx::RecomputeMethod::Full})
+            panel.recomputeBox(m)->setChecked(false);
+        QVERIFY(panel.errorText().contains(QStringLiteral("Recompute")));
+        panel.recomputeBox(memx::RecomputeMethod::Full)->setChecked(true);
+        QCOMPARE(panel.settings().recompute, (std::vector<memx::RecomputeMethod> {memx::RecomputeMethod::Full}));
+        panel.budgetField()->setValue(20000);
+
+        memx::PlannedSearchRequest request;
+        memx::PlannedSearchOptions options;
+        panel.settings().applyTo(request, options);
+        const memx::SearchSpaceOptions defaults;
+        QCOMPARE(request.search.space.stagesPerGroup, (std::vector<int> {1, 2}));
+        QCOMPARE(request.search.space.microBatches, (std::vector<int> {2}));
+        QCOMPARE(request.search.space.tensorParallel, defaults.tensorParallel); // left empty: the default
+        QCOMPARE(request.search.space.recompute, (std::vector<memx::RecomputeMethod> {memx::RecomputeMethod::Full}));
+        QCOMPARE(options.maxBases, uint64_t(20000));
+
+        const int before = int(changed.count());
+        panel.resetToDefaults();
+        QVERIFY(panel.settings() == SearchSpaceSettings {});
+        QCOMPARE(int(changed.count()), before + 1);
+        QVERIFY(panel.field("stages")->text().isEmpty());
+        QVERIFY(panel.recomputeBox(memx::RecomputeMethod::Selective)->isChecked());
     }
 };
 

@@ -5,6 +5,8 @@
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QLineSeries>
+#include <QValueAxis>
+#include <QWheelEvent>
 #include <QXYSeries>
 #include <QtTest>
 
@@ -241,6 +243,127 @@ private slots:
         QTest::mouseMove(v.chartView()->viewport(), *pos);
         QTRY_COMPARE(hovered.count(), 1);
         QCOMPARE(hovered.at(0).at(0).value<quint32>(), 4u);
+    }
+
+    /// Times of 10 s and more are plotted in seconds: the axis reads "(s)", the points sit at
+    /// ms / 1000, ticks are 1-2-5 steps and the tooltip / legend texts say "s".
+    void timeAxisInSeconds()
+    {
+        ParetoChartView v;
+        v.setPoints(handMade());
+        QVERIFY(!v.timeInSeconds());
+        QVERIFY(v.chart()->axes(Qt::Horizontal).first()->titleText().contains("(ms)"));
+        QVector<PlanPoint> slow = handMade();
+        for (auto &p : slow)
+            p.timeMs *= 7000.0; // 700,000 .. 1,400,000 ms
+        v.setPoints(slow);
+        QVERIFY(v.timeInSeconds());
+        QVERIFY(v.chart()->axes(Qt::Horizontal).first()->titleText().contains("(s)"));
+        QVERIFY(allPoints(v, true).contains(QPointF(840, 60))); // plan 2: 840,000 ms, 60 %
+        const auto *x = qobject_cast<QValueAxis *>(v.chart()->axes(Qt::Horizontal).first());
+        QVERIFY(x);
+        // Padded 665 .. 1435 s, snapped to the 200 s step of a ~770 s span: 600 .. 1600.
+        QCOMPARE(x->min(), 600.0);
+        QCOMPARE(x->max(), 1600.0);
+        QCOMPARE(x->tickInterval(), 200.0);
+        QCOMPARE(x->labelFormat(), QStringLiteral("%.0f"));
+        QCOMPARE(formatMetric(Metric::Time, 1400000.0), QStringLiteral("1400.0 s"));
+        QCOMPARE(formatMetric(Metric::Time, 12346.0), QStringLiteral("12.35 s"));
+        QCOMPARE(formatMetric(Metric::Time, 9999.0), QStringLiteral("9999.0 ms"));
+    }
+
+    /// Wheel zoom about the pointer, rubber-band zoom, Shift+drag pan, Front, Home / double-click
+    /// reset, and new points reset the zoom.
+    void zoomPanReset()
+    {
+        ParetoChartView v;
+        v.resize(800, 560);
+        QVector<PlanPoint> plans = handMade();
+        plans.append(plan(8, 5000, 0.99, 0.45, false)); // a slow dominated outlier
+        v.setPoints(plans);
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        QTest::qWait(20);
+        QWidget *vp = v.chartView()->viewport();
+        const QRectF full = v.viewRange();
+        QCOMPARE(full, v.fullRange());
+        QVERIFY(!v.isZoomed());
+        QVERIFY(full.right() >= 5000.0);
+
+        // Wheel: one notch in about plan 2 zooms by 1.25 and keeps plan 2 under the pointer.
+        const QPoint at2 = *v.viewportPosOf(2);
+        const QPointF before = v.valueAt(at2);
+        QWheelEvent wheel(QPointF(at2), QPointF(vp->mapToGlobal(at2)), QPoint(), QPoint(0, 120), Qt::NoButton,
+                          Qt::NoModifier, Qt::NoScrollPhase, false);
+        QApplication::sendEvent(vp, &wheel);
+        QVERIFY(v.isZoomed());
+        QCOMPARE(v.viewRange().width(), full.width() / 1.25);
+        QCOMPARE(v.viewRange().height(), full.height() / 1.25);
+        // The value under the pointer keeps its place in the shown range (zoom about the pointer).
+        const QRectF z = v.viewRange();
+        QVERIFY2(std::abs((before.x() - z.left()) / z.width() - (before.x() - full.left()) / full.width()) < 1e-9,
+                 "zoom is not about the pointer");
+        QVERIFY(std::abs((before.y() - z.top()) / z.height() - (before.y() - full.top()) / full.height()) < 1e-9);
+
+        // Home resets.
+        QTest::keyClick(v.chartView(), Qt::Key_Home);
+        QVERIFY(!v.isZoomed());
+        QCOMPARE(v.viewRange(), full);
+
+        // Front: the outlier is out of view, every front plan in it.
+        QVERIFY(v.zoomToFront());
+        QVERIFY(v.viewRange().right() < 1000.0);
+        for (const auto &p : plans) {
+            if (p.onFront)
+                QVERIFY(v.viewRange().contains(QPointF(p.timeMs, p.peakMemoryFraction * 100.0)));
+        }
+        QVERIFY(!v.viewRange().contains(QPointF(5000, 99)));
+        // Clicking a plan still selects it in the zoomed view.
+        QSignalSpy selected(&v, &ParetoChartView::planSelected);
+        QTest::mouseClick(vp, Qt::LeftButton, {}, *v.viewportPosOf(3));
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(v.selectedPlan(), 3u);
+
+        // Rubber band from empty space around plans 1 (100, 90) and 7 (110, 95) only.
+        v.resetZoom();
+        const QPoint p1 = *v.viewportPosOf(1), p7 = *v.viewportPosOf(7);
+        const QPoint from(std::min(p1.x(), p7.x()) - 10, std::min(p1.y(), p7.y()) - 10);
+        const QPoint to(std::max(p1.x(), p7.x()) + 10, std::max(p1.y(), p7.y()) + 10);
+        QVERIFY(!v.planAt(from));
+        QTest::mousePress(vp, Qt::LeftButton, {}, from);
+        QTest::mouseMove(vp, to);
+        QTest::mouseRelease(vp, Qt::LeftButton, {}, to);
+        QVERIFY(v.isZoomed());
+        QVERIFY(v.viewRange().contains(QPointF(100, 90)));
+        QVERIFY(v.viewRange().contains(QPointF(110, 95)));
+        QVERIFY(!v.viewRange().contains(QPointF(120, 60)));
+        QCOMPARE(selected.count(), 1); // the drag selected nothing
+
+        // Shift+drag pans: 100 px to the right moves the range left by 100 px worth of values.
+        const QRectF r0 = v.viewRange();
+        const double perPx = r0.width() / v.chart()->plotArea().width();
+        const QPoint c = vp->rect().center();
+        QTest::mousePress(vp, Qt::LeftButton, Qt::ShiftModifier, c);
+        QTest::mouseMove(vp, c + QPoint(100, 0));
+        QTest::mouseRelease(vp, Qt::LeftButton, Qt::ShiftModifier, c + QPoint(100, 0));
+        QVERIFY(std::abs(v.viewRange().left() - (r0.left() - 100 * perPx)) < perPx);
+        QCOMPARE(v.viewRange().width(), r0.width());
+
+        // Double click on empty space resets; new points reset too.
+        QTest::mouseDClick(vp, Qt::LeftButton, {}, QPoint(3, 3));
+        QVERIFY(!v.isZoomed());
+        v.zoomBy(2.0, full.center());
+        QVERIFY(v.isZoomed());
+        const QRectF zoomed = v.viewRange();
+        v.setPoints(plans, ParetoChartView::KeepView); // the same results re-scored (a slider)
+        QVERIFY(v.isZoomed());
+        QCOMPARE(v.viewRange(), zoomed);
+        v.setPoints(plans);
+        QVERIFY(!v.isZoomed());
+        // Zooming out past the whole range is a reset.
+        v.zoomBy(0.5, full.center());
+        QVERIFY(!v.isZoomed());
+        QCOMPARE(v.viewRange(), full);
     }
 
     void manyPoints()

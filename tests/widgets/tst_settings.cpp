@@ -25,12 +25,17 @@ private slots:
             s.setLastWeights({0.75, 0.25, 2.0}); // balance clamped to 1
             s.setLastModelId(QStringLiteral("gpt3-13b"));
             s.setWindowGeometry(QByteArray("geom\0etry", 9));
+            QVERIFY(s.lastExportFormat().isEmpty());
+            s.setLastExportFormat(QStringLiteral("flagscale"));
+            s.setLastExportDir(QStringLiteral("/tmp/out"));
         }
         QSettings qs(ini, QSettings::IniFormat);
         Settings s(&qs);
         QCOMPARE(s.lastWeights(), (memx::ObjectiveWeights {0.75, 0.25, 1.0}));
         QCOMPARE(s.lastModelId(), QStringLiteral("gpt3-13b"));
         QCOMPARE(s.windowGeometry(), QByteArray("geom\0etry", 9));
+        QCOMPARE(s.lastExportFormat(), QStringLiteral("flagscale"));
+        QCOMPARE(s.lastExportDir(), QStringLiteral("/tmp/out"));
     }
 
     void recentFiles()

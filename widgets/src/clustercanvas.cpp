@@ -16,7 +16,9 @@
 #include <QUndoStack>
 #include <QWheelEvent>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace memx::ui {
 
@@ -239,8 +241,9 @@ int ClusterCanvas::dropGpu(const QMimeData *mime, QPointF scenePos)
     const std::string id = mime->data(QLatin1String(kGpuMimeType)).toStdString();
     const memx::GpuSpec *spec = memx::builtinCatalogue().find(id);
     const int gpus = spec && spec->segment == "consumer" ? 4 : 8;
-    const QPointF topLeft(snap(scenePos.x() - NodeGroupItem::kWidth / 2),
-                          snap(scenePos.y() - NodeGroupItem::kHeight / 2));
+    // Dropped onto (or next to) another box: the nearest spot where it overlaps none.
+    const QPointF topLeft = freeSpotNear(
+        QPointF(snap(scenePos.x() - NodeGroupItem::kWidth / 2), snap(scenePos.y() - NodeGroupItem::kHeight / 2)));
     QString error;
     const int index = mDocument->addNodeGroup(id, topLeft, gpus, &error);
     if (index < 0) {
@@ -251,6 +254,44 @@ int ClusterCanvas::dropGpu(const QMimeData *mime, QPointF scenePos)
     emit message(
         tr("Added node group %1").arg(QString::fromStdString(mDocument->cluster().groups[size_t(index)].name)));
     return index;
+}
+
+QPointF ClusterCanvas::freeSpotNear(QPointF topLeft) const
+{
+    constexpr qreal gap = 20;
+    const auto &groups = mDocument->cluster().groups;
+    auto boxOf = [](QPointF pos, int count) {
+        const qreal stack = NodeGroupItem::kStackOffset * std::min(count - 1, NodeGroupItem::kMaxShadows);
+        return QRectF(pos, QSizeF(NodeGroupItem::kWidth + stack, NodeGroupItem::kHeight + stack));
+    };
+    auto free = [&](QPointF p) {
+        const QRectF mine = boxOf(p, 1).adjusted(-gap, -gap, gap, gap);
+        for (const memx::NodeGroup &g : groups)
+            if (mine.intersects(boxOf(QPointF(g.x, g.y), g.count)))
+                return false;
+        return true;
+    };
+    if (free(topLeft))
+        return topLeft;
+    // Rings of grid positions around the drop point, nearest first; bounded (a full canvas keeps the drop point).
+    QPointF best = topLeft;
+    qreal bestD2 = std::numeric_limits<qreal>::infinity();
+    for (int ring = 1; ring <= 60 && !std::isfinite(bestD2); ++ring) {
+        for (int i = -ring; i <= ring; ++i) {
+            for (int j = -ring; j <= ring; ++j) {
+                if (std::max(std::abs(i), std::abs(j)) != ring)
+                    continue;
+                const QPointF p(topLeft.x() + i * kGrid * 2, topLeft.y() + j * kGrid * 2);
+                const qreal d2
+                    = (p.x() - topLeft.x()) * (p.x() - topLeft.x()) + (p.y() - topLeft.y()) * (p.y() - topLeft.y());
+                if (d2 < bestD2 && free(p)) {
+                    best = p;
+                    bestD2 = d2;
+                }
+            }
+        }
+    }
+    return best;
 }
 
 int ClusterCanvas::connectGroups(int from, int to)

@@ -16,6 +16,7 @@
 #include "memx/ui/profilespanel.h"
 #include "memx/ui/resultspanel.h"
 #include "memx/ui/searchjob.h"
+#include "memx/ui/searchspacepanel.h"
 #include "memx/ui/weightsliders.h"
 #include "memx/util/diagnostic.h"
 
@@ -33,12 +34,16 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTabWidget>
 #include <QTimer>
+#include <QToolBar>
 #include <QToolButton>
 #include <QUndoStack>
 #include <QUndoView>
 #include <QVBoxLayout>
+
+#include <iterator>
 
 namespace memx::ui {
 
@@ -87,7 +92,8 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     const Docks docks = createDocks();
     createMenus();
     createTrainingUi();
-    for (QDockWidget *d : {docks.palette, docks.profiles, docks.weights, docks.properties, docks.model, docks.history})
+    for (QDockWidget *d :
+         {docks.palette, docks.profiles, docks.weights, docks.properties, docks.model, docks.space, docks.history})
         mViewMenu->addAction(d->toggleViewAction());
     connectDocument(docks);
     connectResults();
@@ -139,6 +145,7 @@ MainWindow::Docks MainWindow::createDocks()
     mModelPanel = new ModelPanel(mDocument);
     mProfiles = new ProfilesPanel(mDocument);
     mWeights = new WeightSliders;
+    mSpace = new SearchSpacePanel;
     // The weights live in the document; slider edits are its undo steps (Edit > Undo "Change
     // objective weights"); one slider drag merges into one step (ChangeWeightsCommand::mergeWith).
     mWeights->setDocument(mDocument);
@@ -149,6 +156,7 @@ MainWindow::Docks MainWindow::createDocks()
     d.properties = makeDock(tr("Properties"), QStringLiteral("propertiesDock"), scrollable(mProperties), this);
     d.model = makeDock(tr("Model"), QStringLiteral("modelDock"), scrollable(mModelPanel), this);
     d.history = makeDock(tr("History"), QStringLiteral("historyDock"), new QUndoView(mDocument->undoStack()), this);
+    d.space = makeDock(tr("Search Space"), QStringLiteral("searchSpaceDock"), scrollable(mSpace), this);
     addDockWidget(Qt::LeftDockWidgetArea, d.palette);
     addDockWidget(Qt::LeftDockWidgetArea, d.profiles);
     tabifyDockWidget(d.palette, d.profiles);
@@ -157,8 +165,10 @@ MainWindow::Docks MainWindow::createDocks()
     addDockWidget(Qt::RightDockWidgetArea, d.properties);
     addDockWidget(Qt::RightDockWidgetArea, d.model);
     addDockWidget(Qt::RightDockWidgetArea, d.history);
+    addDockWidget(Qt::RightDockWidgetArea, d.space);
     tabifyDockWidget(d.properties, d.model);
-    tabifyDockWidget(d.model, d.history);
+    tabifyDockWidget(d.model, d.space);
+    tabifyDockWidget(d.space, d.history);
     d.properties->raise();
     return d;
 }
@@ -217,6 +227,13 @@ void MainWindow::connectResults()
         mProfiles->setCurrentPlan(id ? std::optional<memx::Plan>(mResults->selectedDetail().plan) : std::nullopt);
     });
     connect(mResults, &ResultsPanel::exportRequested, this, &MainWindow::exportSelectedPlan);
+    // Search-space edits re-search (the results go stale until then), with the same budget rules as the CLI.
+    connect(mSpace, &SearchSpacePanel::changed, this, [this] {
+        mResults->setSpaceSettings(mSpace->settings());
+        if (!mDocument->cluster().groups.empty())
+            mResults->scheduleSearch();
+    });
+    connect(mResults, &ResultsPanel::spacePlanned, mSpace, &SearchSpacePanel::setLastNarrowing);
     connect(mResults, &ResultsPanel::statusMessage, this,
             [this](const QString &m) { statusBar()->showMessage(m, 8000); });
     connect(mResults->job(), &SearchJob::started, this,
@@ -409,7 +426,23 @@ void MainWindow::exportSelectedPlan()
     }
     const auto outcome = mResults->results().outcome();
     ExportDialog dialog(d.plan, outcome->result.cluster, outcome->result.model, memx::toJson(d.estimate), this);
-    if (dialog.exec() == QDialog::Accepted)
+    // The format and folder of the last export (this window's, else the settings'), even after a Cancel.
+    if (!mExportFormat && mRememberLayout)
+        mExportFormat = memx::parseExportFormat(mSettings.lastExportFormat().toStdString());
+    if (mExportDir.isEmpty() && mRememberLayout)
+        mExportDir = mSettings.lastExportDir();
+    if (mExportFormat)
+        dialog.setFormat(*mExportFormat);
+    if (!mExportDir.isEmpty())
+        dialog.setOutputDir(mExportDir);
+    const int code = dialog.exec();
+    mExportFormat = dialog.format();
+    mExportDir = dialog.outputDir();
+    if (mRememberLayout) {
+        mSettings.setLastExportFormat(QString::fromLatin1(memx::toString(*mExportFormat)));
+        mSettings.setLastExportDir(mExportDir);
+    }
+    if (code == QDialog::Accepted)
         statusBar()->showMessage(tr("Exported %n file(s) to %1", nullptr, int(dialog.writtenPaths().size()))
                                      .arg(QDir::toNativeSeparators(dialog.outputDir())),
                                  8000);
@@ -418,12 +451,12 @@ void MainWindow::exportSelectedPlan()
 void MainWindow::createMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&New"), QKeySequence::New, this, &MainWindow::newDocument);
-    file->addAction(tr("&Open..."), QKeySequence::Open, this, &MainWindow::openDialog);
+    QAction *newAct = file->addAction(tr("&New"), QKeySequence::New, this, &MainWindow::newDocument);
+    QAction *openAct = file->addAction(tr("&Open..."), QKeySequence::Open, this, &MainWindow::openDialog);
     mSampleMenu = file->addMenu(tr("Open &Sample Cluster"));
     mRecentMenu = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
-    file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save);
+    QAction *saveAct = file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save);
     file->addAction(tr("Save &As..."), this, &MainWindow::saveAs)
         ->setShortcuts(standardShortcuts(QKeySequence::SaveAs, {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)}));
     file->addSeparator();
@@ -456,23 +489,27 @@ void MainWindow::createMenus()
     mCanvas->addAction(all);
 
     QMenu *plan = menuBar()->addMenu(tr("&Plan"));
-    plan->addAction(tr("&Run Search"), QKeySequence(Qt::Key_F5), mResults, &ResultsPanel::runSearch);
-    plan->addAction(tr("&Cancel Search"), mResults, &ResultsPanel::cancelSearch);
+    QAction *runAct = plan->addAction(tr("&Run Search"), QKeySequence(Qt::Key_F5), mResults, &ResultsPanel::runSearch);
+    QAction *cancelAct = plan->addAction(tr("&Cancel Search"), mResults, &ResultsPanel::cancelSearch);
     plan->addSeparator();
     mTrainAction = plan->addAction(tr("&Train Predictor"), this, &MainWindow::trainPredictor);
     mCancelTrainAction = plan->addAction(tr("Cancel T&raining"), this, &MainWindow::cancelTraining);
     plan->setToolTipsVisible(true);
     plan->addSeparator();
-    plan->addAction(tr("Compare with &Baselines..."), this, &MainWindow::compareWithBaselines);
-    plan->addAction(tr("&Export Selected Plan..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
-                    &MainWindow::exportSelectedPlan);
+    QAction *compareAct = plan->addAction(tr("Compare with &Baselines..."), this, &MainWindow::compareWithBaselines);
+    QAction *exportAct = plan->addAction(tr("&Export Selected Plan..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
+                                         &MainWindow::exportSelectedPlan);
 
     mViewMenu = menuBar()->addMenu(tr("&View"));
     mViewMenu->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, mCanvas, &ClusterCanvas::zoomIn);
     mViewMenu->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, mCanvas, &ClusterCanvas::zoomOut);
-    mViewMenu->addAction(tr("&Fit to View"), QKeySequence(Qt::CTRL | Qt::Key_0), mCanvas, &ClusterCanvas::fitToView);
+    QAction *fitAct = mViewMenu->addAction(tr("&Fit to View"), QKeySequence(Qt::CTRL | Qt::Key_0), mCanvas,
+                                           &ClusterCanvas::fitToView);
     mViewMenu->addAction(tr("&Actual Size"), QKeySequence(Qt::CTRL | Qt::Key_1), mCanvas, &ClusterCanvas::resetZoom);
     mViewMenu->addSeparator();
+
+    createToolBar({newAct, openAct, saveAct, nullptr, undo, redo, nullptr, runAct, cancelAct, nullptr, exportAct,
+                   compareAct, nullptr, fitAct});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About MemX Workbench"), this, [this] {
@@ -481,6 +518,42 @@ void MainWindow::createMenus()
                               "cross-vendor GPU clusters.")
                                .arg(QApplication::applicationVersion()));
     });
+}
+
+/// The main toolbar: the menus' actions (nullptr: a separator), with theme icons where the
+/// desktop has them and the style's standard ones otherwise, text beside each icon.
+void MainWindow::createToolBar(const QList<QAction *> &actions)
+{
+    mToolBar = addToolBar(tr("Main"));
+    mToolBar->setObjectName(QStringLiteral("mainToolBar"));
+    mToolBar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    mToolBar->setIconSize(QSize(16, 16));
+    struct IconOf {
+        const char *theme;
+        QStyle::StandardPixmap fallback;
+    };
+    const IconOf icons[] = {{"document-new", QStyle::SP_FileIcon},
+                            {"document-open", QStyle::SP_DialogOpenButton},
+                            {"document-save", QStyle::SP_DialogSaveButton},
+                            {"edit-undo", QStyle::SP_ArrowBack},
+                            {"edit-redo", QStyle::SP_ArrowForward},
+                            {"media-playback-start", QStyle::SP_MediaPlay},
+                            {"process-stop", QStyle::SP_BrowserStop},
+                            {"document-send", QStyle::SP_DialogApplyButton},
+                            {"view-statistics", QStyle::SP_FileDialogDetailedView},
+                            {"zoom-fit-best", QStyle::SP_TitleBarMaxButton}};
+    size_t i = 0;
+    for (QAction *a : actions) {
+        if (!a) {
+            mToolBar->addSeparator();
+            continue;
+        }
+        if (i < std::size(icons) && a->icon().isNull())
+            a->setIcon(QIcon::fromTheme(QLatin1String(icons[i].theme), style()->standardIcon(icons[i].fallback)));
+        ++i;
+        mToolBar->addAction(a);
+    }
+    mViewMenu->addAction(mToolBar->toggleViewAction());
 }
 
 void MainWindow::setSampleClusterDirs(const QStringList &dirs)

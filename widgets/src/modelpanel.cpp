@@ -5,9 +5,13 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <cstring>
@@ -29,11 +33,20 @@ ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent)
     mPreset = new QComboBox(this);
     mPreset->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     mPreset->setMinimumContentsLength(12);
-    for (const memx::Model &m : memx::builtinModels())
-        mPreset->addItem(QString::fromStdString(m.name), QString::fromStdString(m.id));
-    mPreset->addItem(tr("Custom"), QStringLiteral("custom"));
+    mPreset->setToolTip(tr("Built-in presets, the project's models (e.g. sailor-* from a Sailor import: their "
+                           "measured profiles apply) and models loaded from files"));
     connect(mPreset, &QComboBox::activated, this, &ModelPanel::onPreset);
-    form->addRow(tr("&Preset:"), mPreset);
+    mLoad = new QToolButton(this);
+    mLoad->setText(tr("Load..."));
+    mLoad->setToolTip(tr("Load a model file (JSON, as memx validate --model reads it)"));
+    connect(mLoad, &QToolButton::clicked, this, &ModelPanel::onLoadClicked);
+    auto *presetRow = new QHBoxLayout;
+    presetRow->setContentsMargins(0, 0, 0, 0);
+    presetRow->addWidget(mPreset, 1);
+    presetRow->addWidget(mLoad);
+    form->addRow(tr("&Model:"), presetRow);
+    if (auto *label = qobject_cast<QLabel *>(form->labelForField(presetRow)))
+        label->setBuddy(mPreset);
 
     const char *labels[]
         = {QT_TR_NOOP("&Layers:"),          QT_TR_NOOP("&Hidden size:"), QT_TR_NOOP("Attention h&eads:"),
@@ -103,7 +116,102 @@ ModelPanel::ModelPanel(ClusterDocument *document, QWidget *parent)
     layout->addStretch(1);
 
     connect(mDocument, &ClusterDocument::modelChanged, this, &ModelPanel::refresh);
+    connect(mDocument, &ClusterDocument::projectDataChanged, this, [this] {
+        populateChoices();
+        selectCurrent();
+    });
+    connect(mDocument, &ClusterDocument::clusterReset, this, [this] {
+        populateChoices();
+        refresh();
+    });
+    populateChoices();
     refresh();
+}
+
+void ModelPanel::populateChoices()
+{
+    mChoices.clear();
+    auto add = [this](const memx::Model &m) {
+        for (memx::Model &c : mChoices) {
+            if (c.id == m.id) { // a project or file model replaces the preset of its id
+                c = m;
+                return false;
+            }
+        }
+        mChoices.push_back(m);
+        return true;
+    };
+    for (const memx::Model &m : memx::builtinModels())
+        add(m);
+    const size_t presets = mChoices.size();
+    for (const std::string &id : mDocument->projectData().modelIds()) {
+        try {
+            if (const auto m = mDocument->projectData().model(id))
+                add(*m);
+        } catch (const std::exception &) {
+            // A stored model the reader refuses is not offered (the Profiles dock reports it).
+        }
+    }
+    const size_t project = mChoices.size();
+    for (const memx::Model &m : mLoaded)
+        add(m);
+    // The document's model when it is none of these (a project saved with a model from a file).
+    const memx::Model &current = mDocument->model();
+    if (current.id != "custom")
+        add(current);
+    const QSignalBlocker block(mPreset);
+    mPreset->clear();
+    for (size_t i = 0; i < mChoices.size(); ++i) {
+        const memx::Model &m = mChoices[i];
+        QString text = QString::fromStdString(m.name.empty() ? m.id : m.name);
+        if (i >= presets && i < project)
+            text += tr(" (project)");
+        else if (i >= project)
+            text += tr(" (file)");
+        mPreset->addItem(text, QString::fromStdString(m.id));
+        mPreset->setItemData(int(i), QString::fromStdString(m.id), Qt::ToolTipRole);
+    }
+    mPreset->addItem(tr("Custom"), QStringLiteral("custom"));
+}
+
+void ModelPanel::selectCurrent()
+{
+    const QSignalBlocker block(mPreset);
+    const int p = mPreset->findData(QString::fromStdString(mDraft.id));
+    mPreset->setCurrentIndex(p >= 0 ? p : mPreset->count() - 1);
+}
+
+bool ModelPanel::loadModelFile(const QString &path)
+{
+    memx::Model m;
+    try {
+        m = memx::loadModel(path.toStdString());
+    } catch (const std::exception &e) {
+        mError->setText(tr("Cannot load %1: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what())));
+        mError->show();
+        return false;
+    }
+    bool replaced = false;
+    for (memx::Model &l : mLoaded) {
+        if (l.id == m.id) {
+            l = m;
+            replaced = true;
+        }
+    }
+    if (!replaced)
+        mLoaded.push_back(m);
+    populateChoices();
+    mDraft = m;
+    applyDraft(0);
+    return errorText().isEmpty();
+}
+
+void ModelPanel::onLoadClicked()
+{
+    const QString path
+        = QFileDialog::getOpenFileName(this, tr("Load Model"), QString(), tr("Model files (*.json);;All files (*)"));
+    if (!path.isEmpty())
+        loadModelFile(path);
 }
 
 QSpinBox *ModelPanel::spin(const char *field) const
@@ -135,9 +243,8 @@ void ModelPanel::refresh()
         mSwiglu->setChecked(s.swiglu);
         mTied->setChecked(s.tiedEmbeddings);
         mPrecision->setCurrentIndex(mPrecision->findData(int(mDraft.training.precision)));
-        const int p = mPreset->findData(QString::fromStdString(mDraft.id));
-        mPreset->setCurrentIndex(p >= 0 ? p : mPreset->count() - 1);
     }
+    selectCurrent();
     mError->hide();
     updateInfo();
 }
@@ -154,7 +261,7 @@ void ModelPanel::updateInfo()
 void ModelPanel::onPreset(int index)
 {
     const QString id = mPreset->itemData(index).toString();
-    for (const memx::Model &m : memx::builtinModels()) {
+    for (const memx::Model &m : mChoices) {
         if (QString::fromStdString(m.id) == id) {
             mDraft = m;
             applyDraft(0);
@@ -204,8 +311,8 @@ void ModelPanel::onField(int field)
 
 void ModelPanel::applyDraft(int mergeKey)
 {
-    // A preset whose shape was edited is no longer that preset.
-    for (const memx::Model &m : memx::builtinModels()) {
+    // A preset (or project / file model) whose shape was edited is no longer that model.
+    for (const memx::Model &m : mChoices) {
         if (m.id == mDraft.id && m.shape != mDraft.shape) {
             mDraft.id = "custom";
             mDraft.name = "Custom (from " + m.name + ")";
@@ -220,9 +327,7 @@ void ModelPanel::applyDraft(int mergeKey)
         return;
     }
     mError->hide();
-    const QSignalBlocker block(mPreset);
-    const int p = mPreset->findData(QString::fromStdString(mDraft.id));
-    mPreset->setCurrentIndex(p >= 0 ? p : mPreset->count() - 1);
+    selectCurrent();
 }
 
 } // namespace memx::ui

@@ -15,7 +15,6 @@ namespace memx::ui {
 
 namespace {
 constexpr qreal kRadius = 8;
-constexpr int kMaxShadows = 2;
 
 QString scaleUpName(memx::ScaleUpKind kind)
 {

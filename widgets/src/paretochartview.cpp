@@ -9,9 +9,12 @@
 #include <QLocale>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QRubberBand>
+#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <QWheelEvent>
 #include <QXYSeries>
 
 #include <algorithm>
@@ -40,11 +43,11 @@ QColor paretoBucketColour(int bucket, int buckets)
 }
 
 namespace {
-QString shortMetricName(Metric m)
+QString shortMetricName(Metric m, bool seconds = false)
 {
     switch (m) {
     case Metric::Time:
-        return QStringLiteral("Time (ms)");
+        return seconds ? QStringLiteral("Time (s)") : QStringLiteral("Time (ms)");
     case Metric::Memory:
         return QStringLiteral("Peak memory (%)");
     case Metric::Balance:
@@ -117,7 +120,8 @@ private:
     bool mValid = false;
 };
 
-/// QChartView that forwards clicks and hovering to its ParetoChartView.
+/// QChartView that forwards clicks and hovering to its ParetoChartView, and turns the wheel,
+/// drags and keys into zoom and pan.
 class ParetoChartViewport : public QChartView {
 public:
     ParetoChartViewport(QChart *chart, ParetoChartView *owner)
@@ -126,12 +130,34 @@ public:
     {
         setMouseTracking(true);
         viewport()->setMouseTracking(true);
+        setFocusPolicy(Qt::StrongFocus);
+        setDragMode(QGraphicsView::NoDrag);
+        setRubberBand(QChartView::NoRubberBand);
     }
 
 protected:
     void mousePressEvent(QMouseEvent *event) override
     {
-        if (event->button() == Qt::LeftButton && mOwner->selectAt(event->position().toPoint())) {
+        const QPoint pos = event->position().toPoint();
+        const bool pan = event->button() == Qt::MiddleButton
+            || (event->button() == Qt::LeftButton && (event->modifiers() & Qt::ShiftModifier));
+        if (pan) {
+            mPanFrom = pos;
+            mPanning = true;
+            viewport()->setCursor(Qt::ClosedHandCursor);
+            event->accept();
+            return;
+        }
+        if (event->button() == Qt::LeftButton) {
+            if (mOwner->selectAt(pos)) {
+                event->accept();
+                return;
+            }
+            mBandFrom = pos;
+            if (!mBand)
+                mBand = new QRubberBand(QRubberBand::Rectangle, viewport());
+            mBand->setGeometry(QRect(pos, QSize()));
+            mBand->show();
             event->accept();
             return;
         }
@@ -139,8 +165,87 @@ protected:
     }
     void mouseMoveEvent(QMouseEvent *event) override
     {
-        mOwner->hoverAt(event->position().toPoint(), event->globalPosition().toPoint());
+        const QPoint pos = event->position().toPoint();
+        if (mPanning) {
+            mOwner->panByPixels(QPointF(pos - mPanFrom));
+            mPanFrom = pos;
+            return;
+        }
+        if (mBand && mBand->isVisible()) {
+            mBand->setGeometry(QRect(mBandFrom, pos).normalized());
+            return;
+        }
+        mOwner->hoverAt(pos, event->globalPosition().toPoint());
         QChartView::mouseMoveEvent(event);
+    }
+    void mouseReleaseEvent(QMouseEvent *event) override
+    {
+        if (mPanning) {
+            mPanning = false;
+            viewport()->unsetCursor();
+            return;
+        }
+        if (mBand && mBand->isVisible()) {
+            mBand->hide();
+            const QRect r = QRect(mBandFrom, event->position().toPoint()).normalized();
+            if (r.width() >= MinBandPx && r.height() >= MinBandPx)
+                mOwner->zoomTo(QRectF(mOwner->valueAt(r.topLeft()), mOwner->valueAt(r.bottomRight())).normalized());
+            return;
+        }
+        QChartView::mouseReleaseEvent(event);
+    }
+    void mouseDoubleClickEvent(QMouseEvent *event) override
+    {
+        if (event->button() == Qt::LeftButton && !mOwner->planAt(event->position().toPoint())) {
+            mOwner->resetZoom();
+            return;
+        }
+        QChartView::mouseDoubleClickEvent(event);
+    }
+    void wheelEvent(QWheelEvent *event) override
+    {
+        const int delta = event->angleDelta().y();
+        if (delta == 0) {
+            event->ignore();
+            return;
+        }
+        // One notch (120) zooms by 1.25.
+        mOwner->zoomBy(std::pow(1.25, delta / 120.0), mOwner->valueAt(event->position().toPoint()));
+        event->accept();
+    }
+    void keyPressEvent(QKeyEvent *event) override
+    {
+        const QRectF r = mOwner->viewRange();
+        const double step = 40.0; // pixels per arrow key
+        switch (event->key()) {
+        case Qt::Key_Plus:
+        case Qt::Key_Equal:
+            mOwner->zoomBy(1.25, r.center());
+            break;
+        case Qt::Key_Minus:
+            mOwner->zoomBy(1.0 / 1.25, r.center());
+            break;
+        case Qt::Key_Home:
+        case Qt::Key_0:
+            mOwner->resetZoom();
+            break;
+        case Qt::Key_Left:
+            mOwner->panByPixels(QPointF(step, 0));
+            break;
+        case Qt::Key_Right:
+            mOwner->panByPixels(QPointF(-step, 0));
+            break;
+        case Qt::Key_Up:
+            mOwner->panByPixels(QPointF(0, step));
+            break;
+        case Qt::Key_Down:
+            mOwner->panByPixels(QPointF(0, -step));
+            break;
+        default:
+            QChartView::keyPressEvent(event);
+            return;
+        }
+        event->accept();
     }
     void leaveEvent(QEvent *event) override
     {
@@ -149,7 +254,11 @@ protected:
     }
 
 private:
+    static constexpr int MinBandPx = 5;
     ParetoChartView *mOwner;
+    QRubberBand *mBand = nullptr;
+    QPoint mBandFrom, mPanFrom;
+    bool mPanning = false;
 };
 
 namespace {
@@ -173,11 +282,35 @@ QImage markerImage(int diameter, const QColor &fill, const QPen &pen)
 
 const Metric AllMetrics[3] = {Metric::Time, Metric::Memory, Metric::Balance};
 
-QString axisLabelFormat(Metric m, double span)
+/// A 1, 2 or 5 x 10^k step giving about `intervals` intervals over `span`.
+double niceStep(double span, double intervals = 5.0)
 {
-    if (m == Metric::Balance)
-        return span < 0.05 ? QStringLiteral("%.3f") : QStringLiteral("%.2f");
-    return span < 5.0 ? QStringLiteral("%.1f") : QStringLiteral("%.0f");
+    if (!(span > 0.0) || !std::isfinite(span))
+        return 1.0;
+    const double raw = span / intervals;
+    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+    const double norm = raw / mag;
+    return (norm < 1.5 ? 1.0 : norm < 3.0 ? 2.0 : norm < 7.0 ? 5.0 : 10.0) * mag;
+}
+
+/// printf format with as many decimals as a tick step needs (0.5 -> "%.1f", 20 -> "%.0f").
+QString labelFormatForStep(double step)
+{
+    const int decimals = std::clamp(int(std::ceil(-std::log10(step) - 1e-9)), 0, 6);
+    return QStringLiteral("%.%1f").arg(decimals);
+}
+
+/// The range of [lo, hi] shown with every plan: padded by 5 % so markers are not cut at the
+/// border, snapped outwards to the 1-2-5 step; never below 0 (no metric is negative).
+std::pair<double, double> paddedRange(double lo, double hi)
+{
+    double span = hi - lo;
+    if (span <= 0.0)
+        span = std::max(std::abs(hi) * 0.1, 1e-3);
+    lo = std::max(lo - span * 0.05, 0.0);
+    hi += span * 0.05;
+    const double step = niceStep(hi - lo);
+    return {std::floor(lo / step) * step, std::ceil(hi / step) * step};
 }
 
 } // namespace
@@ -268,6 +401,19 @@ ParetoChartView::ParetoChartView(QWidget *parent)
     bar->addWidget(yl);
     bar->addWidget(mYCombo);
     bar->addStretch(1);
+    mFrontButton = new QToolButton(this);
+    mFrontButton->setText(tr("&Front"));
+    mFrontButton->setToolTip(tr("Zoom to the plans on the Pareto front.\n"
+                                "Wheel: zoom about the pointer · drag: zoom to a rectangle · "
+                                "Shift+drag or middle drag: pan"));
+    mResetButton = new QToolButton(this);
+    mResetButton->setText(tr("&Reset"));
+    mResetButton->setToolTip(tr("Show every plan again (Home, or a double click on empty space)"));
+    mResetButton->setEnabled(false);
+    bar->addWidget(mFrontButton);
+    bar->addWidget(mResetButton);
+    connect(mFrontButton, &QToolButton::clicked, this, [this] { zoomToFront(); });
+    connect(mResetButton, &QToolButton::clicked, this, &ParetoChartView::resetZoom);
     // The colour legend and counts on their own line: next to the pickers the legend was clipped
     // at the window's default size.
     auto *legendRow = new QHBoxLayout;
@@ -308,9 +454,126 @@ QSize ParetoChartView::minimumSizeHint() const
     return {420, 280};
 }
 
-double ParetoChartView::plotValue(Metric metric, double value)
+double ParetoChartView::plotValue(Metric metric, double value) const
 {
-    return metric == Metric::Memory ? value * 100.0 : value;
+    if (metric == Metric::Memory)
+        return value * 100.0;
+    if (metric == Metric::Time && mTimeInSeconds)
+        return value / 1000.0;
+    return value;
+}
+
+QString ParetoChartView::axisTitle(Metric metric) const
+{
+    if (metric == Metric::Time && mTimeInSeconds)
+        return tr("Time per iteration (s)");
+    return metricLabel(metric);
+}
+
+QRectF ParetoChartView::viewRange() const
+{
+    return QRectF(QPointF(mAxisX->min(), mAxisY->min()), QPointF(mAxisX->max(), mAxisY->max()));
+}
+
+QPointF ParetoChartView::valueAt(QPoint viewportPos) const
+{
+    return mChart->mapToValue(mChart->mapFromScene(mView->mapToScene(viewportPos)), mDominated[0]);
+}
+
+void ParetoChartView::applyRange(QRectF range)
+{
+    auto setAxis = [](QValueAxis *axis, double lo, double hi) {
+        const double step = niceStep(hi - lo);
+        // Fixed ticks while the range and the step change: a new range under the old step (or
+        // the other way round) would lay out up to millions of dynamic grid lines for one paint.
+        axis->setTickType(QValueAxis::TicksFixed);
+        axis->setRange(lo, hi);
+        axis->setTickAnchor(0.0);
+        axis->setTickInterval(step);
+        axis->setTickType(QValueAxis::TicksDynamic);
+        axis->setMinorTickCount(1);
+        axis->setLabelFormat(labelFormatForStep(step));
+    };
+    setAxis(mAxisX, range.left(), range.right());
+    setAxis(mAxisY, range.top(), range.bottom());
+    // 100 % capacity marker when memory is on an axis and visible.
+    QList<QPointF> cap;
+    if (mX == Metric::Memory && mAxisX->min() <= 100.0 && mAxisX->max() >= 100.0)
+        cap = {QPointF(100.0, mAxisY->min()), QPointF(100.0, mAxisY->max())};
+    else if (mY == Metric::Memory && mAxisY->min() <= 100.0 && mAxisY->max() >= 100.0)
+        cap = {QPointF(mAxisX->min(), 100.0), QPointF(mAxisX->max(), 100.0)};
+    mCapacityLine->replace(cap);
+    mResetButton->setEnabled(mZoomed);
+    updateCountLabel();
+    emit viewRangeChanged();
+}
+
+void ParetoChartView::zoomTo(QRectF range)
+{
+    range = range.normalized();
+    // Never narrower than a millionth of the whole range (nor a degenerate one).
+    const double minW = std::max(mFullRange.width() * 1e-6, 1e-9);
+    const double minH = std::max(mFullRange.height() * 1e-6, 1e-9);
+    if (!std::isfinite(range.width()) || !std::isfinite(range.height()))
+        return;
+    if (range.width() < minW)
+        range = QRectF(range.center().x() - minW / 2, range.top(), minW, range.height());
+    if (range.height() < minH)
+        range = QRectF(range.left(), range.center().y() - minH / 2, range.width(), minH);
+    mZoomed = true;
+    applyRange(range);
+}
+
+void ParetoChartView::zoomBy(double factor, QPointF centre)
+{
+    if (!(factor > 0.0) || !std::isfinite(factor))
+        return;
+    const QRectF r = viewRange();
+    const QRectF next(
+        QPointF(centre.x() - (centre.x() - r.left()) / factor, centre.y() - (centre.y() - r.top()) / factor),
+        QPointF(centre.x() + (r.right() - centre.x()) / factor, centre.y() + (r.bottom() - centre.y()) / factor));
+    if (next.width() >= mFullRange.width() && next.height() >= mFullRange.height())
+        resetZoom(); // zoomed out past everything: show every plan
+    else
+        zoomTo(next);
+}
+
+void ParetoChartView::panByPixels(QPointF pixels)
+{
+    const QRectF area = mChart->plotArea();
+    if (area.width() <= 0 || area.height() <= 0)
+        return;
+    const QRectF r = viewRange();
+    const double dx = -pixels.x() / area.width() * r.width();
+    const double dy = pixels.y() / area.height() * r.height();
+    zoomTo(r.translated(dx, dy));
+}
+
+bool ParetoChartView::zoomToFront()
+{
+    double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
+    for (const auto &p : mPoints) {
+        if (!p.onFront)
+            continue;
+        const double x = plotValue(mX, p.metric(mX)), y = plotValue(mY, p.metric(mY));
+        xlo = std::min(xlo, x);
+        xhi = std::max(xhi, x);
+        ylo = std::min(ylo, y);
+        yhi = std::max(yhi, y);
+    }
+    if (xlo > xhi)
+        return false;
+    // Padded so the outermost markers are whole; a single plan gets a span around it.
+    const double padX = std::max((xhi - xlo) * 0.08, std::max(std::abs(xhi) * 0.02, 1e-6));
+    const double padY = std::max((yhi - ylo) * 0.08, std::max(std::abs(yhi) * 0.02, 1e-6));
+    zoomTo(QRectF(QPointF(std::max(xlo - padX, 0.0), std::max(ylo - padY, 0.0)), QPointF(xhi + padX, yhi + padY)));
+    return true;
+}
+
+void ParetoChartView::resetZoom()
+{
+    mZoomed = false;
+    applyRange(mFullRange);
 }
 
 Metric ParetoChartView::colourMetric() const
@@ -322,15 +585,22 @@ Metric ParetoChartView::colourMetric() const
     return Metric::Balance;
 }
 
-void ParetoChartView::setPoints(QVector<PlanPoint> points)
+void ParetoChartView::setPoints(QVector<PlanPoint> points, ViewPolicy view)
 {
     mPoints = std::move(points);
+    double slowest = 0.0;
+    for (const auto &p : mPoints)
+        slowest = std::max(slowest, p.timeMs);
+    mTimeInSeconds = slowest >= TimeSecondsFromMs;
+    const int timeIndex = int(Metric::Time);
+    mXCombo->setItemText(timeIndex, shortMetricName(Metric::Time, mTimeInSeconds));
+    mYCombo->setItemText(timeIndex, shortMetricName(Metric::Time, mTimeInSeconds));
     const bool keep
         = std::any_of(mPoints.begin(), mPoints.end(), [this](const PlanPoint &p) { return p.id == mSelected; });
     if (!keep)
         mSelected = 0;
     mHovered = 0;
-    rebuild();
+    rebuild(view);
 }
 
 void ParetoChartView::setAxes(Metric x, Metric y)
@@ -377,10 +647,11 @@ int ParetoChartView::dominatedPointCount() const
     return n;
 }
 
-void ParetoChartView::rebuild()
+void ParetoChartView::rebuild(ViewPolicy view)
 {
+    const bool keepZoom = view == KeepView && mZoomed;
+    const QRectF shown = viewRange();
     const Metric cm = colourMetric();
-    const QLocale locale;
     // Ranges.
     double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo, clo = xlo, chi = -xlo;
     for (const auto &p : mPoints) {
@@ -433,45 +704,28 @@ void ParetoChartView::rebuild()
     }
     mStepLine->replace(steps);
 
-    // Axes with units, padded so markers are not cut at the border.
-    auto setupAxis = [&](QValueAxis *axis, Metric m, double lo, double hi) {
-        double span = hi - lo;
-        if (span <= 0.0)
-            span = std::max(std::abs(hi) * 0.1, 1e-3);
-        lo -= span * 0.05;
-        hi += span * 0.05;
-        if (m != Metric::Time || lo < 0.0)
-            lo = std::max(lo, 0.0);
-        // Nice ticks: step 1, 2 or 5 x 10^k giving about 5 intervals; range snapped to the step.
-        const double raw = (hi - lo) / 5.0;
-        const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-        const double norm = raw / mag;
-        const double step = (norm < 1.5 ? 1.0 : norm < 3.0 ? 2.0 : norm < 7.0 ? 5.0 : 10.0) * mag;
-        const double nlo = std::floor(lo / step) * step;
-        const double nhi = std::ceil(hi / step) * step;
-        axis->setRange(nlo, nhi);
-        axis->setTickCount(int(std::lround((nhi - nlo) / step)) + 1);
-        axis->setMinorTickCount(1);
-        axis->setLabelFormat(axisLabelFormat(m, nhi - nlo));
-        axis->setTitleText(metricLabel(m));
-    };
-    setupAxis(mAxisX, mX, xlo, xhi);
-    setupAxis(mAxisY, mY, ylo, yhi);
-
-    // 100 % capacity marker when memory is on an axis and visible.
-    QList<QPointF> cap;
-    if (mX == Metric::Memory && mAxisX->max() >= 100.0)
-        cap = {QPointF(100.0, mAxisY->min()), QPointF(100.0, mAxisY->max())};
-    else if (mY == Metric::Memory && mAxisY->max() >= 100.0)
-        cap = {QPointF(mAxisX->min(), 100.0), QPointF(mAxisX->max(), 100.0)};
-    mCapacityLine->replace(cap);
+    // Axes with units; the full range shows every plan, and a new rebuild shows it again.
+    const auto [fxlo, fxhi] = paddedRange(xlo, xhi);
+    const auto [fylo, fyhi] = paddedRange(ylo, yhi);
+    mFullRange = QRectF(QPointF(fxlo, fylo), QPointF(fxhi, fyhi));
+    mAxisX->setTitleText(axisTitle(mX));
+    mAxisY->setTitleText(axisTitle(mY));
+    mFrontButton->setEnabled(std::any_of(mPoints.begin(), mPoints.end(), [](const PlanPoint &p) { return p.onFront; }));
 
     mLegend->setRange(cm, clo, chi, any);
-    const int nFront = int(std::count_if(mPoints.begin(), mPoints.end(), [](const PlanPoint &p) { return p.onFront; }));
-    mCountFull = tr("%1 plans, %2 on the front").arg(locale.toString(mPoints.size())).arg(nFront);
-    mCountShort = tr("%1 on the front").arg(nFront);
-    fitCountLabel();
+    mZoomed = keepZoom;
+    applyRange(keepZoom ? shown : mFullRange);
     updateSelectionSeries();
+}
+
+void ParetoChartView::updateCountLabel()
+{
+    const QLocale locale;
+    const int nFront = int(std::count_if(mPoints.begin(), mPoints.end(), [](const PlanPoint &p) { return p.onFront; }));
+    const QString zoom = mZoomed ? tr(" · zoomed") : QString();
+    mCountFull = tr("%1 plans, %2 on the front%3").arg(locale.toString(mPoints.size())).arg(nFront).arg(zoom);
+    mCountShort = tr("%1 on the front%2").arg(nFront).arg(zoom);
+    fitCountLabel();
 }
 
 bool ParetoChartView::eventFilter(QObject *watched, QEvent *event)

@@ -121,40 +121,65 @@ QString PlanResults::launcherOf(uint32_t index) const
     return s;
 }
 
+PlanPoint PlanResults::pointOf(uint32_t k, double logScore, bool onFront) const
+{
+    const memx::SearchResult &r = mOutcome->result;
+    const memx::PlanFigures f = memx::planFigures(r, k); // what `memx search` prints of it
+    PlanPoint p;
+    p.id = idOf(k);
+    p.timeMs = f.timeMs;
+    p.peakMemoryFraction = f.peakMemory;
+    p.imbalance = f.imbalance;
+    p.score = std::exp(logScore);
+    p.onFront = onFront;
+    p.oom = f.peakMemory > 1.0; // the search prunes OOM plans; kept for safety
+    p.learned = f.learned;
+    if (f.learned) {
+        p.timeSpread = f.timeSpread;
+        p.memorySpread = f.memSpread;
+        p.riskOfOom = !p.oom && f.oomRisk;
+        p.extrapolating = f.extrapolating;
+    } else {
+        p.riskOfOom = !p.oom
+            && memx::memoryVerdict(f.peakMemory, memx::CostOptions {}.memoryUncertainty) != memx::MemoryVerdict::Fits;
+    }
+    p.summary = summaryOf(k);
+    p.launcher = launcherOf(k);
+    p.idle = QString::fromStdString(mOutcome->idleText(k));
+    return p;
+}
+
 QVector<PlanPoint> PlanResults::points() const
 {
     QVector<PlanPoint> out;
     if (isEmpty())
         return out;
-    const memx::SearchResult &r = mOutcome->result;
     out.reserve(qsizetype(mShown.size()));
+    for (size_t i = 0; i < mShown.size(); ++i)
+        out.push_back(pointOf(mShown[i], mLogScores[i], mOnFront[i]));
+    return out;
+}
+
+QVector<PlanPoint> PlanResults::frontPoints() const
+{
+    QVector<PlanPoint> out;
+    if (isEmpty())
+        return out;
+    const memx::SearchResult &r = mOutcome->result;
+    // The shown set's scale is the whole result's (it holds the largest T, M and B).
+    std::vector<double> t(mShown.size()), m(mShown.size()), b(mShown.size());
     for (size_t i = 0; i < mShown.size(); ++i) {
-        const uint32_t k = mShown[i];
-        const memx::PlanFigures f = memx::planFigures(r, k); // what `memx search` prints of it
-        PlanPoint p;
-        p.id = idOf(k);
-        p.timeMs = f.timeMs;
-        p.peakMemoryFraction = f.peakMemory;
-        p.imbalance = f.imbalance;
-        p.score = std::exp(mLogScores[i]);
-        p.onFront = mOnFront[i];
-        p.oom = f.peakMemory > 1.0; // the search prunes OOM plans; kept for safety
-        p.learned = f.learned;
-        if (f.learned) {
-            p.timeSpread = f.timeSpread;
-            p.memorySpread = f.memSpread;
-            p.riskOfOom = !p.oom && f.oomRisk;
-            p.extrapolating = f.extrapolating;
-        } else {
-            p.riskOfOom = !p.oom
-                && memx::memoryVerdict(f.peakMemory, memx::CostOptions {}.memoryUncertainty)
-                    != memx::MemoryVerdict::Fits;
-        }
-        p.summary = summaryOf(k);
-        p.launcher = launcherOf(k);
-        p.idle = QString::fromStdString(mOutcome->idleText(k));
-        out.push_back(std::move(p));
+        t[i] = r.timeMs[mShown[i]];
+        m[i] = r.peakMemory[mShown[i]];
+        b[i] = r.imbalance[mShown[i]];
     }
+    const memx::ObjectiveScale scale = memx::objectiveScaleOf({t.data(), m.data(), b.data(), mShown.size()});
+    out.reserve(qsizetype(mOutcome->front.size()));
+    for (uint32_t k : mOutcome->front)
+        out.push_back(pointOf(k, memx::logScore(scale, mWeights, r.timeMs[k], r.peakMemory[k], r.imbalance[k]), true));
+    std::sort(out.begin(), out.end(), [](const PlanPoint &a, const PlanPoint &b) {
+        return a.score != b.score ? a.score < b.score : a.id < b.id;
+    });
     return out;
 }
 

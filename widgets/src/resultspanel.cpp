@@ -2,6 +2,7 @@
 
 #include "memx/ui/memorybarchart.h"
 #include "memx/ui/paretochartview.h"
+#include "memx/ui/plancsv.h"
 #include "memx/ui/planselection.h"
 #include "memx/ui/plantablemodel.h"
 #include "memx/ui/searchjob.h"
@@ -9,11 +10,15 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
@@ -23,6 +28,7 @@
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -89,7 +95,10 @@ QVBoxLayout *ResultsPanel::createToolbar()
     mProgress->setValue(0);
     mProgress->setTextVisible(true);
     mProgress->setFormat(tr("idle"));
-    mProgress->setFixedWidth(160);
+    // Room for "1/2 searching 100% of 1,234,567 bases · ~12 s left" (the bar clips, never wraps).
+    mProgress->setMinimumWidth(
+        mProgress->fontMetrics().horizontalAdvance(tr("1/2 searching 100% of 1,234,567 bases \u00b7 ~88 s left")) + 16);
+    mProgress->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     mCounts = new QLabel;
     mCounts->setTextInteractionFlags(Qt::TextSelectableByMouse);
     mCounts->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // long counts never widen the window
@@ -127,20 +136,27 @@ QVBoxLayout *ResultsPanel::createToolbar()
     mExport = new QPushButton(tr("Export plan..."));
     mExport->setEnabled(false);
     mExport->setToolTip(tr("Write launch files (Megatron-LM, FlagScale, Slurm, JSON) for the selected plan"));
+    // Two rows, so the panel fits a 1024 px window: the search and its progress, then its settings.
     auto *bar = new QHBoxLayout;
     bar->setContentsMargins(6, 4, 6, 2);
     bar->addWidget(mRun);
     bar->addWidget(mCancel);
-    bar->addWidget(mProgress);
-    bar->addStretch(1);
-    bar->addWidget(new QLabel(tr("Target:")));
-    bar->addWidget(mTarget);
-    bar->addWidget(mOverlapDp);
-    bar->addWidget(mFsdp);
-    bar->addWidget(mFp8);
-    bar->addWidget(new QLabel(tr("Global batch:")));
-    bar->addWidget(mGlobalBatch);
+    bar->addWidget(mProgress, 1);
     bar->addWidget(mExport);
+    auto *settingsRow = new QHBoxLayout;
+    settingsRow->setContentsMargins(6, 0, 6, 2);
+    auto *targetLabel = new QLabel(tr("&Target:"));
+    targetLabel->setBuddy(mTarget);
+    settingsRow->addWidget(targetLabel);
+    settingsRow->addWidget(mTarget);
+    settingsRow->addWidget(mOverlapDp);
+    settingsRow->addWidget(mFsdp);
+    settingsRow->addWidget(mFp8);
+    auto *batchLabel = new QLabel(tr("Global &batch:"));
+    batchLabel->setBuddy(mGlobalBatch);
+    settingsRow->addWidget(batchLabel);
+    settingsRow->addWidget(mGlobalBatch);
+    settingsRow->addStretch(1);
     // The counts get their own line: next to the buttons they were clipped at the default size.
     auto *countsRow = new QHBoxLayout;
     countsRow->setContentsMargins(8, 0, 6, 2);
@@ -154,6 +170,7 @@ QVBoxLayout *ResultsPanel::createToolbar()
     rows->setContentsMargins(0, 0, 0, 0);
     rows->setSpacing(0);
     rows->addLayout(bar);
+    rows->addLayout(settingsRow);
     rows->addLayout(countsRow);
     return rows;
 }
@@ -202,6 +219,16 @@ QWidget *ResultsPanel::createTable()
     filters->addWidget(mFilter, 1);
     filters->addWidget(mParetoOnly);
     filters->addWidget(mHideOom);
+    mCsv = new QToolButton;
+    mCsv->setText(tr("CSV"));
+    mCsv->setToolTip(tr("Save the plan table (the rows shown, in their order) or the whole Pareto front as CSV"));
+    mCsv->setPopupMode(QToolButton::InstantPopup);
+    mCsv->setEnabled(false);
+    auto *csvMenu = new QMenu(mCsv);
+    csvMenu->addAction(tr("Plan Table as Shown..."), this, [this] { saveCsvInteractive(false); });
+    csvMenu->addAction(tr("Pareto Front..."), this, [this] { saveCsvInteractive(true); });
+    mCsv->setMenu(csvMenu);
+    filters->addWidget(mCsv);
     auto *tableBox = new QWidget;
     auto *tableLayout = new QVBoxLayout(tableBox);
     tableLayout->setContentsMargins(0, 0, 0, 0);
@@ -209,6 +236,47 @@ QWidget *ResultsPanel::createTable()
     tableLayout->addLayout(filters);
     tableLayout->addWidget(mTable, 1);
     return tableBox;
+}
+
+QString ResultsPanel::tableCsv() const
+{
+    QVector<PlanPoint> plans;
+    QVector<int> ranks;
+    const int rows = mProxy->rowCount();
+    plans.reserve(rows);
+    ranks.reserve(rows);
+    for (int r = 0; r < rows; ++r) {
+        const int source = mProxy->mapToSource(mProxy->index(r, 0)).row();
+        plans.push_back(mModel->plans().at(source));
+        ranks.push_back(mModel->rankOfRow(source));
+    }
+    return plansCsv(plans, ranks);
+}
+
+QString ResultsPanel::frontCsv() const
+{
+    return plansCsv(mResults.frontPoints());
+}
+
+bool ResultsPanel::saveCsv(bool front, const QString &path, QString *error) const
+{
+    return writeTextFile(path, front ? frontCsv() : tableCsv(), error);
+}
+
+void ResultsPanel::saveCsvInteractive(bool front)
+{
+    const QString path
+        = QFileDialog::getSaveFileName(this, front ? tr("Save Pareto Front") : tr("Save Plan Table"),
+                                       front ? QStringLiteral("pareto-front.csv") : QStringLiteral("plans.csv"),
+                                       tr("CSV files (*.csv);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!saveCsv(front, path, &error)) {
+        QMessageBox::warning(this, tr("Save CSV"), error);
+        return;
+    }
+    emit statusMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
 }
 
 /// The plan detail: stage diagram + breakdown text.
@@ -263,17 +331,31 @@ void ResultsPanel::connectViews()
 
 void ResultsPanel::connectSearchJob()
 {
-    connect(mJob, &SearchJob::started, this, [this] { mPredicting = false; });
-    connect(mJob, &SearchJob::predicting, this, [this] { mPredicting = true; });
+    connect(mJob, &SearchJob::started, this, [this] {
+        mPredicting = false;
+        mPhaseClock.start();
+    });
+    connect(mJob, &SearchJob::predicting, this, [this] {
+        mPredicting = true;
+        mPhaseClock.start();
+    });
     connect(mJob, &SearchJob::progress, this, [this](quint64, qulonglong done, qulonglong total) {
         if (total == 0) {
             mProgress->setValue(0);
             mProgress->setFormat(mPredicting ? tr("predicting...") : tr("starting..."));
             return;
         }
-        mProgress->setValue(int(1000.0 * double(done) / double(total)));
+        const double fraction = std::clamp(double(done) / double(total), 0.0, 1.0);
+        mProgress->setValue(int(1000.0 * fraction));
         const QString n = QLocale(QLocale::English).toString(total);
-        mProgress->setFormat(mPredicting ? tr("predicting %p% of %1").arg(n) : tr("%p% of %1 bases").arg(n));
+        const bool learned = mProject && mProject->predictor;
+        // Phase k of n: the search, then (with a learned predictor) the prediction.
+        const QString phase = learned ? (mPredicting ? tr("2/2 predicting") : tr("1/2 searching")) : tr("searching");
+        QString text = mPredicting ? tr("%1 %p% of %2").arg(phase, n) : tr("%1 %p% of %2 bases").arg(phase, n);
+        const QString eta = etaText(fraction, mPhaseClock.isValid() ? mPhaseClock.elapsed() : 0);
+        if (!eta.isEmpty())
+            text += QStringLiteral(" \u00b7 ") + eta;
+        mProgress->setFormat(text);
     });
     connect(mJob, &SearchJob::finished, this, &ResultsPanel::onFinished);
     connect(mJob, &SearchJob::cancelled, this, [this] {
@@ -315,6 +397,7 @@ void ResultsPanel::setStale(bool on)
     on = on && !mResults.isEmpty(); // nothing shown: nothing stale
     mStale = on;
     mExport->setEnabled(!on && mDetail.id != 0);
+    mCsv->setEnabled(!on && !mResults.isEmpty());
     if (mResults.isEmpty())
         return;
     const QString counts = mResults.countsText().toHtmlEscaped();
@@ -327,6 +410,7 @@ void ResultsPanel::setStale(bool on)
 
 void ResultsPanel::clearResults()
 {
+    mShowing = false; // a result being shown stays unshown
     mDebounce->stop();
     mJob->cancel();
     mResults.clear();
@@ -347,6 +431,8 @@ memx::PlannedSearchRequest ResultsPanel::currentRequest() const
 {
     memx::PlannedSearchRequest request;
     request.search = mRequest;
+    memx::PlannedSearchOptions options;
+    mSpace.applyTo(request, options);
     if (mGlobalBatch->value() > 0)
         request.search.globalBatch = mGlobalBatch->value();
     request.search.space.overlapDataParallel = mOverlapDp->isChecked();
@@ -384,7 +470,9 @@ void ResultsPanel::runSearch()
     memx::PlannedSearch planned;
     std::shared_ptr<memx::MemoryStore> caches;
     try {
-        planned = memx::planSearch(std::move(request), mProject.get());
+        memx::PlannedSearchOptions options;
+        options.maxBases = mSpace.maxBases;
+        planned = memx::planSearch(std::move(request), mProject.get(), options);
         if (mCacheSource && planned.usesCache()) {
             caches = std::make_shared<memx::MemoryStore>();
             memx::copySearchCaches(*mCacheSource, planned, *caches);
@@ -397,11 +485,31 @@ void ResultsPanel::runSearch()
         emit statusMessage(tr("Cannot search: %1").arg(QString::fromUtf8(e.what())));
         return;
     }
+    emit spacePlanned(planned.narrowed.empty() ? QString() : QString::fromStdString(planned.narrowed.back()),
+                      planned.options.maxBases);
     if (!planned.narrowed.empty())
         emit statusMessage(tr("Search space narrowed to %1 base configurations: %2")
                                .arg(QLocale(QLocale::English).toString(qulonglong(planned.options.maxBases)),
                                     QString::fromStdString(planned.narrowed.back())));
     mJob->start(std::move(planned), std::move(caches));
+}
+
+QString ResultsPanel::etaText(double fraction, qint64 elapsedMs)
+{
+    // Only once the rate is measurable: 5 % done and half a second spent.
+    if (fraction < 0.05 || fraction >= 1.0 || elapsedMs < 500)
+        return {};
+    const double left = double(elapsedMs) * (1.0 - fraction) / fraction / 1000.0;
+    if (left < 1.0)
+        return tr("< 1 s left");
+    if (left < 90.0)
+        return tr("~%1 s left").arg(std::lround(left));
+    return tr("~%1 min left").arg(std::lround(left / 60.0));
+}
+
+void ResultsPanel::setSpaceSettings(const SearchSpaceSettings &settings)
+{
+    mSpace = settings;
 }
 
 void ResultsPanel::cancelSearch()
@@ -412,7 +520,7 @@ void ResultsPanel::cancelSearch()
 
 bool ResultsPanel::isSearching() const
 {
-    return mJob->isRunning() || mDebounce->isActive() || mPrepare->isRunning();
+    return mJob->isRunning() || mDebounce->isActive() || mPrepare->isRunning() || mShowing;
 }
 
 void ResultsPanel::setSearching(bool on)
@@ -464,6 +572,7 @@ void ResultsPanel::applyResults(quint64 preparedId, Prepared &prepared)
         points = mResults.points();
     }
     mStale = false;
+    mShowing = true;
     mCounts->setText(mResults.countsText());
     mCounts->setToolTip(mResults.countsText());
     mNotes->setText(mResults.notesText().join(QLatin1Char('\n')));
@@ -484,14 +593,15 @@ void ResultsPanel::applyResults(quint64 preparedId, Prepared &prepared)
     // input, paint and other timers run in between (tests/bench/bench_gui.cpp measures the gaps).
     // The prepare job's id is the generation: a newer result being prepared has a larger one.
     QTimer::singleShot(1, this, [this, preparedId, points = std::move(points)]() mutable {
-        if (preparedId != mPrepare->currentJobId())
+        if (preparedId != mPrepare->currentJobId() || !mShowing)
             return; // a newer result is being prepared
         mSelection->select(mResults.topPlanId());
         QTimer::singleShot(1, this, [this, preparedId, points = std::move(points)] {
-            if (preparedId != mPrepare->currentJobId())
+            if (preparedId != mPrepare->currentJobId() || !mShowing)
                 return;
             mPareto->setPoints(points);
             mPareto->setSelectedPlan(mSelection->current());
+            mShowing = false;
             emit resultsShown();
         });
     });
@@ -526,7 +636,7 @@ void ResultsPanel::setWeights(const ObjectiveWeights &weights)
     if (mResults.setWeights(weights)) {
         const quint32 keep = mSelection->current();
         mModel->setPlans(mResults.points());
-        mPareto->setPoints(mResults.points());
+        mPareto->setPoints(mResults.points(), ParetoChartView::KeepView);
         mSelection->select(0);
         mSelection->select(keep);
     } else {
@@ -540,7 +650,7 @@ void ResultsPanel::setWeights(const ObjectiveWeights &weights)
 void ResultsPanel::refreshChart()
 {
     if (!mResults.isEmpty())
-        mPareto->setPoints(mResults.points());
+        mPareto->setPoints(mResults.points(), ParetoChartView::KeepView);
 }
 
 void ResultsPanel::showSelection(quint32 id)
@@ -573,6 +683,7 @@ void ResultsPanel::showSelection(quint32 id)
     mStages->setMinimumSize(mStages->sizeHint());
     mDetailText->setHtml(mDetail.html);
     mExport->setEnabled(mDetail.id != 0 && !mStale);
+    mCsv->setEnabled(!mResults.isEmpty() && !mStale);
     if (mDetail.id != 0) {
         const int rank = row >= 0 ? mModel->rankOfRow(row) : 0;
         QString title

@@ -24,6 +24,8 @@ QString formatMetric(Metric metric, double value)
 {
     switch (metric) {
     case Metric::Time:
+        if (value >= 10000.0) // 10 s and more read in seconds, not 1,400,000 ms
+            return QStringLiteral("%1 s").arg(value / 1000.0, 0, 'f', value < 100000.0 ? 2 : 1);
         return QStringLiteral("%1 ms").arg(value, 0, 'f', value < 100.0 ? 2 : 1);
     case Metric::Memory:
         return QStringLiteral("%1 %").arg(value * 100.0, 0, 'f', 1);

@@ -16,6 +16,8 @@ const QString kWeightTime = QStringLiteral("objective/timeWeight");
 const QString kWeightMemory = QStringLiteral("objective/memoryWeight");
 const QString kWeightBalance = QStringLiteral("objective/balanceWeight");
 const QString kModel = QStringLiteral("model/lastId");
+const QString kExportFormat = QStringLiteral("export/format");
+const QString kExportDir = QStringLiteral("export/dir");
 
 double weight(const QSettings &s, const QString &key, double fallback)
 {
@@ -111,6 +113,26 @@ QString Settings::lastModelId() const
 void Settings::setLastModelId(const QString &id)
 {
     mSettings->setValue(kModel, id);
+}
+
+QString Settings::lastExportFormat() const
+{
+    return mSettings->value(kExportFormat).toString();
+}
+
+void Settings::setLastExportFormat(const QString &format)
+{
+    mSettings->setValue(kExportFormat, format);
+}
+
+QString Settings::lastExportDir() const
+{
+    return mSettings->value(kExportDir).toString();
+}
+
+void Settings::setLastExportDir(const QString &dir)
+{
+    mSettings->setValue(kExportDir, dir);
 }
 
 } // namespace memx::ui

@@ -3,8 +3,117 @@
 #include "memx/ui/clusterdocument.h"
 
 #include <QObject>
+#include <QStringList>
+#include <QVariant>
 
 namespace memx::ui {
+
+namespace {
+const QString kArrow = QStringLiteral(" \u2192 ");
+
+QString num(double v)
+{
+    return QString::number(v, 'g', 6);
+}
+
+QString linkText(const memx::Link &l)
+{
+    return QObject::tr("%1 GB/s \u00b7 %2 \u00b5s").arg(num(l.bandwidthGBps), num(l.latencyUs));
+}
+
+void describeLink(QStringList &out, const QString &what, const memx::Link &a, const memx::Link &b)
+{
+    if (a.bandwidthGBps != b.bandwidthGBps)
+        out << QObject::tr("%1 bandwidth %2%3%4 GB/s").arg(what, num(a.bandwidthGBps), kArrow, num(b.bandwidthGBps));
+    if (a.latencyUs != b.latencyUs)
+        out << QObject::tr("%1 latency %2%3%4 \u00b5s").arg(what, num(a.latencyUs), kArrow, num(b.latencyUs));
+    if (a.curve != b.curve)
+        out << QObject::tr("%1 bandwidth curve").arg(what);
+}
+
+template<class T> void field(QStringList &out, const QString &what, const T &a, const T &b)
+{
+    if (a != b)
+        out << what + QLatin1Char(' ') + QVariant::fromValue(a).toString() + kArrow + QVariant::fromValue(b).toString();
+}
+} // namespace
+
+QString describeGroupChange(const memx::NodeGroup &a, const memx::NodeGroup &b)
+{
+    QStringList out;
+    if (a.name != b.name)
+        out << QObject::tr("renamed %1%2%3")
+                   .arg(QString::fromStdString(a.name), kArrow, QString::fromStdString(b.name));
+    if (a.gpu != b.gpu)
+        out << QObject::tr("GPU %1%2%3").arg(QString::fromStdString(a.gpu), kArrow, QString::fromStdString(b.gpu));
+    field(out, QObject::tr("GPUs per node"), a.gpusPerNode, b.gpusPerNode);
+    field(out, QObject::tr("nodes"), a.count, b.count);
+    if (a.intraLink && b.intraLink)
+        describeLink(out, QObject::tr("intra-node"), *a.intraLink, *b.intraLink);
+    else if (!a.intraLink && b.intraLink)
+        out << QObject::tr("intra-node link set to %1").arg(linkText(*b.intraLink));
+    else if (a.intraLink && !b.intraLink)
+        out << QObject::tr("intra-node link from the device again");
+    return out.join(QStringLiteral("; "));
+}
+
+QString describeNetworkChange(const memx::Network &a, const memx::Network &b)
+{
+    QStringList out;
+    describeLink(out, QObject::tr("default link"), a.interNode, b.interNode);
+    auto pair = [](const memx::LinkOverride &o) {
+        return QStringLiteral("%1\u2013%2").arg(QString::fromStdString(o.a), QString::fromStdString(o.b));
+    };
+    auto find = [](const std::vector<memx::LinkOverride> &v, const memx::LinkOverride &o) {
+        for (const auto &x : v)
+            if ((x.a == o.a && x.b == o.b) || (x.a == o.b && x.b == o.a))
+                return &x;
+        return static_cast<const memx::LinkOverride *>(nullptr);
+    };
+    for (const auto &o : b.overrides) {
+        const memx::LinkOverride *old = find(a.overrides, o);
+        if (!old)
+            out << QObject::tr("link %1 added (%2)").arg(pair(o), linkText(o.link));
+        else
+            describeLink(out, QObject::tr("link %1").arg(pair(o)), old->link, o.link);
+    }
+    for (const auto &o : a.overrides)
+        if (!find(b.overrides, o))
+            out << QObject::tr("link %1 removed").arg(pair(o));
+    return out.join(QStringLiteral("; "));
+}
+
+QString describeModelChange(const memx::Model &a, const memx::Model &b)
+{
+    QStringList out;
+    const bool renamed = a.id != b.id && a.id != "custom" && b.id != "custom";
+    if (renamed) // another preset / project / file model: its name says it all
+        return QString::fromStdString(a.name) + kArrow + QString::fromStdString(b.name);
+    const memx::ModelShape &x = a.shape, &y = b.shape;
+    field(out, QObject::tr("layers"), x.layers, y.layers);
+    field(out, QObject::tr("hidden"), x.hidden, y.hidden);
+    field(out, QObject::tr("heads"), x.heads, y.heads);
+    field(out, QObject::tr("KV groups"), x.kvGroups, y.kvGroups);
+    field(out, QObject::tr("FFN hidden"), x.ffnHidden, y.ffnHidden);
+    field(out, QObject::tr("vocabulary"), x.vocab, y.vocab);
+    field(out, QObject::tr("sequence length"), x.seqLength, y.seqLength);
+    if (x.swiglu != y.swiglu)
+        out << (y.swiglu ? QObject::tr("SwiGLU on") : QObject::tr("SwiGLU off"));
+    if (x.tiedEmbeddings != y.tiedEmbeddings)
+        out << (y.tiedEmbeddings ? QObject::tr("tied embeddings") : QObject::tr("untied embeddings"));
+    field(out, QObject::tr("global batch"), a.training.globalBatch, b.training.globalBatch);
+    if (a.training.precision != b.training.precision)
+        out << QObject::tr("precision %1%2%3")
+                   .arg(QString::fromLatin1(memx::toString(a.training.precision)), kArrow,
+                        QString::fromLatin1(memx::toString(b.training.precision)));
+    if (a.training.attention != b.training.attention)
+        out << QObject::tr("attention %1%2%3")
+                   .arg(QString::fromLatin1(memx::toString(a.training.attention)), kArrow,
+                        QString::fromLatin1(memx::toString(b.training.attention)));
+    if (out.isEmpty() && a.name != b.name)
+        out << QString::fromStdString(a.name) + kArrow + QString::fromStdString(b.name);
+    return out.join(QStringLiteral("; "));
+}
 
 AddNodeGroupCommand::AddNodeGroupCommand(ClusterDocument *document, int index, memx::NodeGroup group)
     : mDocument(document)
@@ -63,7 +172,16 @@ ChangeNodeGroupCommand::ChangeNodeGroupCommand(ClusterDocument *document, int in
     , mNetworkBefore(std::move(networkBefore))
     , mNetworkAfter(std::move(networkAfter))
 {
-    setText(QObject::tr("Change node group %1").arg(QString::fromStdString(mBefore.name)));
+    updateText();
+}
+
+void ChangeNodeGroupCommand::updateText()
+{
+    // "History text\nEdit menu text": the entry says what changed, the menu stays short.
+    const QString action = QObject::tr("Change node group %1").arg(QString::fromStdString(mBefore.name));
+    const QString what = describeGroupChange(mBefore, mAfter);
+    setText(what.isEmpty() ? action
+                           : QStringLiteral("%1: %2\n%3").arg(QString::fromStdString(mBefore.name), what, action));
 }
 
 void ChangeNodeGroupCommand::redo()
@@ -87,6 +205,7 @@ bool ChangeNodeGroupCommand::mergeWith(const QUndoCommand *other)
         return false;
     mAfter = o->mAfter;
     mNetworkAfter = o->mNetworkAfter;
+    updateText();
     return true;
 }
 
@@ -137,7 +256,14 @@ SetNetworkCommand::SetNetworkCommand(ClusterDocument *document, const QString &t
     , mAfter(std::move(after))
     , mMergeKey(mergeKey)
 {
-    setText(text);
+    mAction = text;
+    updateText();
+}
+
+void SetNetworkCommand::updateText()
+{
+    const QString what = describeNetworkChange(mBefore, mAfter);
+    setText(what.isEmpty() ? mAction : QStringLiteral("%1: %2\n%1").arg(mAction, what));
 }
 
 void SetNetworkCommand::redo()
@@ -156,6 +282,7 @@ bool SetNetworkCommand::mergeWith(const QUndoCommand *other)
     if (mMergeKey == 0 || o->mMergeKey != mMergeKey)
         return false;
     mAfter = o->mAfter;
+    updateText();
     return true;
 }
 
@@ -166,7 +293,14 @@ SetModelCommand::SetModelCommand(ClusterDocument *document, const QString &text,
     , mAfter(std::move(after))
     , mMergeKey(mergeKey)
 {
-    setText(text);
+    mAction = text;
+    updateText();
+}
+
+void SetModelCommand::updateText()
+{
+    const QString what = describeModelChange(mBefore, mAfter);
+    setText(what.isEmpty() ? mAction : QStringLiteral("%1: %2\n%1").arg(mAction, what));
 }
 
 void SetModelCommand::redo()
@@ -185,6 +319,7 @@ bool SetModelCommand::mergeWith(const QUndoCommand *other)
     if (mMergeKey == 0 || o->mMergeKey != mMergeKey)
         return false;
     mAfter = o->mAfter;
+    updateText();
     return true;
 }
 

@@ -44,6 +44,9 @@ public:
     /// Adds a group of the GPU in `mime` (kGpuMimeType) centred on `scenePos`; returns the new
     /// group's index or -1 (emits message() with the reason). This is what a drop does.
     int dropGpu(const QMimeData *mime, QPointF scenePos);
+    /// The free spot for a new box nearest to `topLeft` (on the grid): `topLeft` itself when a box
+    /// there (with a 20-unit gap, stacks included) overlaps none of the document's boxes.
+    QPointF freeSpotNear(QPointF topLeft) const;
     /// Connects two groups with a link override using the default link; returns its index or -1.
     int connectGroups(int from, int to);
 

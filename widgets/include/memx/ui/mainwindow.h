@@ -2,6 +2,7 @@
 
 #include "memx/engine/plannedsearch.h"
 #include "memx/engine/training.h"
+#include "memx/export/export.h"
 #include "memx/ui/backgroundjob.h"
 #include "memx/ui/documentstorage.h"
 #include "memx/ui/resultsviewtypes.h"
@@ -11,10 +12,12 @@
 #include <QPointer>
 
 #include <memory>
+#include <optional>
 
 class QAction;
 class QDockWidget;
 class QLabel;
+class QToolBar;
 class QMenu;
 class QProgressBar;
 class QToolButton;
@@ -30,6 +33,7 @@ class CompareDialog;
 class ClusterDocument;
 class GpuPalette;
 class ModelPanel;
+class SearchSpacePanel;
 class NodePropertyPanel;
 class ProfilesPanel;
 class ResultsPanel;
@@ -98,6 +102,9 @@ public:
     WeightSliders *weightSliders() const { return mWeights; }
     ProfilesPanel *profiles() const { return mProfiles; }
     NodePropertyPanel *properties() const { return mProperties; }
+    SearchSpacePanel *searchSpace() const { return mSpace; }
+    ModelPanel *modelPanel() const { return mModelPanel; }
+    QToolBar *mainToolBar() const { return mToolBar; }
 
     /// When false (tests), load/save problems are not shown in modal dialogs; lastError() has them.
     void setInteractive(bool on);
@@ -115,7 +122,7 @@ private:
     /// The window's docks (createDocks), for the View menu and the first layout.
     struct Docks {
         QDockWidget *palette = nullptr, *profiles = nullptr, *weights = nullptr, *properties = nullptr,
-                    *model = nullptr, *history = nullptr;
+                    *model = nullptr, *history = nullptr, *space = nullptr;
     };
     void createCentre();
     Docks createDocks();
@@ -123,6 +130,7 @@ private:
     void connectResults();
     void startUntitled();
     void createMenus();
+    void createToolBar(const QList<QAction *> &actions);
     void newDocument();
     void openDialog();
     bool save();
@@ -155,6 +163,10 @@ private:
     GpuPalette *mPalette = nullptr;
     NodePropertyPanel *mProperties = nullptr;
     ModelPanel *mModelPanel = nullptr;
+    SearchSpacePanel *mSpace = nullptr;
+    QToolBar *mToolBar = nullptr;
+    std::optional<memx::ExportFormat> mExportFormat; ///< of the last export dialog
+    QString mExportDir;
     ProfilesPanel *mProfiles = nullptr;
     ResultsPanel *mResults = nullptr;
     WeightSliders *mWeights = nullptr;

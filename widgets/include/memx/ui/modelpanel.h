@@ -4,16 +4,22 @@
 
 #include <QWidget>
 
+#include <vector>
+
 class QCheckBox;
 class QComboBox;
 class QLabel;
 class QSpinBox;
+class QToolButton;
 
 namespace memx::ui {
 
 class ClusterDocument;
 
-/// Model editor: a preset combo (memx::builtinModels() plus "Custom"), the transformer shape
+/// Model editor: a model combo (memx::builtinModels(), then the project's models - e.g. the
+/// `sailor-*` models a Sailor import creates, whose measured profiles then apply - then models
+/// loaded from files with *Load...*, then "Custom"; a project model replaces a preset of its id,
+/// as `memx search --project --model` resolves it), the transformer shape
 /// (layers, hidden, heads, KV groups, FFN, vocabulary, sequence length, SwiGLU, tied embeddings),
 /// global batch and precision. Edits form a draft; a valid draft is applied to the document
 /// (undoable; consecutive edits of one field merge), an invalid one is shown inline in red and
@@ -30,6 +36,14 @@ public:
     QString errorText() const;
 
     QComboBox *presetCombo() const { return mPreset; }
+    QToolButton *loadButton() const { return mLoad; }
+    /// Loads a model file (memx::loadModel: the model JSON `memx validate` checks) and applies it
+    /// as one undo step; it stays in the combo for this window. False, with the file and the
+    /// reader's message (field and what was expected) shown in red, when the file is refused;
+    /// the document is unchanged then.
+    bool loadModelFile(const QString &path);
+    /// Models the combo offers, in its order (without "Custom").
+    const std::vector<memx::Model> &choices() const { return mChoices; }
     QComboBox *attentionCombo() const { return mAttention; }
     QSpinBox *spin(const char *field) const;
 
@@ -37,6 +51,10 @@ private:
     enum Field { Layers, Hidden, Heads, KvGroups, Ffn, Vocab, SeqLength, GlobalBatch, FieldCount };
 
     void refresh();
+    /// Rebuilds the combo from the presets, the project's models and the loaded files.
+    void populateChoices();
+    void selectCurrent();
+    void onLoadClicked();
     void applyDraft(int mergeKey);
     void onPreset(int index);
     void onField(int field);
@@ -45,6 +63,9 @@ private:
     ClusterDocument *mDocument;
     memx::Model mDraft;
     QComboBox *mPreset = nullptr;
+    QToolButton *mLoad = nullptr;
+    std::vector<memx::Model> mChoices; ///< combo item i (before "Custom") is mChoices[i]
+    std::vector<memx::Model> mLoaded; ///< models loaded from files in this window
     QSpinBox *mSpins[FieldCount] = {};
     QCheckBox *mSwiglu = nullptr, *mTied = nullptr;
     QComboBox *mPrecision = nullptr;

@@ -16,6 +16,7 @@ public:
     static constexpr qreal kWidth = 210;
     static constexpr qreal kHeight = 86;
     static constexpr qreal kStackOffset = 6; ///< offset of each shadow box of a stack
+    static constexpr int kMaxShadows = 2; ///< shadow boxes drawn behind a stack of several nodes
 
     NodeGroupItem(const ClusterDocument *document, int index);
 

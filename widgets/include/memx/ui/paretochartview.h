@@ -4,6 +4,7 @@
 
 #include <QList>
 #include <QPointF>
+#include <QRectF>
 #include <QVector>
 #include <QWidget>
 
@@ -14,6 +15,7 @@ class QChartView;
 class QComboBox;
 class QLabel;
 class QLineSeries;
+class QToolButton;
 class QValueAxis;
 
 namespace memx::ui {
@@ -30,6 +32,12 @@ class ParetoColourLegend;
 /// Hovering shows a tooltip with the plan summary and all three metrics; a left click selects the
 /// nearest plan within ClickTolerancePx and emits planSelected(id).
 ///
+/// Zoom and pan: the wheel zooms about the pointer, a left drag from empty space zooms to the
+/// dragged rectangle, a middle or Shift+left drag (or the arrow keys) pans, +/- zoom about the
+/// centre; *Front* zooms to the Pareto front's extent, *Reset* (Home, 0 or a double click on empty
+/// space) shows every plan again. New points or new axes reset the zoom. Time is plotted in ms, or
+/// in s once the slowest plan takes 10 s or more; ticks are 1-2-5 steps of the shown range.
+///
 /// Bulk updates only: setPoints() fills a fixed set of 2 * ColourBuckets + 3 series with
 /// QXYSeries::replace(), so 30,000+ points stay responsive (no OpenGL; works offscreen).
 /// GUI thread only.
@@ -42,8 +50,10 @@ public:
     explicit ParetoChartView(QWidget *parent = nullptr);
     ~ParetoChartView() override;
 
-    /// Replaces all plans. Keeps the selection if the selected id is still present.
-    void setPoints(QVector<PlanPoint> points);
+    enum ViewPolicy { ResetView, KeepView };
+    /// Replaces all plans. Keeps the selection if the selected id is still present. ResetView
+    /// (new results) shows every plan; KeepView (the same results re-scored) keeps a zoom.
+    void setPoints(QVector<PlanPoint> points, ViewPolicy view = ResetView);
     const QVector<PlanPoint> &points() const { return mPoints; }
 
     /// Chooses the axis metrics; if x == y, y becomes the next metric. The remaining one colours points.
@@ -65,8 +75,31 @@ public:
     /// Returns false if no plan is within the tolerance.
     bool selectAt(QPoint viewportPos);
 
-    /// Plotted coordinate of a metric value on an axis (M is shown in percent).
-    static double plotValue(Metric metric, double value);
+    /// Plotted coordinate of a metric value on an axis: M in percent, T in ms or, when
+    /// timeInSeconds(), in s.
+    double plotValue(Metric metric, double value) const;
+    /// True when the time axis is in seconds (the slowest plan takes TimeSecondsFromMs or more).
+    bool timeInSeconds() const { return mTimeInSeconds; }
+    static constexpr double TimeSecondsFromMs = 10000.0;
+    /// Axis title of `metric` with the unit the chart uses for it.
+    QString axisTitle(Metric metric) const;
+
+    /// The shown range in plot coordinates (x = horizontal axis, y = vertical axis).
+    QRectF viewRange() const;
+    /// The range that shows every plan (what Reset returns to).
+    QRectF fullRange() const { return mFullRange; }
+    bool isZoomed() const { return mZoomed; }
+    /// Shows `range` (plot coordinates; normalised, clamped to a minimum span).
+    void zoomTo(QRectF range);
+    /// Zooms by `factor` (> 1 zooms in) about `centre` (plot coordinates).
+    void zoomBy(double factor, QPointF centre);
+    /// Moves the view by `pixels` of the plot area (positive x = content moves right).
+    void panByPixels(QPointF pixels);
+    /// Shows the extent of the plans on the front (3-D), padded; false if there is none.
+    bool zoomToFront();
+    void resetZoom();
+    /// The plot value under a viewport position.
+    QPointF valueAt(QPoint viewportPos) const;
 
     QChartView *chartView() const { return mView; }
     QChart *chart() const { return mChart; }
@@ -89,19 +122,27 @@ signals:
     /// The pointer is over plan `id` (0 = over no plan).
     void planHovered(quint32 id);
     void axesChanged(memx::ui::Metric x, memx::ui::Metric y);
+    /// The shown range changed (zoom, pan or reset).
+    void viewRangeChanged();
 
 private:
     friend class ParetoChartViewport;
-    void rebuild();
+    void rebuild(ViewPolicy view = ResetView);
     void updateSelectionSeries();
     void hoverAt(QPoint viewportPos, QPoint globalPos);
     QString tooltipFor(const PlanPoint &p) const;
+    /// Sets both axes' ranges, their 1-2-5 ticks and label formats, and the capacity line.
+    void applyRange(QRectF range);
+    void updateCountLabel();
 
     QVector<PlanPoint> mPoints;
     Metric mX = Metric::Time;
     Metric mY = Metric::Memory;
     quint32 mSelected = 0;
     quint32 mHovered = 0;
+    bool mTimeInSeconds = false;
+    bool mZoomed = false;
+    QRectF mFullRange;
 
     QChart *mChart = nullptr;
     QChartView *mView = nullptr;
@@ -115,6 +156,8 @@ private:
     QComboBox *mXCombo = nullptr;
     QComboBox *mYCombo = nullptr;
     QLabel *mCountLabel = nullptr;
+    QToolButton *mFrontButton = nullptr;
+    QToolButton *mResetButton = nullptr;
     QString mCountFull, mCountShort; ///< "N plans, K on the front" / "K on the front"
     ParetoColourLegend *mLegend = nullptr;
 

@@ -65,6 +65,9 @@ public:
 
     /// Shown plans as view points (score = exp(core log score), lower is better).
     QVector<PlanPoint> points() const;
+    /// Every plan on the outcome's Pareto front (also beyond MaxFrontShown), scored with the
+    /// current weights on the whole result's scale, best score first.
+    QVector<PlanPoint> frontPoints() const;
     /// Scores of points(), same order.
     QVector<double> scores() const;
     /// Result indices of the shown plans.
@@ -85,6 +88,7 @@ public:
 
 private:
     void rescore();
+    PlanPoint pointOf(uint32_t index, double logScore, bool onFront) const;
     QString summaryOf(uint32_t index) const;
     QString launcherOf(uint32_t index) const;
     void describeLearned(PlanDetail &detail) const;

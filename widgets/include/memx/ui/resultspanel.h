@@ -5,7 +5,9 @@
 #include "memx/ui/backgroundjob.h"
 #include "memx/ui/planresults.h"
 #include "memx/ui/resultsviewtypes.h"
+#include "memx/ui/searchspacepanel.h"
 
+#include <QElapsedTimer>
 #include <QWidget>
 
 #include <memory>
@@ -23,6 +25,7 @@ class QTabWidget;
 class QTableView;
 class QTextBrowser;
 class QTimer;
+class QToolButton;
 class QVBoxLayout;
 
 namespace memx::ui {
@@ -67,6 +70,9 @@ public:
     /// only read on this thread when a search starts (memx::copySearchCaches).
     void setProject(std::shared_ptr<const memx::SearchProject> project, const memx::Store *caches);
     const std::shared_ptr<const memx::SearchProject> &project() const { return mProject; }
+    /// The search-space dimensions and the budget of the next searches (the Search Space dock).
+    void setSpaceSettings(const SearchSpaceSettings &settings);
+    const SearchSpaceSettings &spaceSettings() const { return mSpace; }
     /// Starts a planned search of the current request now (superseding a running one): the
     /// target selector's target (or the cluster's default), the global-batch field's batch when
     /// set, and the cluster of the last finished search as the what-if baseline (its plans, with
@@ -75,6 +81,7 @@ public:
     /// Starts a search DebounceMs after the last call (newer calls push it back).
     void scheduleSearch();
     void cancelSearch();
+    /// A search is scheduled, running, or its result is not yet shown (resultsShown follows).
     bool isSearching() const;
     /// Cancels any search and empties every view (plans, chart, bars, detail; Export off): what
     /// File > New and an empty cluster show.
@@ -106,6 +113,14 @@ public:
     /// "Pipeline" (stage diagram) and "Time breakdown" (text) tabs of the plan detail.
     QTabWidget *detailTabs() const { return mDetailTabs; }
     QPushButton *exportButton() const { return mExport; }
+    /// "CSV" menu button: the plan table as shown, or the whole Pareto front (off while stale).
+    QToolButton *csvButton() const { return mCsv; }
+    /// The table's rows as shown (filters and sort order applied) as CSV (memx::ui::plansCsv, with ranks).
+    QString tableCsv() const;
+    /// Every plan on the result's Pareto front as CSV (PlanResults::frontPoints), best score first.
+    QString frontCsv() const;
+    /// Writes tableCsv() or frontCsv() to `path` (all or nothing); false with `error` on failure.
+    bool saveCsv(bool front, const QString &path, QString *error) const;
     QSpinBox *globalBatchField() const { return mGlobalBatch; }
     /// Launch target: 0 from the cluster, 1 Megatron-LM, 2 FlagScale, 3 any (no launcher).
     QComboBox *targetSelector() const { return mTarget; }
@@ -114,6 +129,10 @@ public:
     QLabel *notesLabel() const { return mNotes; }
     /// "Rank r (plan #n) ...": n is the core's configuration index, as in exports ("search #n").
     QLabel *detailTitle() const { return mDetailTitle; }
+
+    /// Time left of a phase `fraction` done after `elapsedMs` ("~12 s left"; "" while too early
+    /// to tell: under 5 % or 0.5 s).
+    static QString etaText(double fraction, qint64 elapsedMs);
 
 signals:
     /// A finished search's results are in every view (and the best plan is selected).
@@ -124,6 +143,8 @@ signals:
     /// owner of the project merges them back (memx::mergeSearchCaches).
     void searchCachesUpdated(std::shared_ptr<const memx::ui::SearchOutcome> outcome);
     void statusMessage(const QString &message);
+    /// A search was planned: how its space was narrowed to `budget` ("" when it fit).
+    void spacePlanned(const QString &narrowing, quint64 budget);
 
 private:
     /// A search result mapped to the views' values in a worker (PlanResults + its points).
@@ -147,6 +168,7 @@ private:
     void setSearching(bool on);
     /// Marks the shown results stale (isStale()) or fresh; updates the counts line and Export.
     void setStale(bool on);
+    void saveCsvInteractive(bool front);
 
     memx::SearchRequest mRequest;
     /// The document's cluster of the running search and of the last finished one (the what-if baseline).
@@ -155,6 +177,9 @@ private:
     const memx::Store *mCacheSource = nullptr;
     PlanResults mResults;
     bool mStale = false;
+    bool mShowing = false; // applyResults ran; the selection and chart follow (resultsShown)
+    SearchSpaceSettings mSpace;
+    QElapsedTimer mPhaseClock; ///< since the running phase (search / prediction) started: the ETA
     PlanDetail mDetail;
     PlanSelection *mSelection = nullptr;
     SearchJob *mJob = nullptr;
@@ -167,6 +192,7 @@ private:
     QPushButton *mRun = nullptr;
     QPushButton *mCancel = nullptr;
     QPushButton *mExport = nullptr;
+    QToolButton *mCsv = nullptr;
     QProgressBar *mProgress = nullptr;
     QLabel *mCounts = nullptr;
     QLabel *mNotes = nullptr;

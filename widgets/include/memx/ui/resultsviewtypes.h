@@ -18,7 +18,7 @@ enum class Metric { Time, Memory, Balance };
 
 /// Short axis/column label with its unit, e.g. "Time per iteration (ms)".
 QString metricLabel(Metric metric);
-/// Value of `metric` formatted with its unit: "123.4 ms", "87.5 %", "0.123 CV".
+/// Value of `metric` formatted with its unit: "123.4 ms" (from 10 s on "12.35 s"), "87.5 %", "0.123 CV".
 QString formatMetric(Metric metric, double value);
 
 /// One evaluated plan as the results views show it. Filled by the integrator from search results.

@@ -45,6 +45,12 @@ public:
     QString lastModelId() const;
     void setLastModelId(const QString &id);
 
+    /// The export dialog's last format (memx::toString of the format; "" when never set) and folder.
+    QString lastExportFormat() const;
+    void setLastExportFormat(const QString &format);
+    QString lastExportDir() const;
+    void setLastExportDir(const QString &dir);
+
 private:
     std::unique_ptr<QSettings> mOwned;
     QSettings *mSettings;

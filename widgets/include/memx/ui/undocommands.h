@@ -57,6 +57,7 @@ public:
     bool mergeWith(const QUndoCommand *other) override;
 
 private:
+    void updateText();
     ClusterDocument *mDocument;
     int mIndex, mField;
     memx::NodeGroup mBefore, mAfter;
@@ -83,6 +84,12 @@ private:
 };
 
 /// Replaces the network (default link and overrides). Same non-zero merge key merges.
+/// What an edit changed, for the History entries ("GPUs per node 8 → 4; nodes 1 → 2"); "" when
+/// nothing differs. Positions on the canvas are not described.
+QString describeGroupChange(const memx::NodeGroup &before, const memx::NodeGroup &after);
+QString describeNetworkChange(const memx::Network &before, const memx::Network &after);
+QString describeModelChange(const memx::Model &before, const memx::Model &after);
+
 class SetNetworkCommand : public QUndoCommand {
 public:
     SetNetworkCommand(ClusterDocument *document, const QString &text, memx::Network before, memx::Network after,
@@ -93,7 +100,9 @@ public:
     bool mergeWith(const QUndoCommand *other) override;
 
 private:
+    void updateText();
     ClusterDocument *mDocument;
+    QString mAction; ///< the Edit menu's text ("Change link")
     memx::Network mBefore, mAfter;
     int mMergeKey;
 };
@@ -109,7 +118,9 @@ public:
     bool mergeWith(const QUndoCommand *other) override;
 
 private:
+    void updateText();
     ClusterDocument *mDocument;
+    QString mAction;
     memx::Model mBefore, mAfter;
     int mMergeKey;
 };
