@@ -1,6 +1,7 @@
 #include "memx/testbed/virtualtestbed.h"
 
 #include "memx/cost/costmodel.h"
+#include "memx/cost/schedule.h"
 #include "memx/io/formats.h"
 #include "memx/util/diagnostic.h"
 #include "memx/util/hash.h"
@@ -422,74 +423,19 @@ struct StageSim {
     std::vector<double> reduceBucketsMs, gatherBucketsMs; // per gradient bucket, in backward order
 };
 
-/// 1F1B schedule, discrete-event: each stage runs its operations in 1F1B order; a forward waits
-/// for the previous stage's forward of the same micro-batch (+ transfer), a backward for the next
-/// stage's backward. Returns the makespan, ms.
+/// The iteration's 1F1B part: the one scheduler (memx/cost/schedule.h) over the stages'
+/// per-micro-batch times and sends, each operation scaled by the per-operation noise in the
+/// order the event loop runs them. Returns the makespan, ms.
 double simulateOneFOneB(const std::vector<StageSim> &st, int m, const std::vector<double> &opNoise)
 {
-    const int p = static_cast<int>(st.size());
-    struct Op {
-        bool fwd;
-        int mb;
-    };
-    std::vector<std::vector<Op>> order(static_cast<size_t>(p));
-    for (int i = 0; i < p; ++i) {
-        const int warm = std::min(p - 1 - i, m);
-        auto &o = order[static_cast<size_t>(i)];
-        for (int j = 0; j < warm; ++j)
-            o.push_back({true, j});
-        for (int j = 0; j < m - warm; ++j) {
-            o.push_back({true, warm + j});
-            o.push_back({false, j});
-        }
-        for (int j = m - warm; j < m; ++j)
-            o.push_back({false, j});
+    std::vector<double> fwd(st.size()), bwd(st.size()), p2p(st.empty() ? 0 : st.size() - 1);
+    for (size_t i = 0; i < st.size(); ++i) {
+        fwd[i] = st[i].forwardMs;
+        bwd[i] = st[i].backwardMs;
+        if (i + 1 < st.size())
+            p2p[i] = st[i].p2pMs;
     }
-    const double unset = -1;
-    std::vector<std::vector<double>> fEnd(static_cast<size_t>(p), std::vector<double>(static_cast<size_t>(m), unset));
-    std::vector<std::vector<double>> bEnd = fEnd;
-    std::vector<size_t> next(static_cast<size_t>(p), 0);
-    std::vector<double> clock(static_cast<size_t>(p), 0.0);
-    size_t remaining = 0;
-    for (const auto &o : order)
-        remaining += o.size();
-    size_t noiseIdx = 0;
-    while (remaining > 0) {
-        bool progressed = false;
-        for (int i = 0; i < p; ++i) {
-            auto &o = order[static_cast<size_t>(i)];
-            size_t &k = next[static_cast<size_t>(i)];
-            while (k < o.size()) {
-                const Op op = o[k];
-                double ready = 0;
-                if (op.fwd) {
-                    if (i > 0) {
-                        const double e = fEnd[static_cast<size_t>(i - 1)][static_cast<size_t>(op.mb)];
-                        if (e == unset)
-                            break;
-                        ready = e + st[static_cast<size_t>(i - 1)].p2pMs;
-                    }
-                } else if (i < p - 1) {
-                    const double e = bEnd[static_cast<size_t>(i + 1)][static_cast<size_t>(op.mb)];
-                    if (e == unset)
-                        break;
-                    ready = e + st[static_cast<size_t>(i)].p2pMs;
-                }
-                const double noise = opNoise.empty() ? 1.0 : opNoise[noiseIdx++ % opNoise.size()];
-                const double dur
-                    = (op.fwd ? st[static_cast<size_t>(i)].forwardMs : st[static_cast<size_t>(i)].backwardMs) * noise;
-                const double start = std::max(clock[static_cast<size_t>(i)], ready);
-                clock[static_cast<size_t>(i)] = start + dur;
-                (op.fwd ? fEnd : bEnd)[static_cast<size_t>(i)][static_cast<size_t>(op.mb)] = start + dur;
-                ++k;
-                --remaining;
-                progressed = true;
-            }
-        }
-        if (!progressed)
-            throw std::logic_error("1F1B simulation deadlocked"); // cannot happen for 1F1B orders
-    }
-    return *std::max_element(clock.begin(), clock.end());
+    return oneFOneBSchedule(fwd, bwd, p2p, m, opNoise).makespanMs;
 }
 
 std::string fmtGiB(double bytes)
@@ -504,15 +450,10 @@ std::string fmtGiB(double bytes)
 double simulateOneFOneBMs(const std::vector<double> &forwardMs, const std::vector<double> &backwardMs,
                           const std::vector<double> &p2pMs, int microBatches)
 {
-    if (forwardMs.size() != backwardMs.size() || forwardMs.empty() || microBatches < 1)
-        throw std::invalid_argument("simulateOneFOneBMs: need one forward and backward time per stage and m >= 1");
-    std::vector<StageSim> st(forwardMs.size());
-    for (size_t i = 0; i < st.size(); ++i) {
-        st[i].forwardMs = forwardMs[i];
-        st[i].backwardMs = backwardMs[i];
-        st[i].p2pMs = i < p2pMs.size() ? p2pMs[i] : 0.0;
-    }
-    return simulateOneFOneB(st, microBatches, {});
+    // As documented: missing sends are 0, entries past the last boundary are ignored.
+    std::vector<double> sends = p2pMs;
+    sends.resize(forwardMs.empty() ? 0 : forwardMs.size() - 1, 0.0);
+    return oneFOneBSchedule(forwardMs, backwardMs, sends, microBatches).makespanMs;
 }
 
 namespace {

@@ -118,10 +118,13 @@ private:
     TestbedOptions mOptions;
 };
 
-/// Makespan (ms) of one 1F1B pipeline iteration by discrete-event simulation: stage i runs
-/// min(p-1-i, m) warm-up forwards, then one-forward-one-backward, then the remaining backwards; a
-/// forward waits for the previous stage's forward of the same micro-batch plus p2pMs[i-1], a
-/// backward for the next stage's backward plus p2pMs[i]. Per-stage times per micro-batch.
+/// Makespan (ms) of one 1F1B pipeline iteration by discrete-event simulation
+/// (memx::oneFOneBSchedule, memx/cost/schedule.h): stage i runs min(p-1-i, m) warm-up forwards,
+/// then one-forward-one-backward, then the remaining backwards; a forward waits for the previous
+/// stage's forward of the same micro-batch plus p2pMs[i-1], a backward for the next stage's
+/// backward plus p2pMs[i]. Per-stage times per micro-batch; a missing p2pMs entry is 0, entries
+/// from index p-1 on are ignored.
+/// Throws std::invalid_argument as oneFOneBSchedule does.
 double simulateOneFOneBMs(const std::vector<double> &forwardMs, const std::vector<double> &backwardMs,
                           const std::vector<double> &p2pMs, int microBatches);
 
