@@ -17,6 +17,7 @@
 #include "memx/ui/modelpanel.h"
 #include "memx/ui/nodepropertypanel.h"
 #include "memx/ui/paretochartview.h"
+#include "memx/ui/pipelinetimeline.h"
 #include "memx/ui/planselection.h"
 #include "memx/ui/plantablemodel.h"
 #include "memx/ui/profilespanel.h"
@@ -308,6 +309,13 @@ private slots:
         QCOMPARE(panel()->stageDiagram()->stages().size(), qsizetype(d.plan.stages.size()));
         QCOMPARE(panel()->tableView()->currentIndex().data(PlanTableModel::PlanIdRole).toUInt(), target);
         QVERIFY(panel()->detailText()->toPlainText().contains(QStringLiteral("Iteration")));
+        // The Timeline tab schedules the selected plan: one row per stage, its micro-batches, and
+        // never longer than the estimate's pipeline (its closed form bounds the event schedule).
+        const memx::PipelineSchedule &timeline = panel()->timeline()->schedule();
+        QVERIFY2(panel()->timeline()->error().isEmpty(), qPrintable(panel()->timeline()->error()));
+        QCOMPARE(timeline.stages, int(d.plan.stages.size()));
+        QCOMPARE(timeline.microBatches, d.plan.microBatches());
+        QVERIFY(timeline.makespanMs > 0.0 && timeline.makespanMs <= d.estimate.pipelineMs * (1 + 1e-9));
 
         // And a table row selects it back in the chart.
         const QModelIndex first = panel()->tableProxy()->index(0, 0);

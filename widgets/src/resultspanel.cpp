@@ -2,6 +2,7 @@
 
 #include "memx/ui/memorybarchart.h"
 #include "memx/ui/paretochartview.h"
+#include "memx/ui/pipelinetimeline.h"
 #include "memx/ui/plancsv.h"
 #include "memx/ui/planselection.h"
 #include "memx/ui/plantablemodel.h"
@@ -296,6 +297,13 @@ QWidget *ResultsPanel::createDetail()
     mDetailTabs->setDocumentMode(true);
     mDetailTabs->addTab(stageScroll, tr("Pipeline"));
     mDetailTabs->addTab(mDetailText, tr("Time breakdown"));
+    // The 1F1B schedule of the selected plan's estimate: where the pipeline bubbles are.
+    mTimeline = new PipelineTimeline;
+    auto *timelineScroll = new QScrollArea;
+    timelineScroll->setWidget(mTimeline);
+    timelineScroll->setWidgetResizable(true);
+    timelineScroll->setFrameShape(QFrame::NoFrame);
+    mDetailTabs->addTab(timelineScroll, tr("Timeline"));
     auto *detailBox = new QWidget;
     auto *detailLayout = new QVBoxLayout(detailBox);
     detailLayout->setContentsMargins(0, 0, 0, 0);
@@ -682,6 +690,10 @@ void ResultsPanel::showSelection(quint32 id)
     mStages->setStages(mDetail.stages);
     mStages->setMinimumSize(mStages->sizeHint());
     mDetailText->setHtml(mDetail.html);
+    if (mDetail.id != 0)
+        mTimeline->setEstimate(mDetail.estimate, {}, mDetail.plan.virtualStages);
+    else
+        mTimeline->clear();
     mExport->setEnabled(mDetail.id != 0 && !mStale);
     mCsv->setEnabled(!mResults.isEmpty() && !mStale);
     if (mDetail.id != 0) {

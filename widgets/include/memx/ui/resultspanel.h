@@ -37,6 +37,7 @@ class PlanSelection;
 class PlanTableModel;
 class SearchJob;
 class StageDiagram;
+class PipelineTimeline;
 
 /// The results half of the workbench: a search toolbar (Run / Cancel, progress, counts, launch
 /// target, global batch), the planned search's notes (target, idle groups, advice), the Pareto chart and the per-GPU
@@ -106,6 +107,7 @@ public:
     ParetoChartView *paretoChart() const { return mPareto; }
     MemoryBarChart *memoryBars() const { return mBars; }
     StageDiagram *stageDiagram() const { return mStages; }
+    PipelineTimeline *timeline() const { return mTimeline; }
     PlanTableModel *tableModel() const { return mModel; }
     PlanFilterProxy *tableProxy() const { return mProxy; }
     QTableView *tableView() const { return mTable; }
@@ -204,6 +206,7 @@ private:
     ParetoChartView *mPareto = nullptr;
     MemoryBarChart *mBars = nullptr;
     StageDiagram *mStages = nullptr;
+    PipelineTimeline *mTimeline = nullptr;
     PlanTableModel *mModel = nullptr;
     PlanFilterProxy *mProxy = nullptr;
     QTableView *mTable = nullptr;
