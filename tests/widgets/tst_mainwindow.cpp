@@ -66,6 +66,19 @@ using memxtest::coverageOf;
 
 namespace {
 constexpr int kSearchTimeoutMs = 240000; // a loaded 2-core machine; normally a few seconds
+// Cancel to the cancelled() signal: the worker stops within a few ms; the rest is this thread
+// finishing the event it paints (the 512-GPU canvas and chart), which an ASan build runs ~3x slower.
+#if defined(__SANITIZE_ADDRESS__) // GCC
+constexpr qint64 kCancelMs = 400;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) // clang
+constexpr qint64 kCancelMs = 400;
+#else
+constexpr qint64 kCancelMs = 100;
+#endif
+#else
+constexpr qint64 kCancelMs = 100;
+#endif
 
 QString sample(const char *name)
 {
@@ -625,6 +638,14 @@ private slots:
         QVERIFY(waitForResults(shown));
     }
 
+    /// The window's layout fits a 1024 x 700 laptop screen: docks scroll, the charts shrink.
+    void fitsA1024By700Screen()
+    {
+        const QSize minimum = mWindow->minimumSizeHint().expandedTo(mWindow->minimumSize());
+        QVERIFY2(minimum.width() <= 1024 && minimum.height() <= 700,
+                 qPrintable(QStringLiteral("%1 x %2").arg(minimum.width()).arg(minimum.height())));
+    }
+
     void canvasIsNotClipped()
     {
         // The centre splitter gives the canvas its whole height (a canvas taller than its pane was
@@ -914,7 +935,7 @@ private slots:
         clock.start();
         panel()->cancelSearch();
         QVERIFY(cancelled.count() > 0 || cancelled.wait(5000));
-        QVERIFY2(clock.elapsed() < 100, qPrintable(QString::number(clock.elapsed())));
+        QVERIFY2(clock.elapsed() < kCancelMs, qPrintable(QString::number(clock.elapsed())));
         QVERIFY(panel()->isStale());
         panel()->globalBatchField()->setValue(0);
     }

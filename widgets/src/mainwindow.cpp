@@ -31,6 +31,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
@@ -76,7 +77,8 @@ QWidget *scrollable(QWidget *w)
     area->setWidget(w);
     area->setWidgetResizable(true);
     area->setFrameShape(QFrame::NoFrame);
-    area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Narrower than the panel's minimum (a 1024 px screen): scrolls rather than widening the window.
+    area->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     return area;
 }
 } // namespace
@@ -98,8 +100,11 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     connectDocument(docks);
     connectResults();
     startUntitled();
-    resize(1480, 900);
-    resizeDocks({docks.palette, docks.properties}, {235, 290}, Qt::Horizontal);
+    // 1480 x 900, or the screen's free area when smaller (a 1024 x 700 laptop screen).
+    const QSize preferred(1480, 900);
+    resize(screen() ? preferred.boundedTo(screen()->availableGeometry().size()) : preferred);
+    const bool narrow = width() < 1200;
+    resizeDocks({docks.palette, docks.properties}, {narrow ? 190 : 235, narrow ? 240 : 290}, Qt::Horizontal);
     resizeDocks({docks.weights, docks.properties}, {140, 600}, Qt::Vertical);
     if (mRememberLayout) {
         restoreGeometry(mSettings.windowGeometry());
@@ -151,7 +156,7 @@ MainWindow::Docks MainWindow::createDocks()
     mWeights->setDocument(mDocument);
     Docks d;
     d.palette = makeDock(tr("GPU Catalogue"), QStringLiteral("paletteDock"), mPalette, this);
-    d.profiles = makeDock(tr("Profiles"), QStringLiteral("profilesDock"), mProfiles, this);
+    d.profiles = makeDock(tr("Profiles"), QStringLiteral("profilesDock"), scrollable(mProfiles), this);
     d.weights = makeDock(tr("Objective"), QStringLiteral("weightsDock"), mWeights, this);
     d.properties = makeDock(tr("Properties"), QStringLiteral("propertiesDock"), scrollable(mProperties), this);
     d.model = makeDock(tr("Model"), QStringLiteral("modelDock"), scrollable(mModelPanel), this);

@@ -273,7 +273,7 @@ QSize MemoryBarChart::sizeHint() const
 
 QSize MemoryBarChart::minimumSizeHint() const
 {
-    return {360, 240};
+    return {200, 220};
 }
 
 void MemoryBarChart::paintEvent(QPaintEvent *)

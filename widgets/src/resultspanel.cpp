@@ -182,7 +182,7 @@ QWidget *ResultsPanel::createCharts()
     mPareto = new ParetoChartView;
     mPareto->setMinimumHeight(240); // its width: at least what its toolbar needs (no clipped legend)
     mBars = new MemoryBarChart;
-    mBars->setMinimumSize(320, 220);
+    mBars->setMinimumSize(200, 220);
     auto *charts = new QSplitter(Qt::Horizontal);
     charts->setObjectName(QStringLiteral("resultsChartsSplitter"));
     charts->addWidget(mPareto);
