@@ -1,3 +1,4 @@
+#include "memx/ui/paretochartview.h"
 #include "memx/ui/plantablemodel.h"
 
 #include <QAbstractItemModelTester>
@@ -102,6 +103,29 @@ private slots:
         QVERIFY(model.index(2, PlanTableModel::ParetoColumn).data().toString().isEmpty());
         QVERIFY(model.index(2, 0).data(Qt::ForegroundRole).isValid());
         QVERIFY(!model.index(0, 0).data(Qt::ForegroundRole).isValid());
+    }
+
+    void timeColumnInSecondsLikeTheChart()
+    {
+        PlanTableModel model;
+        QSignalSpy header(&model, &PlanTableModel::headerDataChanged);
+        QVector<PlanPoint> plans = samplePlans();
+        model.setPlans(plans);
+        QVERIFY(!model.timeInSeconds());
+        QCOMPARE(model.index(0, PlanTableModel::TimeColumn).data().toString(), QString("300.0"));
+        // One plan of 10 s or more: the whole column (and its header) reads in seconds, as the
+        // Pareto chart's time axis does (memx::ui::timeInSeconds); sorting stays numeric in ms.
+        plans[4].timeMs = 1400000.0;
+        model.setPlans(plans);
+        QVERIFY(model.timeInSeconds());
+        QCOMPARE(header.count(), 1);
+        QCOMPARE(model.headerData(PlanTableModel::TimeColumn, Qt::Horizontal).toString(), QString("Time (s)"));
+        QCOMPARE(model.index(0, PlanTableModel::TimeColumn).data().toString(), QString("0.30"));
+        QCOMPARE(model.index(4, PlanTableModel::TimeColumn).data().toString(), QString("1400.00"));
+        QCOMPARE(model.index(4, PlanTableModel::TimeColumn).data(PlanTableModel::SortRole).toDouble(), 1400000.0);
+        ParetoChartView chart;
+        chart.setPoints(plans);
+        QCOMPARE(chart.timeInSeconds(), model.timeInSeconds());
     }
 
     void sortByTime()

@@ -588,10 +588,7 @@ Metric ParetoChartView::colourMetric() const
 void ParetoChartView::setPoints(QVector<PlanPoint> points, ViewPolicy view)
 {
     mPoints = std::move(points);
-    double slowest = 0.0;
-    for (const auto &p : mPoints)
-        slowest = std::max(slowest, p.timeMs);
-    mTimeInSeconds = slowest >= TimeSecondsFromMs;
+    mTimeInSeconds = memx::ui::timeInSeconds(mPoints);
     const int timeIndex = int(Metric::Time);
     mXCombo->setItemText(timeIndex, shortMetricName(Metric::Time, mTimeInSeconds));
     mYCombo->setItemText(timeIndex, shortMetricName(Metric::Time, mTimeInSeconds));

@@ -33,8 +33,13 @@ void PlanTableModel::setPlans(QVector<PlanPoint> plans)
 {
     beginResetModel();
     mPlans = std::move(plans);
+    const bool seconds = memx::ui::timeInSeconds(mPlans);
+    const bool unitChanged = seconds != mTimeInSeconds;
+    mTimeInSeconds = seconds;
     computeRanks();
     endResetModel();
+    if (unitChanged)
+        emit headerDataChanged(Qt::Horizontal, TimeColumn, TimeColumn);
 }
 
 bool PlanTableModel::updateScores(const QVector<double> &scores)
@@ -106,7 +111,7 @@ QVariant PlanTableModel::data(const QModelIndex &index, int role) const
         case RankColumn:
             return mRank[index.row()];
         case TimeColumn:
-            return QString::number(p.timeMs, 'f', 1);
+            return mTimeInSeconds ? QString::number(p.timeMs / 1000.0, 'f', 2) : QString::number(p.timeMs, 'f', 1);
         case MemoryColumn:
             return QString::number(p.peakMemoryFraction * 100.0, 'f', 1);
         case ImbalanceColumn:
@@ -205,12 +210,16 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
     if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
         return QAbstractTableModel::headerData(section, orientation, role);
     if (role == Qt::DisplayRole) {
+        if (section == TimeColumn && mTimeInSeconds)
+            return tr("Time (s)");
         static const char *const names[ColumnCount]
             = {"Rank",           "Time (ms)", "\u00b1 T / M (%)", "Learned",  "Peak mem (%)",
                "Imbalance (CV)", "Score",     "Pareto",           "Launcher", "Plan"};
         return QString::fromUtf8(names[section]);
     }
     if (role == Qt::ToolTipRole) {
+        if (section == TimeColumn && mTimeInSeconds)
+            return tr("Predicted time per training iteration, seconds");
         static const char *const tips[ColumnCount] = {
             "1 = best weighted score",
             "Predicted time per training iteration, milliseconds",

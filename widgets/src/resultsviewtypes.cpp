@@ -35,6 +35,11 @@ QString formatMetric(Metric metric, double value)
     return {};
 }
 
+bool timeInSeconds(const QVector<PlanPoint> &plans)
+{
+    return std::any_of(plans.begin(), plans.end(), [](const PlanPoint &p) { return p.timeMs >= kTimeSecondsFromMs; });
+}
+
 double utilisationCv(const QVector<GpuMemoryBar> &bars)
 {
     if (bars.size() < 2)

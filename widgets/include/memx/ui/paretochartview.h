@@ -80,7 +80,7 @@ public:
     double plotValue(Metric metric, double value) const;
     /// True when the time axis is in seconds (the slowest plan takes TimeSecondsFromMs or more).
     bool timeInSeconds() const { return mTimeInSeconds; }
-    static constexpr double TimeSecondsFromMs = 10000.0;
+    static constexpr double TimeSecondsFromMs = kTimeSecondsFromMs;
     /// Axis title of `metric` with the unit the chart uses for it.
     QString axisTitle(Metric metric) const;
 

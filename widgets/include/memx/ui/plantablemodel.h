@@ -43,6 +43,8 @@ public:
     const QVector<PlanPoint> &plans() const { return mPlans; }
     /// 1-based rank of the plan in source row `row`.
     int rankOfRow(int row) const { return mRank.value(row); }
+    /// The time column is in seconds (memx::ui::timeInSeconds of the plans, as the Pareto chart's axis).
+    bool timeInSeconds() const { return mTimeInSeconds; }
     /// Source row of plan `id`, -1 if absent.
     int rowOfPlan(quint32 id) const;
     /// Id of the rank-1 plan (0 if empty).
@@ -58,6 +60,7 @@ private:
 
     QVector<PlanPoint> mPlans;
     QVector<int> mRank; // per row, 1-based
+    bool mTimeInSeconds = false;
 };
 
 /// Sort/filter proxy for PlanTableModel: sorts by SortRole (numbers numerically), filters by

@@ -109,6 +109,12 @@ struct StageInfo {
 /// slider drag re-ranks without a new search and views rank exactly like `memx search`.
 void scorePlans(QVector<PlanPoint> &plans, const ObjectiveWeights &weights);
 
+/// Views show times in seconds when the slowest plan shown takes this long or longer (ms).
+inline constexpr double kTimeSecondsFromMs = 10000.0;
+/// True when the slowest of `plans` takes kTimeSecondsFromMs or more: the chart's time axis and
+/// the table's time column are then in seconds (one unit for both).
+bool timeInSeconds(const QVector<PlanPoint> &plans);
+
 /// Coefficient of variation (population stddev / mean) of bar utilisations; 0 for < 2 bars or mean 0.
 double utilisationCv(const QVector<GpuMemoryBar> &bars);
 
