@@ -76,8 +76,11 @@ int main(int argc, char **argv)
             view = View::ExportDialog;
         else if (v == QLatin1String("compare"))
             view = View::Compare;
+        else if (v == QLatin1String("plans"))
+            view = View::PlanComparison;
         else if (v != QLatin1String("window")) {
-            qWarning("--screenshot-view: expected window, profiles, export or compare, found \"%s\"", qPrintable(v));
+            qWarning("--screenshot-view: expected window, profiles, export, compare or plans, found \"%s\"",
+                     qPrintable(v));
             return 2;
         }
         window.saveScreenshotAndQuit(parser.value(screenshot), parser.value(selectPlan).toInt(), view);

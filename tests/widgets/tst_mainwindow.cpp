@@ -18,6 +18,7 @@
 #include "memx/ui/nodepropertypanel.h"
 #include "memx/ui/paretochartview.h"
 #include "memx/ui/pipelinetimeline.h"
+#include "memx/ui/plancomparison.h"
 #include "memx/ui/planselection.h"
 #include "memx/ui/plantablemodel.h"
 #include "memx/ui/profilespanel.h"
@@ -27,6 +28,7 @@
 #include "memx/ui/stagediagram.h"
 #include "memx/ui/undocommands.h"
 #include "memx/ui/weightsliders.h"
+#include <QTableWidget>
 
 #include <nlohmann/json.hpp>
 
@@ -760,6 +762,98 @@ private slots:
         QCOMPARE(QString::fromUtf8(f.readAll()), panel()->frontCsv());
         QVERIFY(!panel()->saveCsv(false, dir.filePath(QStringLiteral("missing/plans.csv")), &error));
         QVERIFY2(error.contains(QStringLiteral("plans.csv")), qPrintable(error));
+    }
+
+    /// Ctrl+click 2-3 table rows, Compare: the plans side by side, figures from the results,
+    /// the fastest and the leanest in bold, one GiB scale for the memory bars; 4 rows: no compare;
+    /// an edit marks the comparison stale.
+    void comparePlansSideBySide()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QTableView *table = panel()->tableView();
+        const auto rowRect = [&](int row) {
+            table->scrollTo(panel()->tableProxy()->index(row, 1));
+            return table->visualRect(panel()->tableProxy()->index(row, 1));
+        };
+        QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, rowRect(0).center());
+        QVERIFY(!panel()->compareButton()->isEnabled());
+        QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, rowRect(1).center());
+        QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, rowRect(2).center());
+        QCOMPARE(panel()->selectedPlans().size(), 3);
+        QVERIFY(panel()->compareButton()->isEnabled());
+        QCOMPARE(panel()->compareButton()->text(), QStringLiteral("Compare 3"));
+        const QModelIndex fourth = panel()->tableProxy()->index(5, 0);
+        table->selectionModel()->select(fourth, QItemSelectionModel::Toggle | QItemSelectionModel::Rows);
+        QVERIFY(!panel()->compareButton()->isEnabled()); // 4 plans: too many
+        QVERIFY(!panel()->compareSelected());
+        table->selectionModel()->select(fourth, QItemSelectionModel::Toggle | QItemSelectionModel::Rows);
+        QVERIFY(panel()->compareButton()->isEnabled());
+        QTest::mouseClick(panel()->compareButton(), Qt::LeftButton);
+        PlanComparisonView *view = panel()->comparison();
+        QVERIFY(view);
+        QVERIFY(view->window()->isVisible());
+        QCOMPARE(view->plans().size(), 3);
+
+        const memx::SearchResult &r = panel()->results().outcome()->result;
+        const QVector<quint32> ids = panel()->selectedPlans();
+        int fastest = 0, leanest = 0;
+        for (int c = 0; c < 3; ++c) {
+            const ComparedPlan &p = view->plans()[c];
+            const uint32_t k = PlanResults::indexOf(ids[c]);
+            QCOMPARE(p.point.id, ids[c]);
+            QCOMPARE(view->cellText(PlanComparisonView::RankRow, c),
+                     QString::number(panel()->tableModel()->rankOfRow(panel()->tableModel()->rowOfPlan(ids[c]))));
+            QCOMPARE(view->cellText(PlanComparisonView::PlanRow, c), QStringLiteral("#%1").arg(k));
+            QCOMPARE(view->cellText(PlanComparisonView::TimeRow, c), formatMetric(Metric::Time, r.timeMs[k]));
+            QCOMPARE(view->cellText(PlanComparisonView::StagesRow, c), QStringLiteral("PP%1").arg(p.detail.plan.pp()));
+            QCOMPARE(view->cellText(PlanComparisonView::LayoutRow, c).count(u'\n') + 1, p.detail.plan.pp());
+            // Throughput = global batch / T, worked from the core's figures.
+            const double perSecond = p.detail.plan.globalBatch / (r.timeMs[k] / 1000.0);
+            QVERIFY2(
+                view->cellText(PlanComparisonView::ThroughputRow, c).startsWith(QString::number(perSecond, 'f', 2)),
+                qPrintable(view->cellText(PlanComparisonView::ThroughputRow, c)));
+            if (r.timeMs[k] < r.timeMs[PlanResults::indexOf(ids[fastest])])
+                fastest = c;
+            if (r.peakMemory[k] < r.peakMemory[PlanResults::indexOf(ids[leanest])])
+                leanest = c;
+            // Every GPU of the cluster, on one scale.
+            QCOMPARE(view->memoryBars()[c]->barCount(), panel()->memoryBars()->barCount());
+            QCOMPARE(view->memoryBars()[c]->axisMaxGiB(), view->memoryBars()[0]->axisMaxGiB());
+        }
+        const double tFast = r.timeMs[PlanResults::indexOf(ids[fastest])];
+        QCOMPARE(view->cellText(PlanComparisonView::TimeGapRow, fastest), QStringLiteral("fastest"));
+        for (int c = 0; c < 3; ++c)
+            if (c != fastest && r.timeMs[PlanResults::indexOf(ids[c])] > tFast)
+                QCOMPARE(
+                    view->cellText(PlanComparisonView::TimeGapRow, c),
+                    QStringLiteral("+%1 %").arg((r.timeMs[PlanResults::indexOf(ids[c])] / tFast - 1) * 100, 0, 'f', 1));
+        if (view->rowDiffers(PlanComparisonView::TimeRow)) {
+            QVERIFY(view->bestColumns(PlanComparisonView::TimeRow).contains(fastest));
+            QVERIFY(view->table()->item(PlanComparisonView::TimeRow, fastest)->font().bold());
+        }
+        if (view->rowDiffers(PlanComparisonView::MemoryRow))
+            QVERIFY(view->bestColumns(PlanComparisonView::MemoryRow).contains(leanest));
+        QVERIFY(!view->rowDiffers(PlanComparisonView::IdleRow)
+                || !view->cellText(PlanComparisonView::IdleRow, 0).isEmpty());
+        // CSV: a header and one line per figure (the layout's line breaks quoted).
+        const QString csv = view->csv();
+        QVERIFY(csv.startsWith(QStringLiteral("figure,Rank ")));
+        QVERIFY(csv.contains(QStringLiteral("\r\nIteration time,")));
+
+        // An edit: the comparison says its plans are stale; Compare is off until the new results.
+        QVERIFY(!view->isStale());
+        ClusterDocument *doc = mWindow->document();
+        const memx::Cluster original = doc->cluster();
+        QVERIFY(doc->addNodeGroup("h100-sxm", QPointF(600, 300), 8) >= 0);
+        QVERIFY(view->isStale());
+        QVERIFY(!panel()->compareButton()->isEnabled());
+        doc->undoStack()->undo();
+        QVERIFY(doc->cluster() == original);
+        view->window()->close();
+        QTRY_VERIFY(!panel()->comparison());
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        panel()->runSearch();
+        QVERIFY(waitForResults(shown));
     }
 
     /// The Search Space dock narrows the searched space (TP 1, micro-batch 1, no recompute: every

@@ -65,6 +65,13 @@ private slots:
         QCOMPARE(chart.barCount(), 3);
         QVERIFY(qAbs(chart.imbalanceCv() - 0.20203) < 1e-4);
         QCOMPARE(chart.maxUtilisation(), 0.75);
+        {
+            // An idle GPU (stage -1, nothing on it) is not part of the plan's imbalance.
+            MemoryBarChart withIdle;
+            withIdle.setBars({bar("n0", 0, "nvidia", 40, 4, 4, 8, 3, 1), bar("n1", 1, "nvidia", 40, 6, 6, 12, 4, 2),
+                              bar("m0", 0, "amd", 80, 8, 8, 16, 6, 2), bar("idle", 0, "amd", 64, 0, 0, 0, 0, 0, -1)});
+            QVERIFY(qAbs(withIdle.imbalanceCv() - 0.20203) < 1e-4);
+        }
         const QString caption = chart.captionText();
         QVERIFY2(caption.contains("Max utilisation 75.0 % (n1/1)"), qPrintable(caption));
         QVERIFY2(caption.contains("Imbalance CV 0.202"), qPrintable(caption));

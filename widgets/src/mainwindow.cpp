@@ -11,6 +11,7 @@
 #include "memx/ui/modelpanel.h"
 #include "memx/ui/nodegroupitem.h"
 #include "memx/ui/nodepropertypanel.h"
+#include "memx/ui/plancomparison.h"
 #include "memx/ui/planselection.h"
 #include "memx/ui/plantablemodel.h"
 #include "memx/ui/profilespanel.h"
@@ -37,6 +38,7 @@
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
@@ -501,6 +503,11 @@ void MainWindow::createMenus()
     mCancelTrainAction = plan->addAction(tr("Cancel T&raining"), this, &MainWindow::cancelTraining);
     plan->setToolTipsVisible(true);
     plan->addSeparator();
+    QAction *comparePlansAct
+        = plan->addAction(tr("Com&pare Selected Plans..."), mResults, &ResultsPanel::compareSelected);
+    comparePlansAct->setToolTip(tr("The 2 or 3 plans selected in the table (Ctrl+click) side by side"));
+    comparePlansAct->setEnabled(false);
+    connect(mResults, &ResultsPanel::compareAvailable, comparePlansAct, &QAction::setEnabled);
     QAction *compareAct = plan->addAction(tr("Compare with &Baselines..."), this, &MainWindow::compareWithBaselines);
     QAction *exportAct = plan->addAction(tr("&Export Selected Plan..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
                                          &MainWindow::exportSelectedPlan);
@@ -896,6 +903,19 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, Scre
                 dialog, &CompareDialog::finished, this,
                 [dialog, save](bool) { QTimer::singleShot(800, dialog, [dialog, save] { save(dialog); }); },
                 Qt::SingleShotConnection);
+        } else if (view == ScreenshotView::PlanComparison) {
+            QTableView *table = mResults->tableView();
+            const PlanTableModel *m = mResults->tableModel();
+            for (int row = 0; row < m->rowCount(); ++row)
+                if (m->rankOfRow(row) <= PlanComparisonView::MaxPlans)
+                    table->selectionModel()->select(mResults->tableProxy()->mapFromSource(m->index(row, 0)),
+                                                    QItemSelectionModel::Select | QItemSelectionModel::Rows);
+            if (!mResults->compareSelected() || !mResults->comparison()) {
+                QTimer::singleShot(0, this, grabAndQuit);
+                return;
+            }
+            QWidget *dialog = mResults->comparison()->window();
+            QTimer::singleShot(800, dialog, [dialog, save] { save(dialog); });
         } else if (view == ScreenshotView::ExportDialog) {
             const PlanDetail &d = mResults->selectedDetail();
             const auto outcome = mResults->results().outcome();

@@ -200,6 +200,12 @@ QString MemoryBarChart::captionText() const
     return text;
 }
 
+void MemoryBarChart::setAxisFloorGiB(double gib)
+{
+    mAxisFloorGiB = std::max(0.0, gib);
+    update();
+}
+
 double MemoryBarChart::axisMaxGiB() const
 {
     return geometry().maxGiB;
@@ -211,11 +217,16 @@ MemoryBarChart::Geometry MemoryBarChart::geometry() const
     const QFontMetrics fm(font());
     const int lineH = fm.height();
     const QRect r = rect().adjusted(8, 6, -8, -6);
-    g.caption = QRect(r.left(), r.top(), r.width(), lineH + 4);
+    // The caption wraps at its " · " separators rather than clip in a narrow chart (up to 3 lines).
+    QFont bold = font();
+    bold.setBold(true);
+    const QRect wrapped = QFontMetrics(bold).boundingRect(QRect(0, 0, std::max(1, r.width()), 4 * lineH),
+                                                          Qt::TextWordWrap, captionText());
+    g.caption = QRect(r.left(), r.top(), r.width(), std::min(wrapped.height(), 3 * lineH) + 4);
     const int legendRows = flowLegend(legendItems(), fm, r.width()).rows;
     g.legend = QRect(r.left(), g.caption.bottom() + 2, r.width(), legendRows * (lineH + LegendRowPad));
 
-    double top = 1.0;
+    double top = std::max(1.0, mAxisFloorGiB);
     for (const auto &b : mBars)
         top = std::max({top, b.capacityBytes / GiB, b.usedBytes() / GiB});
     top *= 1.06;
@@ -290,8 +301,7 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(oomCount() > 0 ? OomColour : text);
-    p.drawText(g.caption, Qt::AlignLeft | Qt::AlignVCenter,
-               QFontMetrics(bold).elidedText(captionText(), Qt::ElideRight, g.caption.width()));
+    p.drawText(g.caption, Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, captionText());
     p.setFont(font());
 
     // Legend: components, capacity, OOM and risk outlines, wrapped over as many rows as needed.

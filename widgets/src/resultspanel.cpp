@@ -3,6 +3,7 @@
 #include "memx/ui/memorybarchart.h"
 #include "memx/ui/paretochartview.h"
 #include "memx/ui/pipelinetimeline.h"
+#include "memx/ui/plancomparison.h"
 #include "memx/ui/plancsv.h"
 #include "memx/ui/planselection.h"
 #include "memx/ui/plantablemodel.h"
@@ -10,9 +11,13 @@
 #include "memx/ui/stagediagram.h"
 
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -22,6 +27,7 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
@@ -204,7 +210,8 @@ QWidget *ResultsPanel::createTable()
     mTable->setSortingEnabled(true);
     mTable->sortByColumn(PlanTableModel::RankColumn, Qt::AscendingOrder);
     mTable->setSelectionBehavior(QAbstractItemView::SelectRows);
-    mTable->setSelectionMode(QAbstractItemView::SingleSelection);
+    // Ctrl/Shift+click selects more rows to compare; the current row is the plan shown everywhere.
+    mTable->setSelectionMode(QAbstractItemView::ExtendedSelection);
     mTable->verticalHeader()->hide();
     mTable->verticalHeader()->setDefaultSectionSize(mTable->fontMetrics().height() + 6);
     mTable->horizontalHeader()->setStretchLastSection(true);
@@ -230,6 +237,10 @@ QWidget *ResultsPanel::createTable()
     csvMenu->addAction(tr("Pareto Front..."), this, [this] { saveCsvInteractive(true); });
     mCsv->setMenu(csvMenu);
     filters->addWidget(mCsv);
+    mCompare = new QPushButton(tr("Compare"));
+    mCompare->setEnabled(false);
+    mCompare->setToolTip(tr("Select 2 or 3 plans (Ctrl+click or Shift+click rows) to see them side by side"));
+    filters->addWidget(mCompare);
     auto *tableBox = new QWidget;
     auto *tableLayout = new QVBoxLayout(tableBox);
     tableLayout->setContentsMargins(0, 0, 0, 0);
@@ -335,6 +346,83 @@ void ResultsPanel::connectViews()
                     mSelection->select(current.data(PlanTableModel::PlanIdRole).toUInt());
             });
     connect(mSelection, &PlanSelection::changed, this, &ResultsPanel::showSelection);
+    connect(mTable->selectionModel(), &QItemSelectionModel::selectionChanged, this, &ResultsPanel::updateCompareButton);
+    connect(mCompare, &QPushButton::clicked, this, &ResultsPanel::compareSelected);
+    // A reset clears the table's selection without selectionChanged.
+    connect(mProxy, &QAbstractItemModel::modelReset, this, &ResultsPanel::updateCompareButton);
+    connect(mProxy, &QAbstractItemModel::layoutChanged, this, &ResultsPanel::updateCompareButton);
+}
+
+QVector<quint32> ResultsPanel::selectedPlans() const
+{
+    QModelIndexList rows = mTable->selectionModel()->selectedRows();
+    std::sort(rows.begin(), rows.end(), [](const QModelIndex &a, const QModelIndex &b) { return a.row() < b.row(); });
+    QVector<quint32> ids;
+    for (const QModelIndex &r : rows)
+        ids << r.data(PlanTableModel::PlanIdRole).toUInt();
+    return ids;
+}
+
+void ResultsPanel::updateCompareButton()
+{
+    const int n = int(mTable->selectionModel()->selectedRows().size());
+    const bool on = n >= 2 && n <= PlanComparisonView::MaxPlans && !mStale && !mResults.isEmpty();
+    mCompare->setEnabled(on);
+    mCompare->setText(n >= 2 ? tr("Compare %1").arg(n) : tr("Compare"));
+    emit compareAvailable(on);
+}
+
+bool ResultsPanel::compareSelected()
+{
+    const QVector<quint32> ids = selectedPlans();
+    if (ids.size() < 2 || ids.size() > PlanComparisonView::MaxPlans || mStale || mResults.isEmpty())
+        return false;
+    QVector<ComparedPlan> plans;
+    for (quint32 id : ids) {
+        const int row = mModel->rowOfPlan(id);
+        if (row < 0)
+            return false;
+        ComparedPlan p;
+        p.rank = mModel->rankOfRow(row);
+        p.point = mModel->plans().at(row);
+        try {
+            p.detail = mResults.detail(id);
+        } catch (const std::exception &e) {
+            emit statusMessage(tr("Cannot estimate plan: %1").arg(QString::fromUtf8(e.what())));
+            return false;
+        }
+        plans << std::move(p);
+    }
+    if (!mCompareDialog) {
+        auto *dialog = new QDialog(window());
+        dialog->setObjectName(QStringLiteral("planComparison"));
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->setWindowTitle(tr("Compare Plans"));
+        mComparison = new PlanComparisonView;
+        auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+        QPushButton *copy = buttons->addButton(tr("Copy as CSV"), QDialogButtonBox::ActionRole);
+        connect(copy, &QPushButton::clicked, this,
+                [this] { QGuiApplication::clipboard()->setText(mComparison ? mComparison->csv() : QString()); });
+        connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+        auto *layout = new QVBoxLayout(dialog);
+        layout->addWidget(mComparison, 1);
+        layout->addWidget(buttons);
+        connect(dialog, &QObject::destroyed, this, [this] { mComparison = nullptr; });
+        const QRect free = window()->screen() ? window()->screen()->availableGeometry() : QRect(0, 0, 1024, 700);
+        dialog->resize(std::min(1180, free.width() - 40), std::min(940, free.height() - 40));
+        mCompareDialog = dialog;
+    }
+    mComparison->setPlans(std::move(plans));
+    mComparison->markStale(false);
+    mCompareDialog->show();
+    mCompareDialog->raise();
+    mCompareDialog->activateWindow();
+    return true;
+}
+
+PlanComparisonView *ResultsPanel::comparison() const
+{
+    return mCompareDialog ? mComparison : nullptr;
 }
 
 void ResultsPanel::connectSearchJob()
@@ -406,6 +494,9 @@ void ResultsPanel::setStale(bool on)
     mStale = on;
     mExport->setEnabled(!on && mDetail.id != 0);
     mCsv->setEnabled(!on && !mResults.isEmpty());
+    updateCompareButton();
+    if (on && comparison())
+        comparison()->markStale(true);
     if (mResults.isEmpty())
         return;
     const QString counts = mResults.countsText().toHtmlEscaped();
@@ -424,6 +515,8 @@ void ResultsPanel::clearResults()
     mResults.clear();
     mStale = false;
     mLastCluster.reset();
+    if (mCompareDialog)
+        mCompareDialog->close(); // its plans are of a cluster that is gone
     mSelection->select(0); // empties the bars, the stage diagram, the detail and Export
     showSelection(0);
     mModel->setPlans({});
@@ -581,6 +674,8 @@ void ResultsPanel::applyResults(quint64 preparedId, Prepared &prepared)
     }
     mStale = false;
     mShowing = true;
+    if (comparison()) // its plans are of the previous result
+        comparison()->markStale(true);
     mCounts->setText(mResults.countsText());
     mCounts->setToolTip(mResults.countsText());
     mNotes->setText(mResults.notesText().join(QLatin1Char('\n')));

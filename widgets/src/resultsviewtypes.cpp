@@ -42,20 +42,26 @@ bool timeInSeconds(const QVector<PlanPoint> &plans)
 
 double utilisationCv(const QVector<GpuMemoryBar> &bars)
 {
-    if (bars.size() < 2)
-        return 0.0;
+    // Over the GPUs the plan uses, as the cost model's B: idle GPUs (stage -1) hold nothing.
+    int n = 0;
     double sum = 0.0;
     for (const auto &b : bars)
-        sum += b.utilisation();
-    const double mean = sum / bars.size();
+        if (b.stage >= 0) {
+            sum += b.utilisation();
+            ++n;
+        }
+    if (n < 2)
+        return 0.0;
+    const double mean = sum / n;
     if (mean <= 0.0)
         return 0.0;
     double sq = 0.0;
-    for (const auto &b : bars) {
-        const double d = b.utilisation() - mean;
-        sq += d * d;
-    }
-    return std::sqrt(sq / bars.size()) / mean;
+    for (const auto &b : bars)
+        if (b.stage >= 0) {
+            const double d = b.utilisation() - mean;
+            sq += d * d;
+        }
+    return std::sqrt(sq / n) / mean;
 }
 
 QColor vendorColor(const QString &vendor)

@@ -75,6 +75,7 @@ public:
         Profiles, ///< the Profiles dock after planning and running the plan on the virtual testbed
         ExportDialog, ///< the export dialog of the selected plan
         Compare, ///< the comparison dialog once its run finished
+        PlanComparison, ///< the plans of ranks 1-3 side by side (Compare in the results)
     };
     /// Grabs `view` into a PNG once the first search's results are drawn, then quits.
     /// `selectRank` > 0 selects the plan of that rank first.

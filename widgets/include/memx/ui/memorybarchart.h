@@ -48,6 +48,8 @@ public:
     int barAt(QPoint pos) const;
     /// Upper end of the y axis, in GiB.
     double axisMaxGiB() const;
+    /// The y axis reaches at least `gib` (charts side by side share one scale); 0: from the bars.
+    void setAxisFloorGiB(double gib);
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
@@ -73,6 +75,7 @@ private:
     QString tooltipFor(int index) const;
 
     QVector<GpuMemoryBar> mBars;
+    double mAxisFloorGiB = 0.0;
     QVector<int> mGroupStart; // first bar index of every node group, plus barCount() at the end
 };
 

@@ -8,6 +8,7 @@
 #include "memx/ui/searchspacepanel.h"
 
 #include <QElapsedTimer>
+#include <QPointer>
 #include <QWidget>
 
 #include <memory>
@@ -15,6 +16,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDialog;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -38,6 +40,7 @@ class PlanTableModel;
 class SearchJob;
 class StageDiagram;
 class PipelineTimeline;
+class PlanComparisonView;
 
 /// The results half of the workbench: a search toolbar (Run / Cancel, progress, counts, launch
 /// target, global batch), the planned search's notes (target, idle groups, advice), the Pareto chart and the per-GPU
@@ -123,6 +126,16 @@ public:
     QString frontCsv() const;
     /// Writes tableCsv() or frontCsv() to `path` (all or nothing); false with `error` on failure.
     bool saveCsv(bool front, const QString &path, QString *error) const;
+    /// "Compare" button: on while 2 to PlanComparisonView::MaxPlans table rows are selected
+    /// (Ctrl/Shift+click) and the results are fresh.
+    QPushButton *compareButton() const { return mCompare; }
+    /// Ids of the plans selected in the table, in table order.
+    QVector<quint32> selectedPlans() const;
+    /// Opens (or refreshes) the comparison window with the selected plans side by side; false
+    /// when fewer than 2 or more than PlanComparisonView::MaxPlans are selected.
+    bool compareSelected();
+    /// The comparison window's view (null when none is open).
+    PlanComparisonView *comparison() const;
     QSpinBox *globalBatchField() const { return mGlobalBatch; }
     /// Launch target: 0 from the cluster, 1 Megatron-LM, 2 FlagScale, 3 any (no launcher).
     QComboBox *targetSelector() const { return mTarget; }
@@ -145,6 +158,8 @@ signals:
     /// owner of the project merges them back (memx::mergeSearchCaches).
     void searchCachesUpdated(std::shared_ptr<const memx::ui::SearchOutcome> outcome);
     void statusMessage(const QString &message);
+    /// Whether compareSelected() can run now (the selection or the results changed).
+    void compareAvailable(bool available);
     /// A search was planned: how its space was narrowed to `budget` ("" when it fit).
     void spacePlanned(const QString &narrowing, quint64 budget);
 
@@ -171,6 +186,7 @@ private:
     /// Marks the shown results stale (isStale()) or fresh; updates the counts line and Export.
     void setStale(bool on);
     void saveCsvInteractive(bool front);
+    void updateCompareButton();
 
     memx::SearchRequest mRequest;
     /// The document's cluster of the running search and of the last finished one (the what-if baseline).
@@ -195,6 +211,9 @@ private:
     QPushButton *mCancel = nullptr;
     QPushButton *mExport = nullptr;
     QToolButton *mCsv = nullptr;
+    QPushButton *mCompare = nullptr;
+    QPointer<QDialog> mCompareDialog;
+    PlanComparisonView *mComparison = nullptr; // in mCompareDialog
     QProgressBar *mProgress = nullptr;
     QLabel *mCounts = nullptr;
     QLabel *mNotes = nullptr;

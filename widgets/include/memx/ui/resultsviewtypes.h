@@ -115,7 +115,8 @@ inline constexpr double kTimeSecondsFromMs = 10000.0;
 /// the table's time column are then in seconds (one unit for both).
 bool timeInSeconds(const QVector<PlanPoint> &plans);
 
-/// Coefficient of variation (population stddev / mean) of bar utilisations; 0 for < 2 bars or mean 0.
+/// Coefficient of variation (population stddev / mean) of the utilisations of the bars the plan
+/// uses (stage >= 0; idle GPUs are left out, as in the cost model's B); 0 for < 2 such bars or mean 0.
 double utilisationCv(const QVector<GpuMemoryBar> &bars);
 
 /// Vendor colour used by every results view ("nvidia" green, "amd" red, "intel" blue, others grey).
