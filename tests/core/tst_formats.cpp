@@ -72,6 +72,66 @@ private slots:
             QVERIFY2(again.devices()[i] == cat.devices()[i], cat.devices()[i].id.c_str());
     }
 
+    /// GPU definitions loaded next to the catalogue (the GUI's "Load GPUs..."): the shipped sample
+    /// loads and plans as a cluster's own devices; what a cluster would refuse, the loader refuses
+    /// first, naming the field.
+    void customDevicesLoadAndPlan()
+    {
+        const std::string sample = MEMX_SOURCE_DIR "/sample_gpus/blackwell-mi355x.json";
+        const std::vector<GpuSpec> devices = loadCustomDevices(sample);
+        QCOMPARE(devices.size(), size_t(3));
+        for (const GpuSpec &d : devices) {
+            QVERIFY(d.custom);
+            QVERIFY(!d.verified); // vendor figures, to calibrate
+            QVERIFY(d.memoryGiB && d.denseBf16Tflops && d.memoryBandwidthGBps);
+            QVERIFY(!builtinCatalogue().find(d.id));
+        }
+        QCOMPARE(devices[2].id, std::string("mi355x"));
+        QCOMPARE(*devices[2].memoryGiB, 287.98);
+        // A cluster of them reads back with the devices inline (what the workbench saves).
+        Cluster c = loadCluster((kSamples + "/h100-8x.json").toStdString());
+        c.devices = devices; // the h100 group's device is the catalogue's again on reading
+        NodeGroup g = c.groups.front();
+        c.groups.front().gpu = "b200-sxm";
+        g.name = "mi355x";
+        g.gpu = "mi355x";
+        c.groups.push_back(g);
+        Diagnostics diags("blackwell.json");
+        const Cluster back = parseCluster(toJson(c), builtinCatalogue(), diags);
+        try {
+            diags.throwIfAny();
+        } catch (const LoadError &e) {
+            QFAIL(e.what());
+        }
+        QCOMPARE(back.groups.size(), size_t(2));
+        QCOMPARE(back.groups[0].gpu, std::string("b200-sxm"));
+        QVERIFY(back.devices[size_t(back.deviceIndex("mi355x"))] == devices[2]);
+
+        const auto problem = [](const std::string &text) {
+            try {
+                parseCustomDevices(text, "my-gpus.json");
+            } catch (const LoadError &e) {
+                return std::string(e.what());
+            }
+            return std::string();
+        };
+        const std::string head = R"({"format": "memx.catalogue/1", "devices": [)";
+        std::string e = problem(head + R"({"id": "h100-sxm", "vendor": "NVIDIA", "name": "mine", "memoryGiB": 80}]})");
+        QVERIFY2(e.find("my-gpus.json") != std::string::npos && e.find("/devices/0/id") != std::string::npos
+                     && e.find("H100 SXM5 80GB") != std::string::npos,
+                 e.c_str());
+        e = problem(head + R"({"id": "x1", "aliases": ["A100-80"], "vendor": "X", "name": "x", "memoryGiB": 8}]})");
+        QVERIFY2(e.find("/devices/0/aliases/0") != std::string::npos, e.c_str());
+        e = problem(head + R"({"id": "x1", "vendor": "X", "name": "x", "memoryGiB": null}]})");
+        QVERIFY2(e.find("/devices/0/memoryGiB") != std::string::npos, e.c_str());
+        e = problem(head + "]}");
+        QVERIFY2(e.find("/devices") != std::string::npos && e.find("at least one") != std::string::npos, e.c_str());
+        e = problem(R"({"format": "memx.cluster/1"})");
+        QVERIFY2(e.find("memx.catalogue/1") != std::string::npos, e.c_str());
+        e = problem(head + R"({"id": "x1", "vendor": "X", "name": "x", "memoryGiB": 8, "denseFp16Tflops": 100}]})");
+        QVERIFY2(e.empty(), e.c_str());
+    }
+
     void samplesLoadAndRoundTrip_data()
     {
         QTest::addColumn<QString>("file");

@@ -12,6 +12,8 @@
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/documentstorage.h"
 #include "memx/ui/exportdialog.h"
+#include "memx/ui/gpucataloguemodel.h"
+#include "memx/ui/gpupalette.h"
 #include "memx/ui/mainwindow.h"
 #include "memx/ui/memorybarchart.h"
 #include "memx/ui/modelpanel.h"
@@ -28,6 +30,7 @@
 #include "memx/ui/stagediagram.h"
 #include "memx/ui/undocommands.h"
 #include "memx/ui/weightsliders.h"
+#include "memx/util/fileio.h"
 #include <QTableWidget>
 
 #include <nlohmann/json.hpp>
@@ -908,6 +911,68 @@ private slots:
         QVERIFY(space->settings() == SearchSpaceSettings {});
         QVERIFY(waitForResults(shown));
         QCOMPARE(panel()->results().outcome()->options.maxBases, memx::kDefaultMaxBases);
+    }
+
+    /// Load GPUs...: the sample GPU file's B200, GB200 and MI355X join the palette as custom
+    /// devices; a group of one plans with its figures, is saved with its definition and leaves
+    /// the cluster with the group (undo); a broken file is refused naming the field.
+    void customGpusFromAFile()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        ClusterDocument *doc = mWindow->document();
+        const memx::Cluster original = doc->cluster();
+        GpuCatalogueModel *palette = mWindow->findChild<GpuPalette *>()->model();
+        QVERIFY(!palette->indexOfDevice("b200-sxm").isValid());
+        QString error;
+        QVERIFY2(mWindow->loadGpuFile(QStringLiteral(MEMX_SOURCE_DIR "/sample_gpus/blackwell-mi355x.json"), &error),
+                 qPrintable(error));
+        for (const char *id : {"b200-sxm", "gb200", "mi355x"}) {
+            const QModelIndex i = palette->indexOfDevice(id);
+            QVERIFY2(i.isValid(), id);
+            QVERIFY(i.data().toString().endsWith(QStringLiteral("(custom)")));
+            QVERIFY(i.data(Qt::ToolTipRole).toString().contains(QStringLiteral("blackwell-mi355x.json")));
+        }
+        QVERIFY(doc->cluster() == original); // known, not yet used
+
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        const int index = doc->addNodeGroup("b200-sxm", QPointF(900, 300), 8, &error);
+        QVERIFY2(index >= 0, qPrintable(error));
+        const memx::Cluster &c = doc->cluster();
+        QVERIFY(c.deviceIndex("b200-sxm") >= 0 && c.devices[size_t(c.deviceIndex("b200-sxm"))].custom);
+        QVERIFY(waitForResults(shown));
+        // The search and the memory bars use the file's figures: 178.5 GiB per B200.
+        const memx::Cluster &searched = panel()->results().outcome()->result.cluster;
+        QCOMPARE(*searched.devices[size_t(searched.deviceIndex("b200-sxm"))].memoryGiB, 178.5);
+        bool sawB200 = false;
+        for (const GpuMemoryBar &b : panel()->memoryBars()->bars())
+            if (b.node.startsWith(QStringLiteral("b200"))) {
+                QCOMPARE(b.capacityBytes, 178.5 * 1024.0 * 1024.0 * 1024.0);
+                sawB200 = true;
+            }
+        QVERIFY(sawB200);
+        // Saved with its definition: the cluster file alone reads back.
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("with-b200.json"));
+        const memx::Cluster saved = doc->cluster();
+        memx::writeFileAtomically(path.toStdString(), memx::toJson(saved).dump(2));
+        const memx::Cluster back = memx::loadCluster(path.toStdString());
+        QCOMPARE(back.deviceOf(back.groups[size_t(index)]).name, std::string("B200 SXM 180GB (HGX B200)"));
+        // Undo: the group and the definition go; the device stays in the palette.
+        doc->undoStack()->undo();
+        QVERIFY(doc->cluster() == original);
+        QVERIFY(palette->indexOfDevice("b200-sxm").isValid());
+
+        // A broken file changes nothing and says where it is wrong.
+        QFile broken(dir.filePath(QStringLiteral("gpus.json")));
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write(R"({"format": "memx.catalogue/1", "devices": [{"id": "x9", "vendor": "X", "name": "X9",
+                       "memoryGiB": null, "denseFp16Tflops": 10}]})");
+        broken.close();
+        QVERIFY(!mWindow->loadGpuFile(broken.fileName(), &error));
+        QVERIFY2(error.contains(QStringLiteral("gpus.json")) && error.contains(QStringLiteral("/devices/0/memoryGiB")),
+                 qPrintable(error));
+        QVERIFY(!palette->indexOfDevice("x9").isValid());
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
     }
 
     void linkEditChangesOnlyTheLink()

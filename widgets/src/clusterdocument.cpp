@@ -63,6 +63,10 @@ void ClusterDocument::reset(const memx::Cluster &cluster, const memx::Model &mod
                             std::optional<memx::MemoryStore> projectData)
 {
     mCluster = cluster;
+    mOwnDevices.clear();
+    for (const memx::GpuSpec &d : cluster.devices)
+        if (d.custom)
+            mOwnDevices.insert(d.id);
     mModel = model;
     mProjectData = projectData ? std::move(*projectData) : memx::MemoryStore();
     const bool wasModified = isModified();
@@ -185,7 +189,31 @@ QString ClusterDocument::validateGroup(const memx::NodeGroup &group, int index) 
     for (size_t i = 0; i < oldIndexOfNew.size(); ++i)
         oldIndexOfNew[i] = i < mCluster.groups.size() ? int(i) : -1;
     candidate.network = networkAfter(candidate.groups, oldIndexOfNew);
+    if (candidate.deviceIndex(group.gpu) < 0)
+        if (const memx::GpuSpec *known = knownDevice(group.gpu))
+            candidate.devices.push_back(*known);
     return validateCluster(candidate);
+}
+
+void ClusterDocument::addKnownDevices(const std::vector<memx::GpuSpec> &devices)
+{
+    for (memx::GpuSpec d : devices) {
+        d.custom = true;
+        auto same = std::find_if(mKnownDevices.begin(), mKnownDevices.end(),
+                                 [&](const memx::GpuSpec &k) { return k.id == d.id; });
+        if (same != mKnownDevices.end())
+            *same = std::move(d);
+        else
+            mKnownDevices.push_back(std::move(d));
+    }
+}
+
+const memx::GpuSpec *ClusterDocument::knownDevice(const std::string &id) const
+{
+    for (const memx::GpuSpec &d : mKnownDevices)
+        if (d.id == id || std::find(d.aliases.begin(), d.aliases.end(), id) != d.aliases.end())
+            return &d;
+    return nullptr;
 }
 
 QString ClusterDocument::validateNetwork(const memx::Network &network) const
@@ -227,6 +255,8 @@ int ClusterDocument::addNodeGroup(const std::string &gpuId, QPointF pos, int gpu
     const int local = mCluster.deviceIndex(gpuId);
     if (local >= 0)
         spec = &mCluster.devices[size_t(local)];
+    else if (const memx::GpuSpec *known = knownDevice(gpuId))
+        spec = known;
     else
         spec = memx::builtinCatalogue().find(gpuId);
     if (!spec) {
@@ -432,13 +462,21 @@ void ClusterDocument::normalizeDevices()
         if (found)
             continue;
         const int local = mCluster.deviceIndex(g.gpu);
-        const memx::GpuSpec *spec
-            = local >= 0 ? &mCluster.devices[size_t(local)] : memx::builtinCatalogue().find(g.gpu);
+        const memx::GpuSpec *spec = local >= 0 ? &mCluster.devices[size_t(local)] : knownDevice(g.gpu);
+        if (!spec)
+            spec = memx::builtinCatalogue().find(g.gpu);
         if (spec) {
             g.gpu = spec->id;
             devices.push_back(*spec);
         }
     }
+    // A loaded device no group uses any more leaves the cluster (it stays known); a cluster's
+    // own definitions stay even unused, as its file has them.
+    std::erase_if(devices, [this](const memx::GpuSpec &d) {
+        return d.custom && !mOwnDevices.count(d.id) && knownDevice(d.id)
+            && std::none_of(mCluster.groups.begin(), mCluster.groups.end(),
+                            [&](const memx::NodeGroup &g) { return g.gpu == d.id; });
+    });
     mCluster.devices = std::move(devices);
 }
 

@@ -28,6 +28,34 @@ GpuCatalogueModel::GpuCatalogueModel(const memx::Catalogue &catalogue, QObject *
     }
 }
 
+int GpuCatalogueModel::addDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin)
+{
+    beginResetModel();
+    int n = 0;
+    for (memx::GpuSpec d : devices) {
+        d.custom = true;
+        auto vendor
+            = std::find_if(mVendors.begin(), mVendors.end(), [&](const Vendor &v) { return v.name == d.vendor; });
+        if (vendor == mVendors.end())
+            vendor = mVendors.insert(mVendors.end(), Vendor {d.vendor, {}});
+        auto same = std::find_if(vendor->devices.begin(), vendor->devices.end(),
+                                 [&](const memx::GpuSpec &o) { return o.id == d.id && o.custom; });
+        mOrigins[d.id] = origin;
+        if (same != vendor->devices.end())
+            *same = std::move(d);
+        else
+            vendor->devices.push_back(std::move(d));
+        ++n;
+    }
+    endResetModel();
+    return n;
+}
+
+int GpuCatalogueModel::customDeviceCount() const
+{
+    return int(mOrigins.size());
+}
+
 const memx::GpuSpec *GpuCatalogueModel::device(const QModelIndex &index) const
 {
     if (!index.isValid() || index.internalId() == kVendorRow)
@@ -99,7 +127,7 @@ QVariant GpuCatalogueModel::data(const QModelIndex &index, int role) const
     case Qt::DisplayRole:
         switch (index.column()) {
         case NameColumn:
-            return QString::fromStdString(d.name);
+            return d.custom ? tr("%1 (custom)").arg(QString::fromStdString(d.name)) : QString::fromStdString(d.name);
         case MemoryColumn:
             return d.memoryGiB ? QString::number(*d.memoryGiB, 'f', 0) : QStringLiteral("?");
         case ComputeColumn: {
@@ -111,6 +139,12 @@ QVariant GpuCatalogueModel::data(const QModelIndex &index, int role) const
     case Qt::TextAlignmentRole:
         return index.column() == NameColumn ? QVariant() : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ToolTipRole:
+        if (d.custom) {
+            const auto origin = mOrigins.find(d.id);
+            return tooltip(d)
+                + tr("<br><i>Custom device from %1.</i>")
+                      .arg(origin != mOrigins.end() ? origin->second.toHtmlEscaped() : tr("a file"));
+        }
         return tooltip(d);
     case DeviceIdRole:
         return QString::fromStdString(d.id);

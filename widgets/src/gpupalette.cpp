@@ -5,6 +5,7 @@
 
 #include <QHeaderView>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -43,11 +44,17 @@ GpuPalette::GpuPalette(QWidget *parent)
             emit gpuActivated(id);
     });
     connect(mFilter, &QLineEdit::textChanged, mView, &QTreeView::expandAll);
+    connect(mModel, &QAbstractItemModel::modelReset, mView, &QTreeView::expandAll);
+    mLoad = new QPushButton(tr("Load GPUs..."), this);
+    mLoad->setToolTip(tr("Add GPUs the catalogue lacks from a memx.catalogue/1 file (e.g. "
+                         "sample_gpus/blackwell-mi355x.json: B200, GB200, MI355X)"));
+    connect(mLoad, &QPushButton::clicked, this, &GpuPalette::loadRequested);
 
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(mFilter);
     layout->addWidget(mView);
+    layout->addWidget(mLoad);
 }
 
 } // namespace memx::ui

@@ -7,6 +7,7 @@
 #include "memx/ui/clustersummary.h"
 #include "memx/ui/comparedialog.h"
 #include "memx/ui/exportdialog.h"
+#include "memx/ui/gpucataloguemodel.h"
 #include "memx/ui/gpupalette.h"
 #include "memx/ui/modelpanel.h"
 #include "memx/ui/nodegroupitem.h"
@@ -111,6 +112,13 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     if (mRememberLayout) {
         restoreGeometry(mSettings.windowGeometry());
         restoreState(mSettings.windowState());
+        for (const QString &gpus : mSettings.gpuFiles()) {
+            QString error;
+            if (!loadGpuFile(gpus, &error)) { // moved or broken since: not loaded again
+                mSettings.removeGpuFile(gpus);
+                qWarning("%s", qPrintable(error));
+            }
+        }
     }
     statusBar()->showMessage(
         tr("Drag GPUs from the catalogue onto the canvas; Shift-drag between nodes to connect them."));
@@ -190,6 +198,20 @@ void MainWindow::connectDocument(const Docks &docks)
     });
     connect(mCanvas, &ClusterCanvas::message, this, [this](const QString &m) { statusBar()->showMessage(m, 6000); });
     connect(mPalette, &GpuPalette::gpuActivated, this, &MainWindow::addGpuAtFreeSpot);
+    connect(mPalette, &GpuPalette::loadRequested, this, &MainWindow::loadGpuFileInteractive);
+    // The open cluster's own device definitions are in the palette too (drag more of them).
+    connect(mDocument, &ClusterDocument::clusterReset, this, [this] {
+        std::vector<memx::GpuSpec> own;
+        for (const memx::GpuSpec &d : mDocument->cluster().devices)
+            if (d.custom && !mDocument->knownDevice(d.id))
+                own.push_back(d);
+        if (!own.empty()) {
+            mPalette->model()->addDevices(
+                own,
+                mDocument->filePath().isEmpty() ? tr("this cluster") : QFileInfo(mDocument->filePath()).fileName());
+            mDocument->addKnownDevices(own);
+        }
+    });
     // The project's search context first: the search it schedules must see the new data.
     connect(mDocument, &ClusterDocument::projectDataChanged, this, &MainWindow::onProjectDataChanged);
     for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged,
@@ -468,6 +490,8 @@ void MainWindow::createMenus()
         ->setShortcuts(standardShortcuts(QKeySequence::SaveAs, {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)}));
     file->addSeparator();
     file->addAction(tr("&Import Cluster JSON..."), this, &MainWindow::importCluster);
+    file->addAction(tr("Load &GPU Definitions..."), this, &MainWindow::loadGpuFileInteractive)
+        ->setToolTip(tr("Add GPUs the catalogue lacks (B200, GB200, MI355X, your own) from a memx.catalogue/1 file"));
     file->addAction(tr("&Export Cluster JSON..."), this, &MainWindow::exportCluster);
     file->addSeparator();
     file->addAction(tr("&Close"), this, &QWidget::close)
@@ -683,6 +707,48 @@ bool MainWindow::openFile(const QString &path, bool ask)
     }
     statusBar()->showMessage(tr("Opened %1").arg(QDir::toNativeSeparators(path)), 6000);
     return true;
+}
+
+bool MainWindow::loadGpuFile(const QString &path, QString *error)
+{
+    try {
+        addGpuDevices(path, memx::loadCustomDevices(path.toStdString()));
+    } catch (const std::exception &e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    }
+    return true;
+}
+
+void MainWindow::addGpuDevices(const QString &path, const std::vector<memx::GpuSpec> &devices)
+{
+    mDocument->addKnownDevices(devices);
+    mPalette->model()->addDevices(devices, QFileInfo(path).fileName());
+    if (mRememberLayout)
+        mSettings.addGpuFile(path);
+    QStringList names;
+    for (const memx::GpuSpec &d : devices)
+        names << QString::fromStdString(d.name);
+    statusBar()->showMessage(tr("Loaded %n GPU(s) from %1: %2", nullptr, int(devices.size()))
+                                 .arg(QFileInfo(path).fileName(), names.join(QStringLiteral(", "))),
+                             8000);
+}
+
+void MainWindow::loadGpuFileInteractive()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load GPU Definitions"), QString(),
+                                                      tr("GPU catalogues (*.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    try {
+        addGpuDevices(path, memx::loadCustomDevices(path.toStdString()));
+    } catch (const memx::LoadError &e) { // refused: the errors, field by field
+        showLoadErrors(tr("Cannot load %1").arg(QFileInfo(path).fileName()), e);
+        return;
+    } catch (const std::exception &e) {
+        showError(tr("Cannot load %1").arg(QFileInfo(path).fileName()), QString::fromStdString(e.what()));
+    }
 }
 
 void MainWindow::newDocument()

@@ -235,6 +235,11 @@ void NodePropertyPanel::refresh()
         mGroupTitle->setText(mGroups.size() == 1 ? tr("Node group")
                                                  : tr("Node group (first of %1 selected)").arg(mGroups.size()));
         mName->setText(QString::fromStdString(g.name));
+        for (const memx::GpuSpec &k : mDocument->knownDevices()) // loaded GPU files: pick them too
+            if (mGpu->findData(QString::fromStdString(k.id)) < 0)
+                mGpu->addItem(QStringLiteral("%1 %2 (custom)")
+                                  .arg(QString::fromStdString(k.vendor), QString::fromStdString(k.name)),
+                              QString::fromStdString(k.id));
         int gi = mGpu->findData(QString::fromStdString(d.id));
         if (gi < 0) { // a custom device of this cluster
             mGpu->addItem(

@@ -85,6 +85,31 @@ void Settings::removeRecentFile(const QString &path)
     mSettings->setValue(kRecent, files);
 }
 
+QStringList Settings::gpuFiles() const
+{
+    QStringList files = mSettings->value(QStringLiteral("gpuFiles")).toStringList();
+    files.removeAll(QString());
+    files.removeDuplicates();
+    return files;
+}
+
+void Settings::addGpuFile(const QString &path)
+{
+    QStringList files = gpuFiles();
+    const QString abs = QFileInfo(path).absoluteFilePath();
+    if (!files.contains(abs))
+        files.append(abs);
+    mSettings->setValue(QStringLiteral("gpuFiles"), files);
+}
+
+void Settings::removeGpuFile(const QString &path)
+{
+    QStringList files = gpuFiles();
+    files.removeAll(QFileInfo(path).absoluteFilePath());
+    files.removeAll(path);
+    mSettings->setValue(QStringLiteral("gpuFiles"), files);
+}
+
 void Settings::clearRecentFiles()
 {
     mSettings->remove(kRecent);

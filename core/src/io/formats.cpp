@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 namespace memx {
@@ -226,7 +227,12 @@ json toJson(const GpuSpec &d)
     return j;
 }
 
-Catalogue parseCatalogue(const std::string &text, const std::string &file)
+namespace {
+
+/// The devices of a memx.catalogue/1 text, each also checked by `check` (may be empty).
+std::vector<GpuSpec>
+parseDeviceList(const std::string &text, const std::string &file,
+                const std::function<void(const GpuSpec &, const std::string &, Diagnostics &)> &check)
 {
     const json j = parseJsonText(text, file);
     Diagnostics diags(file);
@@ -241,11 +247,50 @@ Catalogue parseCatalogue(const std::string &text, const std::string &file)
             GpuSpec d = parseGpuSpec((*arr)[i], p, diags);
             if (!d.id.empty() && !ids.insert(d.id).second)
                 diags.error(p + "/id", "duplicate device id \"" + d.id + "\"");
+            else if (check && !d.id.empty())
+                check(d, p, diags);
             devices.push_back(std::move(d));
         }
     }
     diags.throwIfAny();
-    return Catalogue(std::move(devices));
+    return devices;
+}
+
+} // namespace
+
+Catalogue parseCatalogue(const std::string &text, const std::string &file)
+{
+    return Catalogue(parseDeviceList(text, file, {}));
+}
+
+std::vector<GpuSpec> parseCustomDevices(const std::string &text, const std::string &file, const Catalogue &catalogue)
+{
+    std::vector<GpuSpec> devices
+        = parseDeviceList(text, file, [&](const GpuSpec &d, const std::string &p, Diagnostics &diags) {
+              if (const GpuSpec *known = catalogue.find(d.id))
+                  diags.error(p + "/id",
+                              "expected an id that is not a catalogue device's, found \"" + d.id
+                                  + "\" (the catalogue's " + known->name + "); give the custom device its own id");
+              for (size_t a = 0; a < d.aliases.size(); ++a)
+                  if (const GpuSpec *known = catalogue.find(d.aliases[a]))
+                      diags.error(jsonPointerJoin(p + "/aliases", a),
+                                  "expected an alias that is not a catalogue device's, found \"" + d.aliases[a]
+                                      + "\" (the catalogue's " + known->name + ")");
+              if (!d.memoryGiB)
+                  diags.error(p + "/memoryGiB",
+                              "expected the device's memory in GiB (a cluster cannot plan with unknown memory), "
+                              "found null");
+          });
+    if (devices.empty())
+        throw LoadError(file, "/devices", "expected at least one device, found none");
+    for (GpuSpec &d : devices)
+        d.custom = true;
+    return devices;
+}
+
+std::vector<GpuSpec> loadCustomDevices(const std::string &path, const Catalogue &catalogue)
+{
+    return parseCustomDevices(readTextFile(path), path, catalogue);
 }
 
 json toJson(const Catalogue &catalogue)

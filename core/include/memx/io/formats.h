@@ -31,6 +31,14 @@ Catalogue parseCatalogue(const std::string &text, const std::string &file);
 /// The catalogue shipped with MemX (resources/catalogue/gpus.json, compiled in), parsed once.
 const Catalogue &builtinCatalogue();
 nlohmann::json toJson(const Catalogue &catalogue);
+/// GPU definitions a user adds next to the catalogue (the GUI's "Load GPUs...": a memx.catalogue/1
+/// file such as sample_gpus/blackwell-mi355x.json). Beyond the catalogue's rules each device needs
+/// what a cluster's own devices need (memoryGiB) and an id (or alias) that is not a `catalogue`
+/// device's; at least one device. They come back custom (GpuSpec::custom), ready for a cluster's
+/// "devices". Throws LoadError naming the file and every field at fault.
+std::vector<GpuSpec> parseCustomDevices(const std::string &text, const std::string &file,
+                                        const Catalogue &catalogue = builtinCatalogue());
+std::vector<GpuSpec> loadCustomDevices(const std::string &path, const Catalogue &catalogue = builtinCatalogue());
 
 /// Parses a cluster; device ids resolve against the cluster's own "devices" first, then `catalogue`.
 Cluster parseCluster(const nlohmann::json &j, const Catalogue &catalogue, Diagnostics &diags);

@@ -13,6 +13,7 @@
 #include <QPointF>
 #include <QString>
 #include <QVector>
+#include <set>
 
 #include <functional>
 #include <memory>
@@ -85,7 +86,16 @@ public:
 
     // --- validated, undoable edits (return false and set *error when rejected) ---
 
-    /// Adds a group of one node with `gpusPerNode` GPUs of catalogue/cluster device `gpuId` at `pos`.
+    /// Devices defined outside the catalogue that edits may use (the GPU files the user loaded,
+    /// memx::loadCustomDevices); a later definition of an id replaces the earlier one. A group of
+    /// one of them carries its definition in the cluster's devices (so it is saved with the
+    /// cluster); it leaves them again when no group uses it. Not undoable (no cluster change).
+    void addKnownDevices(const std::vector<memx::GpuSpec> &devices);
+    const std::vector<memx::GpuSpec> &knownDevices() const { return mKnownDevices; }
+    /// The known device with id or alias `id` (null when none).
+    const memx::GpuSpec *knownDevice(const std::string &id) const;
+
+    /// Adds a group of one node with `gpusPerNode` GPUs of catalogue/cluster/known device `gpuId` at `pos`.
     /// Returns the new group's index or -1.
     int addNodeGroup(const std::string &gpuId, QPointF pos, int gpusPerNode = 8, QString *error = nullptr);
     /// Adds a fully specified group (name must be unique).
@@ -165,6 +175,8 @@ private:
                                const std::vector<int> &oldIndexOfNew) const;
 
     memx::Cluster mCluster;
+    std::vector<memx::GpuSpec> mKnownDevices; // custom, from loaded GPU files
+    std::set<std::string> mOwnDevices; // ids of the custom devices the cluster came with (kept unused)
     memx::Model mModel;
     QUndoStack *mUndoStack = nullptr;
     QString mFilePath;

@@ -4,6 +4,7 @@
 
 #include <QAbstractItemModel>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ public:
     static constexpr int DeviceIdRole = Qt::UserRole + 1;
 
     explicit GpuCatalogueModel(const memx::Catalogue &catalogue, QObject *parent = nullptr);
+
+    /// Adds custom devices (a loaded GPU file, a cluster's own definitions) under their vendors,
+    /// shown "name (custom)" with `origin` in the tooltip; a device with the id of an earlier
+    /// custom one replaces it. Returns how many were added or replaced.
+    int addDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin);
+    /// The custom devices added so far (addDevices order).
+    int customDeviceCount() const;
 
     /// The device of a device row, nullptr for vendor rows.
     const memx::GpuSpec *device(const QModelIndex &index) const;
@@ -47,6 +55,7 @@ private:
         std::vector<memx::GpuSpec> devices;
     };
     std::vector<Vendor> mVendors;
+    std::map<std::string, QString> mOrigins; // custom device id -> where it was defined
 };
 
 } // namespace memx::ui

@@ -3,6 +3,7 @@
 #include <QWidget>
 
 class QLineEdit;
+class QPushButton;
 class QSortFilterProxyModel;
 class QTreeView;
 
@@ -10,8 +11,9 @@ namespace memx::ui {
 
 class GpuCatalogueModel;
 
-/// Dock contents: a filter box and the GPU catalogue grouped by vendor; drag a device onto the
-/// ClusterCanvas to add a node group, or double-click it (emits gpuActivated).
+/// Dock contents: a filter box and the GPU catalogue grouped by vendor (with the custom devices
+/// of loaded GPU files and of the open cluster); drag a device onto the ClusterCanvas to add a
+/// node group, or double-click it (emits gpuActivated); "Load GPUs..." adds devices from a file.
 class GpuPalette : public QWidget {
     Q_OBJECT
 
@@ -20,16 +22,21 @@ public:
 
     GpuCatalogueModel *model() const { return mModel; }
     QTreeView *view() const { return mView; }
+    /// "Load GPUs...": emits loadRequested (the window reads the file).
+    QPushButton *loadButton() const { return mLoad; }
 
 signals:
     /// A device row was double-clicked or activated with Enter.
     void gpuActivated(const QString &deviceId);
+    /// The user asked to load GPU definitions from a file.
+    void loadRequested();
 
 private:
     GpuCatalogueModel *mModel = nullptr;
     QSortFilterProxyModel *mProxy = nullptr;
     QLineEdit *mFilter = nullptr;
     QTreeView *mView = nullptr;
+    QPushButton *mLoad = nullptr;
 };
 
 } // namespace memx::ui

@@ -67,6 +67,10 @@ public:
     /// when `ask`). Shows every load problem in a dialog (unless `quiet`) and returns false on failure.
     bool openFile(const QString &path, bool ask = false);
     bool openClusterFile(const QString &path, bool ask = false) { return openFile(path, ask); }
+    /// Adds the GPUs of a memx.catalogue/1 file (memx::loadCustomDevices) to the palette and to
+    /// the devices edits may use, and remembers the file for the next start. False with `error`
+    /// (the file, every field at fault) when refused; nothing changes then.
+    bool loadGpuFile(const QString &path, QString *error = nullptr);
     /// Saves the document to `path` (format by suffix: .memx project or cluster JSON).
     bool saveTo(const QString &path);
     /// What saveScreenshotAndQuit() grabs.
@@ -137,6 +141,8 @@ private:
     bool save();
     bool saveAs();
     void importCluster();
+    void loadGpuFileInteractive();
+    void addGpuDevices(const QString &path, const std::vector<memx::GpuSpec> &devices);
     void exportCluster();
     bool maybeSave();
     void updateTitle();

@@ -35,6 +35,10 @@ public:
     void addRecentFile(const QString &path);
     void removeRecentFile(const QString &path);
     void clearRecentFiles();
+    /// The GPU files loaded with "Load GPUs..." (absolute paths, load order), reloaded at start.
+    QStringList gpuFiles() const;
+    void addGpuFile(const QString &path);
+    void removeGpuFile(const QString &path);
 
     /// The last objective weights (each clamped to 0..1); the documented default
     /// memx::ObjectiveWeights {} on a first run.
