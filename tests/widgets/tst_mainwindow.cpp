@@ -32,6 +32,7 @@
 #include "memx/ui/weightsliders.h"
 #include "memx/util/fileio.h"
 #include <QTableWidget>
+#include <QTreeView>
 
 #include <nlohmann/json.hpp>
 
@@ -182,7 +183,19 @@ private slots:
                     .data()
                     .toString()
                     .contains(QStringLiteral("[idle: mi250x (8 GPUs)]")));
-        QVERIFY(panel()->notesLabel()->text().contains(QStringLiteral("Target flagscale (from the cluster)")));
+        QVERIFY(panel()->notes().front().startsWith(QStringLiteral("Target flagscale (from the cluster)")));
+        // The notes take one line ("+N more"; all of them in the tooltip) until expanded.
+        QVERIFY(panel()->notes().size() >= 2);
+        QVERIFY(!panel()->notesExpanded());
+        QVERIFY(panel()->notesLabel()->text().contains(QStringLiteral("Target flagscale")));
+        QVERIFY(panel()->notesLabel()->text().contains(QStringLiteral("+%1 more").arg(panel()->notes().size() - 1)));
+        QVERIFY(panel()->notesLabel()->toolTip().contains(panel()->notes().back()));
+        const int collapsedHeight = panel()->notesLabel()->sizeHint().height();
+        panel()->setNotesExpanded(true);
+        QVERIFY(panel()->notesLabel()->text().contains(panel()->notes().back().toHtmlEscaped()));
+        QVERIFY(panel()->notesLabel()->text().contains(QStringLiteral(">less<")));
+        QVERIFY(panel()->notesLabel()->heightForWidth(600) > collapsedHeight);
+        panel()->setNotesExpanded(false);
         QVERIFY(panel()->selectedDetail().html.contains(QStringLiteral("Launcher: <b>flagscale</b>")));
     }
 
@@ -652,6 +665,37 @@ private slots:
         const QSize minimum = mWindow->minimumSizeHint().expandedTo(mWindow->minimumSize());
         QVERIFY2(minimum.width() <= 1024 && minimum.height() <= 700,
                  qPrintable(QStringLiteral("%1 x %2").arg(minimum.width()).arg(minimum.height())));
+        // What a 1024 px window's docks get (~130 px left, ~250 px right): the Properties fields
+        // fit (a field goes under its label) and the palette keeps the names, not the figures.
+        NodePropertyPanel *properties = mWindow->findChild<NodePropertyPanel *>();
+        QVERIFY(properties);
+        QVERIFY2(properties->minimumSizeHint().width() <= 240,
+                 qPrintable(QString::number(properties->minimumSizeHint().width())));
+        GpuPalette *palette = mWindow->findChild<GpuPalette *>();
+        const QSize paletteSize = palette->size();
+        palette->resize(GpuPalette::FiguresMinWidth - 60, paletteSize.height());
+        QVERIFY(palette->view()->isColumnHidden(GpuCatalogueModel::MemoryColumn));
+        palette->resize(GpuPalette::FiguresMinWidth + 20, paletteSize.height());
+        QVERIFY(!palette->view()->isColumnHidden(GpuCatalogueModel::MemoryColumn));
+        palette->resize(paletteSize);
+        // A short memory chart drops its legend for the bars; a tall one has it.
+        MemoryBarChart bars;
+        bars.setBars(panel()->memoryBars()->bars());
+        bars.resize(300, 200);
+        QVERIFY(!bars.legendShown());
+        bars.resize(300, 420);
+        QVERIFY(bars.legendShown());
+        // The Pareto axis titles shorten instead of being clipped.
+        ParetoChartView chart;
+        chart.setPoints(panel()->paretoChart()->points());
+        chart.resize(420, 260);
+        chart.show();
+        QTRY_VERIFY(chart.chart()->plotArea().height() > 0);
+        QTRY_VERIFY(QFontMetrics(chart.chart()->axes(Qt::Vertical).first()->titleFont())
+                        .horizontalAdvance(chart.chart()->axes(Qt::Vertical).first()->titleText())
+                    <= chart.chart()->plotArea().height());
+        chart.resize(700, 700);
+        QTRY_COMPARE(chart.chart()->axes(Qt::Vertical).first()->titleText(), chart.axisTitle(Metric::Memory));
     }
 
     void canvasIsNotClipped()

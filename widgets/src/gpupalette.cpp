@@ -6,6 +6,7 @@
 #include <QHeaderView>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QSortFilterProxyModel>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -55,6 +56,14 @@ GpuPalette::GpuPalette(QWidget *parent)
     layout->addWidget(mFilter);
     layout->addWidget(mView);
     layout->addWidget(mLoad);
+}
+
+void GpuPalette::resizeEvent(QResizeEvent *event)
+{
+    QWidget::resizeEvent(event);
+    const bool narrow = width() < FiguresMinWidth;
+    mView->setColumnHidden(GpuCatalogueModel::MemoryColumn, narrow);
+    mView->setColumnHidden(GpuCatalogueModel::ComputeColumn, narrow);
 }
 
 } // namespace memx::ui

@@ -38,6 +38,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
@@ -109,6 +110,11 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     const bool narrow = width() < 1200;
     resizeDocks({docks.palette, docks.properties}, {narrow ? 190 : 235, narrow ? 240 : 290}, Qt::Horizontal);
     resizeDocks({docks.weights, docks.properties}, {140, 600}, Qt::Vertical);
+    // Dock tabs keep their full titles ("Search Space", not "Search Sp..."): the tab bar scrolls.
+    for (QTabBar *tabs : findChildren<QTabBar *>(Qt::FindDirectChildrenOnly)) {
+        tabs->setElideMode(Qt::ElideNone);
+        tabs->setUsesScrollButtons(true);
+    }
     if (mRememberLayout) {
         restoreGeometry(mSettings.windowGeometry());
         restoreState(mSettings.windowState());

@@ -218,13 +218,22 @@ MemoryBarChart::Geometry MemoryBarChart::geometry() const
     const int lineH = fm.height();
     const QRect r = rect().adjusted(8, 6, -8, -6);
     // The caption wraps at its " · " separators rather than clip in a narrow chart (up to 3 lines).
+    // In a short chart the legend goes first, then the wrapping (the plot keeps MinPlotHeight).
     QFont bold = font();
     bold.setBold(true);
     const QRect wrapped = QFontMetrics(bold).boundingRect(QRect(0, 0, std::max(1, r.width()), 4 * lineH),
                                                           Qt::TextWordWrap, captionText());
-    g.caption = QRect(r.left(), r.top(), r.width(), std::min(wrapped.height(), 3 * lineH) + 4);
-    const int legendRows = flowLegend(legendItems(), fm, r.width()).rows;
-    g.legend = QRect(r.left(), g.caption.bottom() + 2, r.width(), legendRows * (lineH + LegendRowPad));
+    const int labelsH = 2 * lineH + 12;
+    const int legendH = flowLegend(legendItems(), fm, r.width()).rows * (lineH + LegendRowPad);
+    int captionH = std::min(wrapped.height(), 3 * lineH);
+    const auto plotRoom
+        = [&](int caption, int legend) { return r.height() - caption - 6 - legend - lineH - 6 - labelsH; };
+    g.showLegend = plotRoom(captionH, legendH) >= MinPlotHeight;
+    if (!g.showLegend && plotRoom(captionH, 0) < MinPlotHeight)
+        captionH = lineH;
+    g.wrapCaption = captionH > lineH;
+    g.caption = QRect(r.left(), r.top(), r.width(), captionH + 4);
+    g.legend = QRect(r.left(), g.caption.bottom() + 2, r.width(), g.showLegend ? legendH : 0);
 
     double top = std::max(1.0, mAxisFloorGiB);
     for (const auto &b : mBars)
@@ -237,7 +246,6 @@ MemoryBarChart::Geometry MemoryBarChart::geometry() const
     g.maxGiB = std::ceil(top / g.stepGiB) * g.stepGiB;
 
     const int axisW = lineH + 6 + fm.horizontalAdvance(QString::number(g.maxGiB, 'f', g.stepGiB < 1 ? 1 : 0)) + 6;
-    const int labelsH = 2 * lineH + 12;
     g.plot = QRect(r.left() + axisW, g.legend.bottom() + lineH + 6, r.width() - axisW,
                    r.bottom() - labelsH - (g.legend.bottom() + lineH + 6));
     g.labels = QRect(g.plot.left(), g.plot.bottom() + 1, g.plot.width(), labelsH);
@@ -301,11 +309,16 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(oomCount() > 0 ? OomColour : text);
-    p.drawText(g.caption, Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, captionText());
+    if (g.wrapCaption)
+        p.drawText(g.caption, Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, captionText());
+    else
+        p.drawText(g.caption, Qt::AlignLeft | Qt::AlignVCenter,
+                   QFontMetrics(bold).elidedText(captionText(), Qt::ElideRight, g.caption.width()));
     p.setFont(font());
 
-    // Legend: components, capacity, OOM and risk outlines, wrapped over as many rows as needed.
-    {
+    // Legend: components, capacity, OOM and risk outlines, wrapped over as many rows as needed
+    // (left out of a chart too short for it: the bars' tooltips name every component).
+    if (g.showLegend) {
         const std::vector<LegendItem> items = legendItems();
         const LegendFlow flow = flowLegend(items, fm, g.legend.width());
         const int sw = fm.height() - 4;
@@ -351,7 +364,8 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
     p.save();
     p.translate(g.caption.left() + fm.ascent(), g.plot.center().y());
     p.rotate(-90);
-    const QString yTitle = tr("Memory per GPU (GiB)");
+    const QString longTitle = tr("Memory per GPU (GiB)");
+    const QString yTitle = fm.horizontalAdvance(longTitle) <= g.plot.height() ? longTitle : tr("GiB");
     p.drawText(QRect(-g.plot.height() / 2, -fm.ascent(), g.plot.height(), fm.height()), Qt::AlignCenter, yTitle);
     p.restore();
 

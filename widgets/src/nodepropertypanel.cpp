@@ -4,6 +4,7 @@
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/vendorstyle.h"
 
+#include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -74,6 +75,20 @@ NodePropertyPanel::NodePropertyPanel(ClusterDocument *document, QWidget *parent)
     layout->addStretch(1);
 
     connect(mDocument, &ClusterDocument::clusterReset, this, [this] { setSelection({}, {}); });
+    // Fields shrink with a narrow dock (a 1024 px screen) instead of pushing the panel wider
+    // than it: an explicit minimum replaces the size hint a spin box takes from its range, and
+    // the GPU list shows the start of long device names.
+    for (QAbstractSpinBox *box : findChildren<QAbstractSpinBox *>())
+        box->setMinimumWidth(72);
+    for (QComboBox *combo : findChildren<QComboBox *>()) {
+        combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        combo->setMinimumContentsLength(8);
+    }
+    for (QFormLayout *form : findChildren<QFormLayout *>()) // a field too wide goes under its label
+        form->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    for (QLineEdit *edit : findChildren<QLineEdit *>())
+        if (!qobject_cast<QAbstractSpinBox *>(edit->parent()) && !qobject_cast<QComboBox *>(edit->parent()))
+            edit->setMinimumWidth(72);
     connect(mDocument, &ClusterDocument::nodeGroupChanged, this, &NodePropertyPanel::refresh);
     connect(mDocument, &ClusterDocument::nodeGroupAdded, this, &NodePropertyPanel::refresh);
     connect(mDocument, &ClusterDocument::nodeGroupRemoved, this, &NodePropertyPanel::refresh);

@@ -319,6 +319,7 @@ ParetoChartView::ParetoChartView(QWidget *parent)
     : QWidget(parent)
 {
     mChart = new QChart;
+    connect(mChart, &QChart::plotAreaChanged, this, &ParetoChartView::fitAxisTitles);
     mChart->legend()->hide();
     mChart->setMargins(QMargins(4, 4, 8, 4));
     mChart->setBackgroundRoundness(0);
@@ -461,6 +462,28 @@ double ParetoChartView::plotValue(Metric metric, double value) const
     if (metric == Metric::Time && mTimeInSeconds)
         return value / 1000.0;
     return value;
+}
+
+void ParetoChartView::fitAxisTitles()
+{
+    // The long title where the plot is long enough for it, else the short one ("Peak memory (%)"):
+    // never a clipped "Peak memory (% of cap...".
+    const QRectF plot = mChart->plotArea();
+    const auto fit = [this](Metric m, double room, QValueAxis *axis) {
+        const QFontMetrics fm(axis->titleFont());
+        const bool seconds = m == Metric::Time && mTimeInSeconds;
+        const QString tiny = m == Metric::Time ? (seconds ? QStringLiteral("T (s)") : QStringLiteral("T (ms)"))
+            : m == Metric::Memory              ? QStringLiteral("M (%)")
+                                               : QStringLiteral("B (CV)");
+        QString text = axisTitle(m);
+        for (const QString &shorter : {shortMetricName(m, seconds), tiny})
+            if (fm.horizontalAdvance(text) > room - 12)
+                text = shorter;
+        if (axis->titleText() != text)
+            axis->setTitleText(text);
+    };
+    fit(mX, plot.width(), mAxisX);
+    fit(mY, plot.height(), mAxisY);
 }
 
 QString ParetoChartView::axisTitle(Metric metric) const
@@ -705,8 +728,7 @@ void ParetoChartView::rebuild(ViewPolicy view)
     const auto [fxlo, fxhi] = paddedRange(xlo, xhi);
     const auto [fylo, fyhi] = paddedRange(ylo, yhi);
     mFullRange = QRectF(QPointF(fxlo, fylo), QPointF(fxhi, fyhi));
-    mAxisX->setTitleText(axisTitle(mX));
-    mAxisY->setTitleText(axisTitle(mY));
+    fitAxisTitles();
     mFrontButton->setEnabled(std::any_of(mPoints.begin(), mPoints.end(), [](const PlanPoint &p) { return p.onFront; }));
 
     mLegend->setRange(cm, clo, chi, any);

@@ -27,6 +27,7 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSpinBox>
@@ -169,8 +170,9 @@ QVBoxLayout *ResultsPanel::createToolbar()
     countsRow->setContentsMargins(8, 0, 6, 2);
     countsRow->addWidget(mCounts, 1);
     mNotes = new QLabel;
-    mNotes->setWordWrap(true);
-    mNotes->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    mNotes->setTextFormat(Qt::RichText);
+    mNotes->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
+    connect(mNotes, &QLabel::linkActivated, this, [this] { setNotesExpanded(!mNotesExpanded); });
     mNotes->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     mNotes->setContentsMargins(8, 0, 6, 2);
     auto *rows = new QVBoxLayout;
@@ -353,6 +355,56 @@ void ResultsPanel::connectViews()
     connect(mProxy, &QAbstractItemModel::layoutChanged, this, &ResultsPanel::updateCompareButton);
 }
 
+void ResultsPanel::setNotes(const QStringList &lines)
+{
+    mNoteLines = lines;
+    mNoteLines.removeAll(QString());
+    mNotes->setToolTip(mNoteLines.join(QLatin1Char('\n')));
+    showNotes();
+}
+
+void ResultsPanel::setNotesExpanded(bool expanded)
+{
+    mNotesExpanded = expanded;
+    showNotes();
+}
+
+void ResultsPanel::showNotes()
+{
+    // Collapsed: the first note on one line and "+N more" (the results keep their room on a small
+    // screen); expanded: every note, wrapped.
+    if (mNoteLines.isEmpty()) {
+        mNotes->clear();
+        mNotes->hide();
+        return;
+    }
+    mNotes->show();
+    const QFontMetrics fm(mNotes->font());
+    const int room = std::max(40, mNotes->width() - 16);
+    const QString first = mNoteLines.front();
+    const bool fits = mNoteLines.size() == 1 && fm.horizontalAdvance(first) <= room;
+    if (mNotesExpanded || fits) {
+        QStringList html;
+        for (const QString &l : mNoteLines)
+            html << l.toHtmlEscaped();
+        mNotes->setWordWrap(true);
+        mNotes->setText(html.join(QStringLiteral("<br>"))
+                        + (fits ? QString() : QStringLiteral(" &nbsp;<a href=\"less\">%1</a>").arg(tr("less"))));
+        return;
+    }
+    const QString more = mNoteLines.size() > 1 ? tr("+%1 more").arg(mNoteLines.size() - 1) : tr("more");
+    const QString shown = fm.elidedText(first, Qt::ElideRight, room - fm.horizontalAdvance(more) - 24);
+    mNotes->setWordWrap(false);
+    mNotes->setText(shown.toHtmlEscaped() + QStringLiteral(" &nbsp;<a href=\"more\">%1</a>").arg(more));
+}
+
+void ResultsPanel::resizeEvent(QResizeEvent *event)
+{
+    QWidget::resizeEvent(event);
+    if (!mNotesExpanded)
+        showNotes(); // the first note elided to the new width
+}
+
 QVector<quint32> ResultsPanel::selectedPlans() const
 {
     QModelIndexList rows = mTable->selectionModel()->selectedRows();
@@ -523,7 +575,7 @@ void ResultsPanel::clearResults()
     mPareto->setPoints({});
     mCounts->setText(tr("No results: add GPUs to the cluster to search plans."));
     mCounts->setToolTip(QString());
-    mNotes->clear();
+    setNotes({});
     mProgress->setValue(0);
     mProgress->setFormat(tr("idle"));
 }
@@ -678,7 +730,7 @@ void ResultsPanel::applyResults(quint64 preparedId, Prepared &prepared)
         comparison()->markStale(true);
     mCounts->setText(mResults.countsText());
     mCounts->setToolTip(mResults.countsText());
-    mNotes->setText(mResults.notesText().join(QLatin1Char('\n')));
+    setNotes(mResults.notesText());
     mSelection->select(0);
     mModel->setPlans(points);
     resizeColumns();

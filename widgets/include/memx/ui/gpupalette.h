@@ -25,11 +25,18 @@ public:
     /// "Load GPUs...": emits loadRequested (the window reads the file).
     QPushButton *loadButton() const { return mLoad; }
 
+    /// Narrower than this, the GiB and TFLOP/s columns hide (the names stay readable; the
+    /// tooltips have every figure).
+    static constexpr int FiguresMinWidth = 220;
+
 signals:
     /// A device row was double-clicked or activated with Enter.
     void gpuActivated(const QString &deviceId);
     /// The user asked to load GPU definitions from a file.
     void loadRequested();
+
+protected:
+    void resizeEvent(QResizeEvent *event) override;
 
 private:
     GpuCatalogueModel *mModel = nullptr;

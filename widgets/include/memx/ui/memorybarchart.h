@@ -46,6 +46,8 @@ public:
     QRect barRect(int index) const;
     /// Bar slot under `pos` (full height of the plot), -1 if none.
     int barAt(QPoint pos) const;
+    /// The legend is drawn (a chart too short for it and MinPlotHeight of bars leaves it out).
+    bool legendShown() const { return geometry().showLegend; }
     /// Upper end of the y axis, in GiB.
     double axisMaxGiB() const;
     /// The y axis reaches at least `gib` (charts side by side share one scale); 0: from the bars.
@@ -70,7 +72,10 @@ private:
         QVector<double> centre; // per bar
         double maxGiB = 1;
         double stepGiB = 1;
+        bool showLegend = true; // false: the chart is too short for it
+        bool wrapCaption = false; // the caption takes more than one line
     };
+    static constexpr int MinPlotHeight = 110; // px the bars keep before the legend is dropped
     Geometry geometry() const;
     QString tooltipFor(int index) const;
 

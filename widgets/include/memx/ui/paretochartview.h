@@ -83,6 +83,8 @@ public:
     static constexpr double TimeSecondsFromMs = kTimeSecondsFromMs;
     /// Axis title of `metric` with the unit the chart uses for it.
     QString axisTitle(Metric metric) const;
+    /// Sets each axis's title: axisTitle() where the plot area is long enough, else the short name.
+    void fitAxisTitles();
 
     /// The shown range in plot coordinates (x = horizontal axis, y = vertical axis).
     QRectF viewRange() const;

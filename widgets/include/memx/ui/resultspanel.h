@@ -140,8 +140,12 @@ public:
     /// Launch target: 0 from the cluster, 1 Megatron-LM, 2 FlagScale, 3 any (no launcher).
     QComboBox *targetSelector() const { return mTarget; }
     QLabel *countsLabel() const { return mCounts; }
-    /// The target and why, the planned search's notes, and why nothing fits (with what does).
+    /// The target and why, the planned search's notes, and why nothing fits (with what does):
+    /// collapsed to the first note and a "+N more" link (all of them in its tooltip), or expanded.
     QLabel *notesLabel() const { return mNotes; }
+    const QStringList &notes() const { return mNoteLines; }
+    bool notesExpanded() const { return mNotesExpanded; }
+    void setNotesExpanded(bool expanded);
     /// "Rank r (plan #n) ...": n is the core's configuration index, as in exports ("search #n").
     QLabel *detailTitle() const { return mDetailTitle; }
 
@@ -187,7 +191,13 @@ private:
     void setStale(bool on);
     void saveCsvInteractive(bool front);
     void updateCompareButton();
+    void setNotes(const QStringList &lines);
+    void showNotes();
 
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+
+private:
     memx::SearchRequest mRequest;
     /// The document's cluster of the running search and of the last finished one (the what-if baseline).
     std::optional<memx::Cluster> mRunningCluster, mLastCluster;
@@ -217,6 +227,8 @@ private:
     QProgressBar *mProgress = nullptr;
     QLabel *mCounts = nullptr;
     QLabel *mNotes = nullptr;
+    QStringList mNoteLines;
+    bool mNotesExpanded = false;
     QSpinBox *mGlobalBatch = nullptr;
     QComboBox *mTarget = nullptr;
     QCheckBox *mOverlapDp = nullptr; ///< SearchSpaceOptions::overlapDataParallel
