@@ -1,5 +1,7 @@
 #include "searchoptions.h"
 
+#include "memx/search/spacelists.h"
+
 #include "memx/io/formats.h"
 
 #include <algorithm>
@@ -24,23 +26,23 @@ std::vector<int> intList(const Args &args, const std::string &name, std::vector<
     auto v = args.value(name);
     if (!v)
         return dflt;
-    std::vector<int> out;
-    for (const std::string &s : splitList(*v)) {
-        try {
-            size_t pos = 0;
-            const int x = std::stoi(s, &pos);
-            if (pos != s.size() || x < lo || x > hi)
-                throw std::invalid_argument(s);
-            out.push_back(x);
-        } catch (const std::exception &) {
-            throw UsageError {"--" + name + ": expected comma-separated integers from " + std::to_string(lo) + " to "
-                              + std::to_string(hi) + ", found \"" + s + "\""};
-        }
-    }
-    if (out.empty())
+    std::string error;
+    auto out = parseIntList(*v, lo, hi, &error); // the Search Space dock's parser too
+    if (!out)
+        throw UsageError {"--" + name + ": " + error};
+    if (out->empty())
         throw UsageError {"--" + name + ": expected at least one value"};
-    return out;
+    return *out;
 }
+
+namespace {
+/// A search-space list option, with the bounds the Search Space dock uses (memx::kSpaceListBounds).
+std::vector<int> spaceList(const Args &args, const std::string &name, std::vector<int> dflt)
+{
+    const SpaceListBounds &b = spaceListBounds(name);
+    return intList(args, name, std::move(dflt), b.lo, b.hi);
+}
+} // namespace
 
 ObjectiveWeights weightsOption(const Args &args)
 {
@@ -110,11 +112,11 @@ const char *const kSpaceOptionsUsage = R"(Search space (each narrows or widens o
 
 void applySpaceOptions(const Args &args, SearchSpaceOptions &sp)
 {
-    sp.stagesPerGroup = intList(args, "stages", sp.stagesPerGroup, 1, 64);
-    sp.tensorParallel = intList(args, "tp", sp.tensorParallel, 1, 64);
-    sp.microBatches = intList(args, "mbs", sp.microBatches, 1, 1024);
-    sp.virtualStages = intList(args, "vpp", sp.virtualStages, 1, 64);
-    sp.contextParallel = intList(args, "cp", sp.contextParallel, 1, 64);
+    sp.stagesPerGroup = spaceList(args, "stages", sp.stagesPerGroup);
+    sp.tensorParallel = spaceList(args, "tp", sp.tensorParallel);
+    sp.microBatches = spaceList(args, "mbs", sp.microBatches);
+    sp.virtualStages = spaceList(args, "vpp", sp.virtualStages);
+    sp.contextParallel = spaceList(args, "cp", sp.contextParallel);
     if (auto c = args.value("cp-comm")) {
         const auto comm = cpCommFromString(*c);
         if (!comm)

@@ -18,6 +18,8 @@ namespace memx::cli {
 std::vector<std::string> splitList(const std::string &text);
 
 /// --NAME a,b,c as integers within [lo, hi]; `dflt` when the option is absent. UsageError otherwise.
+/// Option `name` as whole numbers from `lo` to `hi` (memx::parseIntList: sorted, no duplicates);
+/// `dflt` when absent; a UsageError naming the option for anything else or an empty list.
 std::vector<int> intList(const Args &args, const std::string &name, std::vector<int> dflt, int lo, int hi);
 
 /// --weights T,M,B (three non-negative numbers); the documented default ObjectiveWeights {} when absent.

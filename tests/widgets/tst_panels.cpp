@@ -1,6 +1,7 @@
 // NodePropertyPanel and ModelPanel: edits reach the document as undo steps, invalid values are
 // refused with an inline message, the panels follow undo/redo.
 #include "memx/io/formats.h"
+#include "memx/search/spacelists.h"
 #include "memx/store/memorystore.h"
 #include "memx/ui/clusterdocument.h"
 #include "memx/ui/documentstorage.h"
@@ -217,13 +218,15 @@ private slots:
     /// defaults as memx search's, the settings written into a planned search's request.
     void searchSpacePanel()
     {
-        QString error;
-        QCOMPARE(*memx::ui::parseIntList(QStringLiteral(" 4, 1 2,,2 "), 1, 64, &error), (std::vector<int> {1, 2, 4}));
-        QVERIFY(memx::ui::parseIntList(QString(), 1, 64, &error)->empty());
-        QVERIFY(!memx::ui::parseIntList(QStringLiteral("1, 0"), 1, 64, &error));
-        QVERIFY2(error.contains(QStringLiteral("\"0\"")) && error.contains(QStringLiteral("1 to 64")),
-                 qPrintable(error));
-        QVERIFY(!memx::ui::parseIntList(QStringLiteral("2.5"), 1, 64, &error));
+        // memx::parseIntList, memx search's parser of --stages/--tp/--mbs/--vpp/--cp too.
+        std::string error;
+        QCOMPARE(*memx::parseIntList(" 4, 1 2,,2 ", 1, 64, &error), (std::vector<int> {1, 2, 4}));
+        QVERIFY(memx::parseIntList("", 1, 64, &error)->empty());
+        QVERIFY(!memx::parseIntList("1, 0", 1, 64, &error));
+        QVERIFY2(error.find("\"0\"") != std::string::npos && error.find("1 to 64") != std::string::npos, error.c_str());
+        QVERIFY(!memx::parseIntList("2.5", 1, 64, &error));
+        QVERIFY(!memx::parseIntList("4x", 1, 64, &error));
+        QCOMPARE(memx::spaceListBounds("mbs").hi, 1024);
 
         SearchSpacePanel panel;
         QSignalSpy changed(&panel, &SearchSpacePanel::changed);

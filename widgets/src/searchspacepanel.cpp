@@ -1,5 +1,7 @@
 #include "memx/ui/searchspacepanel.h"
 
+#include "memx/search/spacelists.h"
+
 #include <QCheckBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -37,28 +39,6 @@ void SearchSpaceSettings::applyTo(memx::PlannedSearchRequest &request, memx::Pla
     options.maxBases = maxBases;
 }
 
-std::optional<std::vector<int>> parseIntList(const QString &text, int lo, int hi, QString *error)
-{
-    std::vector<int> out;
-    const QStringList parts = text.split(QRegularExpression(QStringLiteral("[,;\\s]+")), Qt::SkipEmptyParts);
-    for (const QString &part : parts) {
-        bool ok = false;
-        const int v = part.toInt(&ok);
-        if (!ok || v < lo || v > hi) {
-            if (error)
-                *error = QObject::tr("expected whole numbers from %1 to %2 separated by commas, found \"%3\"")
-                             .arg(lo)
-                             .arg(hi)
-                             .arg(part);
-            return std::nullopt;
-        }
-        out.push_back(v);
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-}
-
 namespace {
 QString joined(const std::vector<int> &v)
 {
@@ -79,24 +59,23 @@ SearchSpacePanel::SearchSpacePanel(QWidget *parent)
         const char *name;
         const char *label;
         const char *tip;
-        int lo, hi;
         std::vector<int> SearchSpaceSettings::*member;
         std::vector<int> def;
     };
     const Spec specs[] = {
         {"stages", QT_TR_NOOP("&Stages per group:"),
-         QT_TR_NOOP("Pipeline stages each node group may hold (memx search --stages)"), 1, 64,
+         QT_TR_NOOP("Pipeline stages each node group may hold (memx search --stages)"),
          &SearchSpaceSettings::stagesPerGroup, defaults.stagesPerGroup},
-        {"tp", QT_TR_NOOP("&TP degrees:"), QT_TR_NOOP("Tensor-parallel degrees (--tp); at most the GPUs per node"), 1,
-         64, &SearchSpaceSettings::tensorParallel, defaults.tensorParallel},
+        {"tp", QT_TR_NOOP("&TP degrees:"), QT_TR_NOOP("Tensor-parallel degrees (--tp); at most the GPUs per node"),
+         &SearchSpaceSettings::tensorParallel, defaults.tensorParallel},
         {"mbs", QT_TR_NOOP("&Micro-batch sizes:"),
          QT_TR_NOOP(
              "Micro-batch sizes of the widest stages; a stage with fewer replicas carries proportionally more (--mbs)"),
-         1, 1024, &SearchSpaceSettings::microBatches, defaults.microBatches},
+         &SearchSpaceSettings::microBatches, defaults.microBatches},
         {"vpp", QT_TR_NOOP("&Interleaving (VPP):"),
-         QT_TR_NOOP("Model chunks per pipeline rank, interleaved 1F1B (--vpp)"), 1, 64,
-         &SearchSpaceSettings::virtualStages, defaults.virtualStages},
-        {"cp", QT_TR_NOOP("&Context parallel:"), QT_TR_NOOP("Context-parallel sizes (--cp)"), 1, 64,
+         QT_TR_NOOP("Model chunks per pipeline rank, interleaved 1F1B (--vpp)"), &SearchSpaceSettings::virtualStages,
+         defaults.virtualStages},
+        {"cp", QT_TR_NOOP("&Context parallel:"), QT_TR_NOOP("Context-parallel sizes (--cp)"),
          &SearchSpaceSettings::contextParallel, defaults.contextParallel},
     };
     for (const Spec &s : specs) {
@@ -109,7 +88,8 @@ SearchSpacePanel::SearchSpacePanel(QWidget *parent)
         form->addRow(tr(s.label), edit);
         QString label = tr(s.label);
         label.remove(u'&').remove(u':');
-        mLists.push_back({s.name, label, edit, s.lo, s.hi, s.member});
+        const memx::SpaceListBounds &b = memx::spaceListBounds(s.name); // memx search's bounds
+        mLists.push_back({s.name, label, edit, b.lo, b.hi, s.member});
     }
     mMaxStages = new QSpinBox(this);
     mMaxStages->setRange(0, 64);
@@ -231,10 +211,10 @@ void SearchSpacePanel::onEdited()
     SearchSpaceSettings next = mSettings;
     QStringList problems;
     for (const ListField &f : mLists) {
-        QString error;
-        const auto v = parseIntList(f.edit->text(), f.lo, f.hi, &error);
+        std::string error;
+        const auto v = memx::parseIntList(f.edit->text().toStdString(), f.lo, f.hi, &error);
         if (!v) {
-            problems << tr("%1: %2").arg(f.label, error);
+            problems << tr("%1: %2").arg(f.label, QString::fromStdString(error));
             continue;
         }
         next.*f.member = *v;

@@ -32,10 +32,6 @@ struct SearchSpaceSettings {
     bool operator==(const SearchSpaceSettings &) const = default;
 };
 
-/// "1, 2, 4" / "1 2 4" -> {1, 2, 4} (sorted, duplicates dropped); "" -> {} (the default). Refused
-/// with `error` naming what was expected: anything but whole numbers in [lo, hi].
-std::optional<std::vector<int>> parseIntList(const QString &text, int lo, int hi, QString *error);
-
 /// Editor of SearchSpaceSettings (the Search Space dock). Every valid edit emits changed() (the
 /// window re-searches); an invalid list is shown in red, naming the field and what it expects, and
 /// is not applied until fixed. *Defaults* restores memx search's defaults. setLastNarrowing()
