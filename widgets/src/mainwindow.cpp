@@ -50,6 +50,13 @@
 
 #include <iterator>
 
+// The icon lives in this static library's resources: a static library's resource initialiser is
+// only linked in when referenced (Q_INIT_RESOURCE must run outside a namespace).
+static void initMemxResources()
+{
+    Q_INIT_RESOURCE(memx);
+}
+
 namespace memx::ui {
 
 namespace {
@@ -91,6 +98,7 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     : QMainWindow(parent)
     , mRememberLayout(rememberLayout)
 {
+    initMemxResources();
     setWindowIcon(QIcon(QStringLiteral(":/memx/icons/memx.svg")));
     mDocument = new ClusterDocument(this);
     mTrain = new BackgroundJob<std::shared_ptr<memx::TrainOutcome>>(this);

@@ -580,12 +580,14 @@ void ResultsPanel::clearResults()
     mProgress->setFormat(tr("idle"));
 }
 
-memx::PlannedSearchRequest ResultsPanel::currentRequest() const
+memx::PlannedSearchRequest ResultsPanel::currentRequest(memx::PlannedSearchOptions *options) const
 {
     memx::PlannedSearchRequest request;
     request.search = mRequest;
-    memx::PlannedSearchOptions options;
-    mSpace.applyTo(request, options);
+    memx::PlannedSearchOptions spaceOptions;
+    mSpace.applyTo(request, spaceOptions);
+    if (options)
+        *options = spaceOptions;
     if (mGlobalBatch->value() > 0)
         request.search.globalBatch = mGlobalBatch->value();
     request.search.space.overlapDataParallel = mOverlapDp->isChecked();
@@ -608,7 +610,8 @@ memx::PlannedSearchRequest ResultsPanel::currentRequest() const
 void ResultsPanel::runSearch()
 {
     mDebounce->stop();
-    memx::PlannedSearchRequest request = currentRequest();
+    memx::PlannedSearchOptions options; // the Search Space dock's budget
+    memx::PlannedSearchRequest request = currentRequest(&options);
     // What-if: the cluster of the last finished search stays a candidate (used when the new
     // cluster holds it, e.g. after adding a node); its subsets come back from the job's memo.
     // (The document's cluster, not the searched one: planSearch applies the project's calibration
@@ -623,8 +626,6 @@ void ResultsPanel::runSearch()
     memx::PlannedSearch planned;
     std::shared_ptr<memx::MemoryStore> caches;
     try {
-        memx::PlannedSearchOptions options;
-        options.maxBases = mSpace.maxBases;
         planned = memx::planSearch(std::move(request), mProject.get(), options);
         if (mCacheSource && planned.usesCache()) {
             caches = std::make_shared<memx::MemoryStore>();

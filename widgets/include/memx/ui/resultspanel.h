@@ -67,8 +67,9 @@ public:
     void setRequest(const memx::SearchRequest &request);
     const memx::SearchRequest &request() const { return mRequest; }
     /// What Run Search would search now: the request with the panel's batch, DP overlap, FSDP,
-    /// FP8 and launch-target settings (the comparison dialog compares on the same).
-    memx::PlannedSearchRequest currentRequest() const;
+    /// FP8 and launch-target settings (the comparison dialog compares on the same); `options`,
+    /// when given, gets the planned search's options of the Search Space dock (the budget).
+    memx::PlannedSearchRequest currentRequest(memx::PlannedSearchOptions *options = nullptr) const;
     /// The project the next search uses (profiles, calibration, learned predictor; null: none) and
     /// the store holding its caches (the document's project data; null: no caches). The store is
     /// only read on this thread when a search starts (memx::copySearchCaches).
