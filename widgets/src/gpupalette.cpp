@@ -8,6 +8,7 @@
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QSortFilterProxyModel>
+#include <QStyle>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -64,6 +65,8 @@ void GpuPalette::resizeEvent(QResizeEvent *event)
     const bool narrow = width() < FiguresMinWidth;
     mView->setColumnHidden(GpuCatalogueModel::MemoryColumn, narrow);
     mView->setColumnHidden(GpuCatalogueModel::ComputeColumn, narrow);
+    // Narrow: less indentation, more of each name (the rest is in its tooltip).
+    mView->setIndentation(narrow ? 10 : style()->pixelMetric(QStyle::PM_TreeViewIndentation, nullptr, mView));
 }
 
 } // namespace memx::ui

@@ -744,6 +744,7 @@ void ParetoChartView::updateCountLabel()
     const QString zoom = mZoomed ? tr(" · zoomed") : QString();
     mCountFull = tr("%1 plans, %2 on the front%3").arg(locale.toString(mPoints.size())).arg(nFront).arg(zoom);
     mCountShort = tr("%1 on the front%2").arg(nFront).arg(zoom);
+    mCountTiny = QStringLiteral("%1 \u2605%2").arg(nFront).arg(zoom); // the table's Pareto star
     fitCountLabel();
 }
 
@@ -762,7 +763,9 @@ void ParetoChartView::fitCountLabel()
     if (fm.horizontalAdvance(text) > w)
         text = mCountShort;
     if (fm.horizontalAdvance(text) > w)
-        text = fm.elidedText(mCountShort, Qt::ElideRight, w);
+        text = mCountTiny;
+    if (fm.horizontalAdvance(text) > w)
+        text = fm.elidedText(mCountTiny, Qt::ElideRight, w);
     mCountLabel->setText(text);
     mCountLabel->setToolTip(mCountFull);
 }

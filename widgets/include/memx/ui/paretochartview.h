@@ -160,7 +160,7 @@ private:
     QLabel *mCountLabel = nullptr;
     QToolButton *mFrontButton = nullptr;
     QToolButton *mResetButton = nullptr;
-    QString mCountFull, mCountShort; ///< "N plans, K on the front" / "K on the front"
+    QString mCountFull, mCountShort, mCountTiny; ///< "N plans, K on the front" / "K on the front" / "K ★"
     ParetoColourLegend *mLegend = nullptr;
 
     bool eventFilter(QObject *watched, QEvent *event) override;
