@@ -195,10 +195,12 @@ QString ClusterDocument::validateGroup(const memx::NodeGroup &group, int index) 
     return validateCluster(candidate);
 }
 
-void ClusterDocument::addKnownDevices(const std::vector<memx::GpuSpec> &devices)
+void ClusterDocument::addKnownDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin)
 {
+    std::vector<memx::GpuSpec> added;
     for (memx::GpuSpec d : devices) {
         d.custom = true;
+        added.push_back(d);
         auto same = std::find_if(mKnownDevices.begin(), mKnownDevices.end(),
                                  [&](const memx::GpuSpec &k) { return k.id == d.id; });
         if (same != mKnownDevices.end())
@@ -206,6 +208,8 @@ void ClusterDocument::addKnownDevices(const std::vector<memx::GpuSpec> &devices)
         else
             mKnownDevices.push_back(std::move(d));
     }
+    if (!added.empty())
+        emit knownDevicesAdded(added, origin);
 }
 
 const memx::GpuSpec *ClusterDocument::knownDevice(const std::string &id) const

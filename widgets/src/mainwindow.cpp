@@ -219,13 +219,12 @@ void MainWindow::connectDocument(const Docks &docks)
         for (const memx::GpuSpec &d : mDocument->cluster().devices)
             if (d.custom && !mDocument->knownDevice(d.id))
                 own.push_back(d);
-        if (!own.empty()) {
-            mPalette->model()->addDevices(
-                own,
-                mDocument->filePath().isEmpty() ? tr("this cluster") : QFileInfo(mDocument->filePath()).fileName());
-            mDocument->addKnownDevices(own);
-        }
+        if (!own.empty())
+            mDocument->addKnownDevices(own,
+                                       mDocument->filePath().isEmpty() ? tr("this cluster")
+                                                                       : QFileInfo(mDocument->filePath()).fileName());
     });
+    connect(mDocument, &ClusterDocument::knownDevicesAdded, mPalette->model(), &GpuCatalogueModel::addDevices);
     // The project's search context first: the search it schedules must see the new data.
     connect(mDocument, &ClusterDocument::projectDataChanged, this, &MainWindow::onProjectDataChanged);
     for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged,
@@ -737,8 +736,7 @@ bool MainWindow::loadGpuFile(const QString &path, QString *error)
 
 void MainWindow::addGpuDevices(const QString &path, const std::vector<memx::GpuSpec> &devices)
 {
-    mDocument->addKnownDevices(devices);
-    mPalette->model()->addDevices(devices, QFileInfo(path).fileName());
+    mDocument->addKnownDevices(devices, QFileInfo(path).fileName());
     if (mRememberLayout)
         mSettings.addGpuFile(path);
     QStringList names;

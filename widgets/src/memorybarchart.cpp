@@ -133,6 +133,7 @@ MemoryBarChart::MemoryBarChart(QWidget *parent)
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
     setAutoFillBackground(true);
     setBackgroundRole(QPalette::Base);
+    mCaption = composeCaption();
 }
 
 void MemoryBarChart::setBars(QVector<GpuMemoryBar> bars)
@@ -156,6 +157,8 @@ void MemoryBarChart::setBars(QVector<GpuMemoryBar> bars)
             mGroupStart.append(i);
     }
     mGroupStart.append(int(mBars.size()));
+    mCaption = composeCaption();
+    invalidateGeometry();
     updateGeometry();
     update();
 }
@@ -178,7 +181,7 @@ int MemoryBarChart::riskCount() const
     return int(std::count_if(mBars.begin(), mBars.end(), [](const GpuMemoryBar &b) { return b.riskOfOom && !b.oom; }));
 }
 
-QString MemoryBarChart::captionText() const
+QString MemoryBarChart::composeCaption() const
 {
     if (mBars.isEmpty())
         return tr("No plan selected");
@@ -203,6 +206,7 @@ QString MemoryBarChart::captionText() const
 void MemoryBarChart::setAxisFloorGiB(double gib)
 {
     mAxisFloorGiB = std::max(0.0, gib);
+    invalidateGeometry();
     update();
 }
 
@@ -211,7 +215,24 @@ double MemoryBarChart::axisMaxGiB() const
     return geometry().maxGiB;
 }
 
-MemoryBarChart::Geometry MemoryBarChart::geometry() const
+const MemoryBarChart::Geometry &MemoryBarChart::geometry() const
+{
+    // Keyed by the size too: a hidden widget's resize() delivers its resizeEvent only when shown.
+    if (!mGeometry || mGeometrySize != size()) {
+        mGeometry = computeGeometry();
+        mGeometrySize = size();
+    }
+    return *mGeometry;
+}
+
+void MemoryBarChart::changeEvent(QEvent *event)
+{
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange)
+        invalidateGeometry();
+    QWidget::changeEvent(event);
+}
+
+MemoryBarChart::Geometry MemoryBarChart::computeGeometry() const
 {
     Geometry g;
     const QFontMetrics fm(font());
@@ -266,7 +287,7 @@ QRect MemoryBarChart::barRect(int index) const
 {
     if (index < 0 || index >= mBars.size())
         return {};
-    const Geometry g = geometry();
+    const Geometry &g = geometry();
     const double w = std::min(g.slot * 0.62, 56.0);
     const double h = std::min(mBars[index].usedBytes() / GiB, g.maxGiB) / g.maxGiB * g.plot.height();
     return QRectF(g.centre[index] - w / 2, g.plot.bottom() - h, w, h).toRect();
@@ -274,7 +295,7 @@ QRect MemoryBarChart::barRect(int index) const
 
 int MemoryBarChart::barAt(QPoint pos) const
 {
-    const Geometry g = geometry();
+    const Geometry &g = geometry();
     if (pos.y() < g.plot.top() || pos.y() > g.labels.bottom())
         return -1;
     for (int i = 0; i < mBars.size(); ++i) {
@@ -299,7 +320,7 @@ void MemoryBarChart::paintEvent(QPaintEvent *)
 {
     QPainter p(this);
     p.setRenderHint(QPainter::Antialiasing);
-    const Geometry g = geometry();
+    const Geometry &g = geometry();
     const QFontMetrics fm(font());
     const QColor text = palette().color(QPalette::Text);
     const QColor faint = palette().color(QPalette::Mid);

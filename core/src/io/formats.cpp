@@ -229,6 +229,15 @@ json toJson(const GpuSpec &d)
 
 namespace {
 
+/// A device a cluster plans with must state its memory (custom device files and a cluster's
+/// /devices alike; the catalogue itself may leave it unknown).
+void requireDeviceMemory(const GpuSpec &d, const std::string &pointer, Diagnostics &diags)
+{
+    if (!d.memoryGiB)
+        diags.error(pointer + "/memoryGiB",
+                    "expected the device's memory in GiB (a cluster cannot plan with unknown memory), found null");
+}
+
 /// The devices of a memx.catalogue/1 text, each also checked by `check` (may be empty).
 std::vector<GpuSpec>
 parseDeviceList(const std::string &text, const std::string &file,
@@ -276,10 +285,7 @@ std::vector<GpuSpec> parseCustomDevices(const std::string &text, const std::stri
                       diags.error(jsonPointerJoin(p + "/aliases", a),
                                   "expected an alias that is not a catalogue device's, found \"" + d.aliases[a]
                                       + "\" (the catalogue's " + known->name + ")");
-              if (!d.memoryGiB)
-                  diags.error(p + "/memoryGiB",
-                              "expected the device's memory in GiB (a cluster cannot plan with unknown memory), "
-                              "found null");
+              requireDeviceMemory(d, p, diags);
           });
     if (devices.empty())
         throw LoadError(file, "/devices", "expected at least one device, found none");
@@ -313,10 +319,8 @@ void parseClusterDevices(JsonObjectReader &r, Cluster &c, Diagnostics &diags)
             d.custom = true;
             if (!d.id.empty() && c.deviceIndex(d.id) >= 0)
                 diags.error(p + "/id", "duplicate device id \"" + d.id + "\"");
-            else if (!d.id.empty() && !d.memoryGiB)
-                diags.error(p + "/memoryGiB",
-                            "expected the device's memory in GiB (a cluster cannot plan with "
-                            "unknown memory), found null");
+            else if (!d.id.empty())
+                requireDeviceMemory(d, p, diags);
             c.devices.push_back(std::move(d));
         }
     }

@@ -90,7 +90,9 @@ public:
     /// memx::loadCustomDevices); a later definition of an id replaces the earlier one. A group of
     /// one of them carries its definition in the cluster's devices (so it is saved with the
     /// cluster); it leaves them again when no group uses it. Not undoable (no cluster change).
-    void addKnownDevices(const std::vector<memx::GpuSpec> &devices);
+    /// `origin` says where they were defined (a file name); emits knownDevicesAdded, which the
+    /// GPU palette follows.
+    void addKnownDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin);
     const std::vector<memx::GpuSpec> &knownDevices() const { return mKnownDevices; }
     /// The known device with id or alias `id` (null when none).
     const memx::GpuSpec *knownDevice(const std::string &id) const;
@@ -162,6 +164,8 @@ signals:
     void projectDataChanged();
     void filePathChanged(const QString &path);
     void objectiveWeightsChanged(const memx::ObjectiveWeights &weights);
+    /// addKnownDevices added or replaced these devices (marked custom), defined in `origin`.
+    void knownDevicesAdded(const std::vector<memx::GpuSpec> &devices, const QString &origin);
 
 private:
     /// Keeps `devices` = custom devices + the catalogue devices the groups use (in first-use order),

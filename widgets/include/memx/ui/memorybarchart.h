@@ -5,6 +5,8 @@
 #include <QVector>
 #include <QWidget>
 
+#include <optional>
+
 namespace memx::ui {
 
 /// Per-GPU memory of one plan: one stacked bar per GPU (parameters, gradients, optimizer,
@@ -36,7 +38,7 @@ public:
     int barCount() const { return int(mBars.size()); }
 
     /// "Max utilisation 103.1 % (node/gpu) · Imbalance CV 0.214 · 1 OOM, 2 at risk of OOM".
-    QString captionText() const;
+    QString captionText() const { return mCaption; }
     double maxUtilisation() const; ///< Highest used/capacity over the bars (0 if none).
     double imbalanceCv() const { return utilisationCv(mBars); }
     int oomCount() const;
@@ -62,6 +64,7 @@ signals:
 
 protected:
     void paintEvent(QPaintEvent *event) override;
+    void changeEvent(QEvent *event) override;
     bool event(QEvent *event) override;
     void mousePressEvent(QMouseEvent *event) override;
 
@@ -76,12 +79,20 @@ private:
         bool wrapCaption = false; // the caption takes more than one line
     };
     static constexpr int MinPlotHeight = 110; // px the bars keep before the legend is dropped
-    Geometry geometry() const;
+    /// The layout for the current size, font and bars: computed once, then cached until one of
+    /// them changes (paint and every mouse move use it; the font through changeEvent).
+    const Geometry &geometry() const;
+    Geometry computeGeometry() const;
+    void invalidateGeometry() { mGeometry.reset(); }
+    QString composeCaption() const;
     QString tooltipFor(int index) const;
 
     QVector<GpuMemoryBar> mBars;
     double mAxisFloorGiB = 0.0;
     QVector<int> mGroupStart; // first bar index of every node group, plus barCount() at the end
+    QString mCaption; // captionText(), composed in setBars
+    mutable std::optional<Geometry> mGeometry;
+    mutable QSize mGeometrySize; // the size mGeometry was computed for
 };
 
 } // namespace memx::ui
