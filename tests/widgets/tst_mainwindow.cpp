@@ -31,6 +31,7 @@
 #include "memx/ui/undocommands.h"
 #include "memx/ui/weightsliders.h"
 #include "memx/util/fileio.h"
+#include <QDockWidget>
 #include <QTableWidget>
 #include <QTreeView>
 
@@ -665,8 +666,18 @@ private slots:
         const QSize minimum = mWindow->minimumSizeHint().expandedTo(mWindow->minimumSize());
         QVERIFY2(minimum.width() <= 1024 && minimum.height() <= 700,
                  qPrintable(QStringLiteral("%1 x %2").arg(minimum.width()).arg(minimum.height())));
-        // What a 1024 px window's docks get (~130 px left, ~250 px right): the Properties fields
-        // fit (a field goes under its label) and the palette keeps the names, not the figures.
+        // A window narrower than 1200 px (the offscreen screen is 800 px) keeps one dock column:
+        // the GPU Catalogue and Profiles are tabs on the right, the centre and the catalogue wide
+        // enough (two columns left the catalogue ~130 px, every name elided).
+        QVERIFY2(mWindow->width() < 1200, qPrintable(QString::number(mWindow->width())));
+        auto *paletteDock = mWindow->findChild<QDockWidget *>(QStringLiteral("paletteDock"));
+        auto *propertiesDock = mWindow->findChild<QDockWidget *>(QStringLiteral("propertiesDock"));
+        QCOMPARE(mWindow->dockWidgetArea(paletteDock), Qt::RightDockWidgetArea);
+        QCOMPARE(mWindow->dockWidgetArea(mWindow->findChild<QDockWidget *>(QStringLiteral("profilesDock"))),
+                 Qt::RightDockWidgetArea);
+        QVERIFY(mWindow->tabifiedDockWidgets(propertiesDock).contains(paletteDock));
+        // The Properties fields fit a ~250 px dock (a field goes under its label); the palette
+        // keeps the names, not the figures, when narrower than FiguresMinWidth.
         NodePropertyPanel *properties = mWindow->findChild<NodePropertyPanel *>();
         QVERIFY(properties);
         QVERIFY2(properties->minimumSizeHint().width() <= 240,

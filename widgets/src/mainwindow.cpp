@@ -116,7 +116,17 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
     const QSize preferred(1480, 900);
     resize(screen() ? preferred.boundedTo(screen()->availableGeometry().size()) : preferred);
     const bool narrow = width() < 1200;
-    resizeDocks({docks.palette, docks.properties}, {narrow ? 190 : 235, narrow ? 240 : 290}, Qt::Horizontal);
+    if (narrow) {
+        // A 1024 px screen has room for one dock column: the GPU Catalogue and Profiles join the
+        // right one as tabs (two columns left the centre ~630 px and the catalogue ~130 px, every
+        // GPU name elided). A saved layout (restoreState below) still wins.
+        for (QDockWidget *d : {docks.palette, docks.profiles}) {
+            addDockWidget(Qt::RightDockWidgetArea, d);
+            tabifyDockWidget(docks.history, d);
+        }
+        docks.palette->raise();
+    }
+    resizeDocks({docks.palette, docks.properties}, {narrow ? 270 : 235, narrow ? 270 : 290}, Qt::Horizontal);
     resizeDocks({docks.weights, docks.properties}, {140, 600}, Qt::Vertical);
     // Dock tabs keep their full titles ("Search Space", not "Search Sp..."): the tab bar scrolls.
     for (QTabBar *tabs : findChildren<QTabBar *>(Qt::FindDirectChildrenOnly)) {

@@ -220,8 +220,12 @@ QWidget *ResultsPanel::createTable()
     mTable->setAlternatingRowColors(true);
     mTable->setWordWrap(false);
     mFilter = new QLineEdit;
-    mFilter->setPlaceholderText(tr("Filter plans (e.g. mi250x, rc=full, PP4)"));
+    mFilter->setPlaceholderText(tr("Filter plans"));
+    mFilter->setToolTip(
+        tr("Show the plans whose stages, launcher or idle GPUs contain this text, e.g. mi250x, rc=full, PP4"));
     mFilter->setClearButtonEnabled(true);
+    // The placeholder and the clear button stay readable in a narrow pane (it was "Filter ...").
+    mFilter->setMinimumWidth(mFilter->fontMetrics().horizontalAdvance(mFilter->placeholderText()) + 44);
     mParetoOnly = new QCheckBox(tr("Pareto front only"));
     mHideOom = new QCheckBox(tr("Hide OOM"));
     auto *filters = new QHBoxLayout;
