@@ -8,7 +8,8 @@
 //   - MainWindowSearch: the real window (offscreen), Run search on the 20-GPU sample, from the click
 //     until 1 s after the results are shown (results applied to the Pareto chart, memory bars, plan
 //     table, plan detail, and their repaints); each search of another global batch (no memo hit);
-//   - MainWindowSearch512: the same on the 512-GPU cross-vendor sample (issue #20).
+//   - MainWindowSearch512: the same on the 512-GPU cross-vendor sample (issue #20);
+//   - MainWindowCancel512: Cancel 150 ms into a 512-GPU search, until cancelled() reaches the UI.
 // Counters: maxUiGapMs (largest over all iterations), p99 of the gaps, searchMs (wall, start ->
 // results shown), ticks. Run: QT_QPA_PLATFORM=offscreen build/tests/bench/bench_gui
 // Figures go to docs/gui.md.
@@ -158,9 +159,72 @@ void MainWindowSearch512(benchmark::State &state)
     windowSearch(state, kLargeSample);
 }
 
+/// Cancel on the 512-GPU sample, as the user feels it: Run search, 150 ms into the search (or
+/// once it started, when it starts later) Cancel, then the time from cancelSearch() until the job's
+/// cancelled() signal reached the UI thread (issue #20: within 100 ms). Counters: cancelMs (mean),
+/// maxCancelMs, and the UI gaps over the whole iteration.
+void MainWindowCancel512(benchmark::State &state)
+{
+    MainWindow window(false);
+    window.setInteractive(false);
+    window.openFile(kLargeSample);
+    window.show();
+    ResultsPanel *panel = window.results();
+    {
+        QEventLoop loop;
+        QObject::connect(panel, &ResultsPanel::resultsShown, &loop,
+                         [&loop] { QTimer::singleShot(1000, &loop, &QEventLoop::quit); });
+        loop.exec();
+    }
+    const int modelBatch = window.document()->model().training.globalBatch;
+    std::vector<double> all;
+    double maxGap = 0, sumCancel = 0, maxCancel = 0;
+    int iteration = 0, missed = 0;
+    for (auto _ : state) {
+        {
+            const QSignalBlocker quiet(panel->globalBatchField());
+            panel->globalBatchField()->setValue(modelBatch * (2 + iteration++));
+        }
+        QEventLoop loop;
+        QElapsedTimer clock;
+        double cancelMs = -1;
+        auto cancelOnce = [&] {
+            if (clock.isValid())
+                return;
+            clock.start();
+            panel->cancelSearch();
+        };
+        QObject::connect(panel->job(), &SearchJob::started, &loop, [&] { QTimer::singleShot(150, &loop, cancelOnce); });
+        QObject::connect(panel->job(), &SearchJob::cancelled, &loop, [&] {
+            cancelMs = double(clock.nsecsElapsed()) / 1e6;
+            QTimer::singleShot(300, &loop, &QEventLoop::quit);
+        });
+        // Finished before the cancel: not a cancel measurement (counted in "missed").
+        QObject::connect(panel, &ResultsPanel::resultsShown, &loop, &QEventLoop::quit);
+        QObject::connect(panel->job(), &SearchJob::failed, &loop, &QEventLoop::quit);
+        GapMeter meter;
+        panel->runSearch();
+        loop.exec();
+        if (cancelMs < 0)
+            ++missed;
+        else {
+            sumCancel += cancelMs;
+            maxCancel = std::max(maxCancel, cancelMs);
+        }
+        maxGap = std::max(maxGap, meter.maxMs());
+        all.insert(all.end(), meter.gaps().begin(), meter.gaps().end());
+    }
+    const double measured = double(std::max<int64_t>(1, state.iterations() - missed));
+    state.counters["cancelMs"] = sumCancel / measured;
+    state.counters["maxCancelMs"] = maxCancel;
+    state.counters["missed"] = missed;
+    state.counters["maxUiGapMs"] = maxGap;
+}
+
 BENCHMARK(SearchJobOnly)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(MainWindowSearch)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(MainWindowSearch512)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(MainWindowCancel512)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
 } // namespace
 
