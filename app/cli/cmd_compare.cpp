@@ -50,6 +50,8 @@ when its pick is the measured best of those candidates.
 
 Options:
   --cluster FILE        cluster file (memx.cluster/1)
+  --gpus FILE           custom GPU definitions (memx.catalogue/1, e.g. sample_gpus/) the cluster
+                        may name; repeatable
   --model ID|FILE       model preset id or model file
   --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
                         unfused on V100/Turing), flash, fused or unfused (default: the model's)
@@ -192,8 +194,8 @@ int run(const std::vector<std::string> &argv)
 {
     if (std::find(argv.begin(), argv.end(), "--measured") != argv.end())
         return runMeasured(argv);
-    std::set<std::string> values {"cluster", "model",           "gbs",     "weights", "project",  "candidates",
-                                  "seed",    "seconds-per-run", "threads", "out",     "max-bases"};
+    std::set<std::string> values {"cluster",    "gpus", "model",           "gbs",     "weights", "project",
+                                  "candidates", "seed", "seconds-per-run", "threads", "out",     "max-bases"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     values.insert(kModelValueOptions.begin(), kModelValueOptions.end());
     std::set<std::string> switches {"json"};
@@ -202,7 +204,7 @@ int run(const std::vector<std::string> &argv)
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     SearchRequest search;
-    search.cluster = loadCluster(args.require("cluster"));
+    search.cluster = loadClusterOption(args);
     std::unique_ptr<SqliteStore> store;
     std::optional<SearchProject> project;
     if (auto path = args.value("project")) {

@@ -28,6 +28,8 @@ Formats:
 
 Options:
   --cluster CLUSTER     cluster file
+  --gpus FILE           custom GPU definitions (memx.catalogue/1, e.g. sample_gpus/) the cluster
+                        may name; repeatable
   --model MODEL         model preset id (e.g. llama2-7b) or model file
   --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
                         unfused on V100/Turing), flash, fused or unfused (default: the model's)
@@ -47,8 +49,8 @@ Options:
 int run(const std::vector<std::string> &argv)
 {
     Args args(argv,
-              {"cluster", "model", "plan", "format", "out", "master-addr", "master-port", "split-style", "metrics",
-               "predictor", "date", "attention"},
+              {"cluster", "gpus", "model", "plan", "format", "out", "master-addr", "master-port", "split-style",
+               "metrics", "predictor", "date", "attention"},
               {"force", "json"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument '" + args.positional().front() + "'"};
@@ -60,7 +62,7 @@ int run(const std::vector<std::string> &argv)
 
     ExportRequest request;
     request.format = *format;
-    request.cluster = loadCluster(args.require("cluster"));
+    request.cluster = loadClusterOption(args);
     request.model = modelOption(args);
     request.planFile = args.require("plan");
     request.plan = loadPlan(request.planFile);

@@ -28,6 +28,8 @@ recompute, TP communication, pipeline send, data-parallel sync, optimizer and bu
 per GPU the memory components (weights, gradients, optimizer states, activations, overheads),
 capacity and headroom. Memory is the device-used peak (allocator peak + runtime context +
 communicator buffers + allocator reserve).
+
+  --gpus FILE   custom GPU definitions (memx.catalogue/1) the cluster may name; repeatable
 )";
 
 std::string gib(double bytes)
@@ -39,11 +41,11 @@ std::string gib(double bytes)
 
 int run(const std::vector<std::string> &argv)
 {
-    Args args(argv, {"cluster", "model", "plan", "project", "attention"}, {"json"});
+    Args args(argv, {"cluster", "gpus", "model", "plan", "project", "attention"}, {"json"});
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     const std::string planPath = args.require("plan");
-    Cluster cluster = loadCluster(args.require("cluster"));
+    Cluster cluster = loadClusterOption(args);
     CostOptions cost;
     std::unique_ptr<SqliteStore> store;
     std::optional<LearnedPredictor> learned;

@@ -44,6 +44,7 @@ for heterogeneous end-to-end plans), a run.sh per job and manifest.json (memx.pr
 `memx profile run-simulated --jobs DIR/manifest.json`.
 
 Options:
+  --gpus FILE          custom GPU definitions (memx.catalogue/1) the cluster may name; repeatable
   --out DIR            write the jobs and manifest.json there
   --force              overwrite existing files in DIR
   --gbs N              global batch (default: the model's)
@@ -126,15 +127,15 @@ std::string fmt(double v, int prec)
 
 int runPlanCmd(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model", "out",       "gbs",       "e2e",          "iterations",
-                                  "threads", "date",  "attention", "max-bases", "memory-layers"};
+    std::set<std::string> values {"cluster",    "gpus",    "model", "out",       "gbs",       "e2e",
+                                  "iterations", "threads", "date",  "attention", "max-bases", "memory-layers"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     std::set<std::string> switches {"json", "force", "tp-interpolation"};
     switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
     Args args(argv, values, switches);
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
-    const Cluster cluster = loadCluster(args.require("cluster"));
+    const Cluster cluster = loadClusterOption(args);
     const Model model = modelOption(args);
     MinimalSetOptions o;
     o.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));

@@ -24,6 +24,8 @@ its metrics and the search cost change with scale.
 
 Options:
   --cluster FILE        cluster file (memx.cluster/1)
+  --gpus FILE           custom GPU definitions (memx.catalogue/1, e.g. sample_gpus/) the cluster
+                        may name; repeatable
   --model ID|FILE       model preset id or model file
   --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
                         unfused on V100/Turing), flash, fused or unfused (default: the model's)
@@ -54,8 +56,8 @@ std::string fixed(double v, int digits)
 
 int run(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model",     "to",  "gbs",      "weights",
-                                  "threads", "max-bases", "out", "attention"};
+    std::set<std::string> values {"cluster", "gpus",    "model",     "to",  "gbs",
+                                  "weights", "threads", "max-bases", "out", "attention"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     std::set<std::string> switches {"json"};
     switches.insert(kSpaceSwitches.begin(), kSpaceSwitches.end());
@@ -63,7 +65,7 @@ int run(const std::vector<std::string> &argv)
     if (!args.positional().empty())
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     ScaleRequest req;
-    req.search.cluster = loadCluster(args.require("cluster"));
+    req.search.cluster = loadClusterOption(args);
     req.search.model = modelOption(args);
     req.search.globalBatch = static_cast<int>(args.intValue("gbs", 1, 1 << 24).value_or(0));
     req.search.threads = static_cast<int>(args.intValue("threads", 1, 1024).value_or(0));

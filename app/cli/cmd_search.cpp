@@ -39,6 +39,8 @@ keeps the 3-objective Pareto front. When nothing fits it says why and which batc
 
 Options:
   --cluster FILE        cluster file (memx.cluster/1)
+  --gpus FILE           custom GPU definitions (memx.catalogue/1, e.g. sample_gpus/) the cluster
+                        may name; repeatable
   --model ID|FILE       model preset id (e.g. llama2-7b) or model file
   --attention A         attention backend: auto (per device: flash on Ampere/Hopper/CDNA2+,
                         unfused on V100/Turing), flash, fused or unfused (default: the model's)
@@ -342,8 +344,8 @@ struct SearchArgs {
 
 SearchArgs parseSearchArgs(const std::vector<std::string> &argv)
 {
-    std::set<std::string> values {"cluster", "model",     "gbs",     "weights", "top",
-                                  "threads", "max-bases", "project", "baseline"};
+    std::set<std::string> values {"cluster", "gpus",    "model",     "gbs",     "weights",
+                                  "top",     "threads", "max-bases", "project", "baseline"};
     values.insert(kSpaceValueOptions.begin(), kSpaceValueOptions.end());
     values.insert(kModelValueOptions.begin(), kModelValueOptions.end());
     std::set<std::string> switches {"json", "no-cache"};
@@ -353,7 +355,7 @@ SearchArgs parseSearchArgs(const std::vector<std::string> &argv)
         throw UsageError {"unexpected argument \"" + args.positional().front() + "\""};
     SearchArgs a;
     SearchRequest req;
-    req.cluster = loadCluster(args.require("cluster"));
+    req.cluster = loadClusterOption(args);
     if (auto project = args.value("project")) {
         if (!std::filesystem::exists(*project))
             throw LoadError(*project, "", "no such project file");

@@ -1,5 +1,7 @@
 #include "command.h"
 
+#include "memx/io/formats.h"
+
 #include <stdexcept>
 #include <unistd.h>
 
@@ -32,6 +34,7 @@ Args::Args(const std::vector<std::string> &argv, std::set<std::string> valueOpti
                     value = argv[++i];
                 }
                 mValues[name] = value;
+                mAllValues[name].push_back(value);
             } else if (switches.count(name)) {
                 if (hasValue)
                     throw UsageError {"option --" + name + " takes no value"};
@@ -56,6 +59,21 @@ std::optional<std::string> Args::value(const std::string &name) const
     if (it == mValues.end())
         return std::nullopt;
     return it->second;
+}
+
+std::vector<std::string> Args::values(const std::string &name) const
+{
+    auto it = mAllValues.find(name);
+    return it == mAllValues.end() ? std::vector<std::string> {} : it->second;
+}
+
+Cluster loadClusterOption(const Args &args)
+{
+    const std::string cluster = args.require("cluster");
+    const std::vector<std::string> files = args.values("gpus");
+    if (files.empty())
+        return loadCluster(cluster);
+    return loadCluster(cluster, catalogueWithCustomDevices(files));
 }
 
 std::string Args::require(const std::string &name) const

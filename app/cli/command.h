@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace memx {
+struct Cluster;
+}
+
 namespace memx::cli {
 
 /// Parsed command line of one subcommand: --name value / --name=value options, boolean
@@ -16,7 +20,10 @@ public:
     Args(const std::vector<std::string> &argv, std::set<std::string> valueOptions, std::set<std::string> switches);
 
     bool has(const std::string &name) const;
+    /// The last value given for option `name` (an option given twice: the later one).
     std::optional<std::string> value(const std::string &name) const;
+    /// Every value given for a repeatable option `name`, in command-line order.
+    std::vector<std::string> values(const std::string &name) const;
     std::string require(const std::string &name) const;
     /// Integer option within [min, max]; throws UsageError naming the option otherwise.
     std::optional<long long> intValue(const std::string &name, long long min, long long max) const;
@@ -25,10 +32,16 @@ public:
 
 private:
     std::map<std::string, std::string> mValues;
+    std::map<std::string, std::vector<std::string>> mAllValues;
     std::set<std::string> mSwitches;
     std::vector<std::string> mPositional;
     bool mHelp = false;
 };
+
+/// The cluster of --cluster FILE, its GPUs looked up in the built-in catalogue plus the custom
+/// devices of every --gpus FILE (memx.catalogue/1, memx::loadCustomDevices; a later file's
+/// definition of an id replaces an earlier one's), the files the workbench's Load GPUs... reads.
+Cluster loadClusterOption(const Args &args);
 
 /// A mistake on the command line: printed with the command's usage, exit code 2.
 struct UsageError {

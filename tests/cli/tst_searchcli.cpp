@@ -257,6 +257,62 @@ private slots:
         QVERIFY(subsets.first().toObject()["configurations"].toInt() > 0);
     }
 
+    /// --gpus FILE: a cluster naming a device of a custom GPU file (not in the catalogue) is
+    /// refused without it; with it, search, predict and export plan with the file's figures.
+    void customGpusFile()
+    {
+        QTemporaryDir dir;
+        const QString gpus = QStringLiteral(MEMX_SOURCE_DIR "/sample_gpus/blackwell-mi355x.json");
+        QFile gpuFile(gpus);
+        QVERIFY(gpuFile.open(QIODevice::ReadOnly));
+        double b200GiB = 0;
+        for (const auto &d : QJsonDocument::fromJson(gpuFile.readAll()).object()["devices"].toArray())
+            if (d.toObject()["id"].toString() == QStringLiteral("b200-sxm"))
+                b200GiB = d.toObject()["memoryGiB"].toDouble();
+        QVERIFY(b200GiB > 100);
+        const QString cluster = dir.filePath("b200.json");
+        QFile c(cluster);
+        QVERIFY(c.open(QIODevice::WriteOnly));
+        c.write(R"({"format": "memx.cluster/1", "name": "2 x 8 B200",
+                    "nodes": [{"name": "b200", "gpu": "b200-sxm", "gpus": 8, "count": 2}],
+                    "network": {"interNode": {"bandwidthGBps": 50, "latencyUs": 5}}})");
+        c.close();
+
+        const Run without = runMemx({"search", "--cluster", cluster, "--model", "llama2-7b"});
+        QCOMPARE(without.code, 1);
+        QVERIFY2(without.err.contains("b200-sxm") && without.err.contains("b200.json"), without.err.constData());
+
+        const Run r
+            = runMemx({"search", "--cluster", cluster, "--gpus", gpus, "--model", "llama2-7b", "--json", "--top", "1"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject top = QJsonDocument::fromJson(r.out).object()["top"].toArray()[0].toObject();
+        const QJsonArray perGpu = top["estimate"].toObject()["gpus"].toArray();
+        QCOMPARE(perGpu.size(), 16);
+        for (const auto &g : perGpu) // usable memory: the file's figure, less nothing
+            QCOMPARE(g.toObject()["capacityBytes"].toDouble(), b200GiB * 1024.0 * 1024.0 * 1024.0);
+
+        const QString planPath = savePlan(dir, top["plan"].toObject());
+        const Run p = runMemx(
+            {"predict", "--cluster", cluster, "--gpus", gpus, "--model", "llama2-7b", "--plan", planPath, "--json"});
+        QVERIFY2(p.code == 0, p.err.constData());
+        QVERIFY(qAbs(QJsonDocument::fromJson(p.out).object()["iterationTimeMs"].toDouble() - top["T"].toDouble())
+                < 1e-6 * top["T"].toDouble());
+        const Run e = runMemx({"export", "--cluster", cluster, "--gpus", gpus, "--model", "llama2-7b", "--plan",
+                               planPath, "--format", "megatron", "--out", dir.filePath("launch")});
+        QVERIFY2(e.code == 0, e.err.constData());
+        QVERIFY(QFile::exists(dir.filePath("launch/launch-node0.sh")));
+
+        // A broken GPU file is named with its field.
+        const QString broken = dir.filePath("broken.json");
+        QFile b(broken);
+        QVERIFY(b.open(QIODevice::WriteOnly));
+        b.write(R"({"format": "memx.catalogue/1", "devices": [{"id": "x1", "name": "X1", "vendor": "X"}]})");
+        b.close();
+        const Run bad = runMemx({"search", "--cluster", cluster, "--gpus", broken, "--model", "llama2-7b"});
+        QCOMPARE(bad.code, 1);
+        QVERIFY2(bad.err.contains("broken.json") && bad.err.contains("memoryGiB"), bad.err.constData());
+    }
+
     void usageErrors()
     {
         const QString cluster = kSamples + "/h100-8x.json";

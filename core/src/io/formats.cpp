@@ -299,6 +299,22 @@ std::vector<GpuSpec> loadCustomDevices(const std::string &path, const Catalogue 
     return parseCustomDevices(readTextFile(path), path, catalogue);
 }
 
+Catalogue catalogueWithCustomDevices(const std::vector<std::string> &paths, const Catalogue &base)
+{
+    std::vector<GpuSpec> devices = base.devices();
+    const size_t builtin = devices.size();
+    for (const std::string &path : paths)
+        for (GpuSpec &d : loadCustomDevices(path, base)) {
+            auto same = std::find_if(devices.begin() + long(builtin), devices.end(),
+                                     [&](const GpuSpec &o) { return o.id == d.id; });
+            if (same != devices.end())
+                *same = std::move(d);
+            else
+                devices.push_back(std::move(d));
+        }
+    return Catalogue(std::move(devices));
+}
+
 json toJson(const Catalogue &catalogue)
 {
     json devices = json::array();

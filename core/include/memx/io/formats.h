@@ -39,6 +39,9 @@ nlohmann::json toJson(const Catalogue &catalogue);
 std::vector<GpuSpec> parseCustomDevices(const std::string &text, const std::string &file,
                                         const Catalogue &catalogue = builtinCatalogue());
 std::vector<GpuSpec> loadCustomDevices(const std::string &path, const Catalogue &catalogue = builtinCatalogue());
+/// `base` plus the custom devices of every file in `paths` (loadCustomDevices, each checked against
+/// `base`); a later file's definition of an id replaces an earlier one's, as in the workbench.
+Catalogue catalogueWithCustomDevices(const std::vector<std::string> &paths, const Catalogue &base = builtinCatalogue());
 
 /// Parses a cluster; device ids resolve against the cluster's own "devices" first, then `catalogue`.
 Cluster parseCluster(const nlohmann::json &j, const Catalogue &catalogue, Diagnostics &diags);
