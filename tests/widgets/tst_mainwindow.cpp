@@ -13,6 +13,7 @@
 #include "memx/ui/documentstorage.h"
 #include "memx/ui/exportdialog.h"
 #include "memx/ui/gpucataloguemodel.h"
+#include "memx/ui/gpudefinitiondialog.h"
 #include "memx/ui/gpupalette.h"
 #include "memx/ui/mainwindow.h"
 #include "memx/ui/memorybarchart.h"
@@ -32,6 +33,8 @@
 #include "memx/ui/weightsliders.h"
 #include "memx/util/fileio.h"
 #include <QDockWidget>
+#include <QScopeGuard>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QTreeView>
 
@@ -676,6 +679,10 @@ private slots:
         QCOMPARE(mWindow->dockWidgetArea(mWindow->findChild<QDockWidget *>(QStringLiteral("profilesDock"))),
                  Qt::RightDockWidgetArea);
         QVERIFY(mWindow->tabifiedDockWidgets(propertiesDock).contains(paletteDock));
+        // The catalogue never sets the dock column's minimum (its two buttons side by side once
+        // made a 1024 px window 1069 px wide): its tree, not its buttons, decides (78 px here).
+        QVERIFY2(mWindow->findChild<GpuPalette *>()->minimumSizeHint().width() <= 120,
+                 qPrintable(QString::number(mWindow->findChild<GpuPalette *>()->minimumSizeHint().width())));
         // The Properties fields fit a ~250 px dock (a field goes under its label); the palette
         // keeps the names, not the figures, when narrower than FiguresMinWidth.
         NodePropertyPanel *properties = mWindow->findChild<NodePropertyPanel *>();
@@ -1028,6 +1035,62 @@ private slots:
                  qPrintable(error));
         QVERIFY(!palette->indexOfDevice("x9").isValid());
         QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+    }
+
+    /// New GPU...: a device defined from a template in the dialog is checked with core's rules,
+    /// written to the user's GPU folder, and plans with its figures.
+    void newGpuFromTheDialog()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QStandardPaths::setTestModeEnabled(true); // userGpuDir() under ~/.qttest, not the user's data
+        const auto restore = qScopeGuard([] { QStandardPaths::setTestModeEnabled(false); });
+        QDir(MainWindow::userGpuDir()).removeRecursively();
+        ClusterDocument *doc = mWindow->document();
+        std::vector<memx::GpuSpec> templates = memx::builtinCatalogue().devices();
+        GpuDefinitionDialog dialog(templates, memx::builtinCatalogue());
+        const auto h100 = std::find_if(templates.begin(), templates.end(),
+                                       [](const memx::GpuSpec &d) { return d.id == "h100-sxm"; });
+        QVERIFY(h100 != templates.end());
+        dialog.templateBox()->setCurrentIndex(int(h100 - templates.begin()));
+        QCOMPARE(dialog.memoryField()->value(), *h100->memoryGiB); // the template's figures to edit
+        // The template's own id is refused, naming the field; nothing is added.
+        dialog.idField()->setText(QStringLiteral("h100-sxm"));
+        QString error;
+        QVERIFY(!mWindow->addDefinedGpu(dialog, &error));
+        QVERIFY2(error.contains(QStringLiteral("/devices/0/id")), qPrintable(error));
+        dialog.accept();
+        QVERIFY(!dialog.errorLabel()->text().isEmpty());
+        QCOMPARE(dialog.result(), int(QDialog::Rejected));
+        dialog.idField()->setText(QStringLiteral("bad id/"));
+        QVERIFY(!dialog.check().isEmpty());
+        // An H100 with 141 GiB and 1200 TFLOP/s: a valid custom device.
+        dialog.idField()->setText(QStringLiteral("h100-plus"));
+        dialog.nameField()->setText(QStringLiteral("H100 Plus"));
+        dialog.memoryField()->setValue(141);
+        dialog.bf16Field()->setValue(1200);
+        QVERIFY2(dialog.check().isEmpty(), qPrintable(dialog.check()));
+        QVERIFY2(mWindow->addDefinedGpu(dialog, &error), qPrintable(error));
+        const QString file = MainWindow::userGpuDir() + QStringLiteral("/h100-plus.json");
+        QVERIFY(QFile::exists(file));
+        const std::vector<memx::GpuSpec> fromFile = memx::loadCustomDevices(file.toStdString());
+        QCOMPARE(fromFile.size(), size_t(1));
+        QCOMPARE(*fromFile[0].memoryGiB, 141.0);
+        QCOMPARE(fromFile[0].verified, false);
+        QCOMPARE(fromFile[0].architecture, h100->architecture); // kept from the template
+        QVERIFY(mWindow->findChild<GpuPalette *>()->model()->indexOfDevice("h100-plus").isValid());
+        QVERIFY(doc->knownDevice("h100-plus"));
+
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        const int index = doc->addNodeGroup("h100-plus", QPointF(900, 500), 8, &error);
+        QVERIFY2(index >= 0, qPrintable(error));
+        QVERIFY(waitForResults(shown));
+        const memx::Cluster &searched = panel()->results().outcome()->result.cluster;
+        QVERIFY(searched.deviceIndex("h100-plus") >= 0);
+        QCOMPARE(*searched.devices[size_t(searched.deviceIndex("h100-plus"))].memoryGiB, 141.0);
+        QCOMPARE(*searched.devices[size_t(searched.deviceIndex("h100-plus"))].denseBf16Tflops, 1200.0);
+        doc->undoStack()->undo();
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QDir(MainWindow::userGpuDir()).removeRecursively();
     }
 
     void linkEditChangesOnlyTheLink()

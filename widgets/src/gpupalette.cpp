@@ -3,6 +3,7 @@
 #include "memx/io/formats.h"
 #include "memx/ui/gpucataloguemodel.h"
 
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLineEdit>
 #include <QPushButton>
@@ -51,12 +52,23 @@ GpuPalette::GpuPalette(QWidget *parent)
     mLoad->setToolTip(tr("Add GPUs the catalogue lacks from a memx.catalogue/1 file (e.g. "
                          "sample_gpus/blackwell-mi355x.json: B200, GB200, MI355X)"));
     connect(mLoad, &QPushButton::clicked, this, &GpuPalette::loadRequested);
+    mNew = new QPushButton(tr("New GPU..."), this);
+    mNew->setToolTip(tr("Define a GPU the catalogue lacks, starting from a similar one"));
+    connect(mNew, &QPushButton::clicked, this, &GpuPalette::newRequested);
+    // Side by side, neither widening the dock (two buttons' minimum widths pushed the right dock
+    // column of a 1024 px window to 1069 px).
+    for (QPushButton *b : {mLoad, mNew})
+        b->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    auto *buttons = new QHBoxLayout;
+    buttons->setContentsMargins(0, 0, 0, 0);
+    buttons->addWidget(mLoad);
+    buttons->addWidget(mNew);
 
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(mFilter);
     layout->addWidget(mView);
-    layout->addWidget(mLoad);
+    layout->addLayout(buttons);
 }
 
 void GpuPalette::resizeEvent(QResizeEvent *event)

@@ -8,6 +8,7 @@
 #include "memx/ui/comparedialog.h"
 #include "memx/ui/exportdialog.h"
 #include "memx/ui/gpucataloguemodel.h"
+#include "memx/ui/gpudefinitiondialog.h"
 #include "memx/ui/gpupalette.h"
 #include "memx/ui/modelpanel.h"
 #include "memx/ui/nodegroupitem.h"
@@ -33,9 +34,11 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QSaveFile>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabBar>
@@ -223,6 +226,7 @@ void MainWindow::connectDocument(const Docks &docks)
     connect(mCanvas, &ClusterCanvas::message, this, [this](const QString &m) { statusBar()->showMessage(m, 6000); });
     connect(mPalette, &GpuPalette::gpuActivated, this, &MainWindow::addGpuAtFreeSpot);
     connect(mPalette, &GpuPalette::loadRequested, this, &MainWindow::loadGpuFileInteractive);
+    connect(mPalette, &GpuPalette::newRequested, this, &MainWindow::defineGpuInteractive);
     // The open cluster's own device definitions are in the palette too (drag more of them).
     connect(mDocument, &ClusterDocument::clusterReset, this, [this] {
         std::vector<memx::GpuSpec> own;
@@ -515,6 +519,8 @@ void MainWindow::createMenus()
     file->addAction(tr("&Import Cluster JSON..."), this, &MainWindow::importCluster);
     file->addAction(tr("Load &GPU Definitions..."), this, &MainWindow::loadGpuFileInteractive)
         ->setToolTip(tr("Add GPUs the catalogue lacks (B200, GB200, MI355X, your own) from a memx.catalogue/1 file"));
+    file->addAction(tr("New G&PU..."), this, &MainWindow::defineGpuInteractive)
+        ->setToolTip(tr("Define a GPU the catalogue lacks, starting from a similar one"));
     file->addAction(tr("&Export Cluster JSON..."), this, &MainWindow::exportCluster);
     file->addSeparator();
     file->addAction(tr("&Close"), this, &QWidget::close)
@@ -755,6 +761,43 @@ void MainWindow::addGpuDevices(const QString &path, const std::vector<memx::GpuS
     statusBar()->showMessage(tr("Loaded %n GPU(s) from %1: %2", nullptr, int(devices.size()))
                                  .arg(QFileInfo(path).fileName(), names.join(QStringLiteral(", "))),
                              8000);
+}
+
+QString MainWindow::userGpuDir()
+{
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/gpus");
+}
+
+bool MainWindow::addDefinedGpu(const GpuDefinitionDialog &dialog, QString *error)
+{
+    if (const QString why = dialog.check(); !why.isEmpty()) {
+        if (error)
+            *error = why;
+        return false;
+    }
+    const QString dir = userGpuDir();
+    const QString path = dir + u'/' + QString::fromStdString(dialog.device().id) + QStringLiteral(".json");
+    QSaveFile file(path); // a crash mid-write leaves the earlier definition
+    const QByteArray text = QByteArray::fromStdString(dialog.fileText());
+    if (!QDir().mkpath(dir) || !file.open(QIODevice::WriteOnly) || file.write(text) != text.size() || !file.commit()) {
+        if (error)
+            *error = tr("Cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    return loadGpuFile(path, error);
+}
+
+void MainWindow::defineGpuInteractive()
+{
+    std::vector<memx::GpuSpec> templates = memx::builtinCatalogue().devices();
+    for (const memx::GpuSpec &d : mDocument->knownDevices())
+        templates.push_back(d);
+    GpuDefinitionDialog dialog(std::move(templates), memx::builtinCatalogue(), this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    QString error;
+    if (!addDefinedGpu(dialog, &error))
+        showError(tr("Cannot add the GPU"), error);
 }
 
 void MainWindow::loadGpuFileInteractive()

@@ -24,6 +24,8 @@ public:
     QTreeView *view() const { return mView; }
     /// "Load GPUs...": emits loadRequested (the window reads the file).
     QPushButton *loadButton() const { return mLoad; }
+    /// "New GPU...": emits newRequested (the window opens a GpuDefinitionDialog).
+    QPushButton *newButton() const { return mNew; }
 
     /// Narrower than this, the GiB and TFLOP/s columns hide (the names stay readable; the
     /// tooltips have every figure).
@@ -34,6 +36,8 @@ signals:
     void gpuActivated(const QString &deviceId);
     /// The user asked to load GPU definitions from a file.
     void loadRequested();
+    /// The user asked to define a new GPU.
+    void newRequested();
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
@@ -44,6 +48,7 @@ private:
     QLineEdit *mFilter = nullptr;
     QTreeView *mView = nullptr;
     QPushButton *mLoad = nullptr;
+    QPushButton *mNew = nullptr;
 };
 
 } // namespace memx::ui

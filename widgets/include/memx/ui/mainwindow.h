@@ -31,6 +31,7 @@ namespace memx::ui {
 class ClusterCanvas;
 class CompareDialog;
 class ClusterDocument;
+class GpuDefinitionDialog;
 class GpuPalette;
 class ModelPanel;
 class SearchSpacePanel;
@@ -71,6 +72,12 @@ public:
     /// the devices edits may use, and remembers the file for the next start. False with `error`
     /// (the file, every field at fault) when refused; nothing changes then.
     bool loadGpuFile(const QString &path, QString *error = nullptr);
+    /// The device of an accepted New GPU dialog: written to userGpuDir()/ID.json (replacing an
+    /// earlier definition of that id) and loaded as loadGpuFile does. False with *error when the
+    /// file cannot be written or is refused.
+    bool addDefinedGpu(const GpuDefinitionDialog &dialog, QString *error = nullptr);
+    /// Where New GPU... keeps its definitions (the application data folder's gpus/).
+    static QString userGpuDir();
     /// Saves the document to `path` (format by suffix: .memx project or cluster JSON).
     bool saveTo(const QString &path);
     /// What saveScreenshotAndQuit() grabs.
@@ -142,6 +149,7 @@ private:
     bool saveAs();
     void importCluster();
     void loadGpuFileInteractive();
+    void defineGpuInteractive();
     void addGpuDevices(const QString &path, const std::vector<memx::GpuSpec> &devices);
     void exportCluster();
     bool maybeSave();
