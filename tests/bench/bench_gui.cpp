@@ -105,21 +105,27 @@ void SearchJobOnly(benchmark::State &state)
     report(state, all, maxGap, searchMs);
 }
 
+/// Opens `sample` in `window` (shown, non-interactive) and waits until its start-up search is
+/// shown and 1 s more: that search and the first paint are not measured.
+ResultsPanel *openAfterStartup(MainWindow &window, const QString &sample)
+{
+    window.setInteractive(false);
+    window.openFile(sample);
+    window.show();
+    ResultsPanel *panel = window.results();
+    QEventLoop loop;
+    QObject::connect(panel, &ResultsPanel::resultsShown, &loop,
+                     [&loop] { QTimer::singleShot(1000, &loop, &QEventLoop::quit); });
+    loop.exec();
+    return panel;
+}
+
 /// The real window on `sample`: Run search until 1 s after the results are shown. Each iteration
 /// searches another global batch (the model's x 2, x 3, ...), so none comes from the search memo.
 void windowSearch(benchmark::State &state, const QString &sample)
 {
     MainWindow window(false);
-    window.setInteractive(false);
-    window.openFile(sample);
-    window.show();
-    ResultsPanel *panel = window.results();
-    { // the start-up search (and the window's first paint) is not measured
-        QEventLoop loop;
-        QObject::connect(panel, &ResultsPanel::resultsShown, &loop,
-                         [&loop] { QTimer::singleShot(1000, &loop, &QEventLoop::quit); });
-        loop.exec();
-    }
+    ResultsPanel *panel = openAfterStartup(window, sample);
     const int modelBatch = window.document()->model().training.globalBatch;
     std::vector<double> all;
     double maxGap = 0, searchMs = 0;
@@ -166,16 +172,7 @@ void MainWindowSearch512(benchmark::State &state)
 void MainWindowCancel512(benchmark::State &state)
 {
     MainWindow window(false);
-    window.setInteractive(false);
-    window.openFile(kLargeSample);
-    window.show();
-    ResultsPanel *panel = window.results();
-    {
-        QEventLoop loop;
-        QObject::connect(panel, &ResultsPanel::resultsShown, &loop,
-                         [&loop] { QTimer::singleShot(1000, &loop, &QEventLoop::quit); });
-        loop.exec();
-    }
+    ResultsPanel *panel = openAfterStartup(window, kLargeSample);
     const int modelBatch = window.document()->model().training.globalBatch;
     std::vector<double> all;
     double maxGap = 0, sumCancel = 0, maxCancel = 0;
