@@ -130,6 +130,81 @@ private slots:
         QVERIFY2(e.find("memx.catalogue/1") != std::string::npos, e.c_str());
         e = problem(head + R"({"id": "x1", "vendor": "X", "name": "x", "memoryGiB": 8, "denseFp16Tflops": 100}]})");
         QVERIFY2(e.empty(), e.c_str());
+        // Ids name files and command-line values: no '/', spaces or a leading '.'.
+        for (const char *bad : {"../x", "my gpu", ".hidden", "a/b", "-x"}) {
+            e = problem(head + R"({"id": ")" + bad + R"(", "vendor": "X", "name": "x", "memoryGiB": 8}]})");
+            QVERIFY2(e.find("/devices/0/id") != std::string::npos && e.find("letters, digits") != std::string::npos,
+                     e.c_str());
+        }
+        for (const char *good : {"b300-sxm", "MI355X", "gpu_2.1", "9x"})
+            QVERIFY2(isValidDeviceId(good), good);
+    }
+
+    /// One merge rule for every set of custom files (CLI --gpus, the workbench's loaded GPUs).
+    void customDevicesMergeByTheLaterDefinition()
+    {
+        const auto device = [](const std::string &id, std::vector<std::string> aliases, double gib) {
+            GpuSpec d;
+            d.id = id;
+            d.name = "GPU " + id;
+            d.vendor = "X";
+            d.aliases = std::move(aliases);
+            d.memoryGiB = gib;
+            d.custom = true;
+            return d;
+        };
+        std::vector<GpuSpec> known;
+        mergeCustomDevices(known, {device("x1", {"X-One"}, 8), device("x2", {}, 16)}, "a.json");
+        QCOMPARE(known.size(), size_t(2));
+        // A later definition of x1 replaces it in place (and may drop or change its aliases).
+        mergeCustomDevices(known, {device("x1", {"x-uno"}, 24)}, "b.json");
+        QCOMPARE(known.size(), size_t(2));
+        QCOMPARE(known[0].id, std::string("x1"));
+        QCOMPARE(*known[0].memoryGiB, 24.0);
+        const Catalogue merged(known);
+        QVERIFY(merged.find("X-UNO") == &merged.devices()[0]);
+        QVERIFY(!merged.find("X-One")); // the replaced definition's alias is gone
+        // An alias or id another device already answers to (case-insensitively, as lookups do) is
+        // refused, naming the file and the field, and nothing changes.
+        const std::vector<GpuSpec> before = known;
+        try {
+            mergeCustomDevices(known, {device("x3", {"ok", "X-UNO"}, 8), device("X2", {}, 8)}, "c.json");
+            QFAIL("an alias of x1 and the id of x2 were accepted");
+        } catch (const LoadError &e) {
+            const std::string what = e.what();
+            QCOMPARE(e.diagnostics().size(), size_t(2));
+            QVERIFY2(what.find("c.json: /devices/0/aliases/1") != std::string::npos
+                         && what.find("GPU x1") != std::string::npos,
+                     what.c_str());
+            QVERIFY2(what.find("c.json: /devices/1/id") != std::string::npos, what.c_str());
+        }
+        QVERIFY(known == before);
+        // catalogueWithCustomDevices applies the same rule across --gpus files.
+        QTemporaryDir dir;
+        const auto write = [&](const QString &name, const std::string &text) {
+            const std::string path = (dir.path() + u'/' + name).toStdString();
+            writeFileAtomically(path, text);
+            return path;
+        };
+        const std::string head = R"({"format": "memx.catalogue/1", "devices": [)";
+        const std::string a = write(
+            QStringLiteral("a.json"),
+            head
+                + R"({"id": "x1", "aliases": ["shared"], "vendor": "X", "name": "x", "memoryGiB": 8, "denseFp16Tflops": 100}]})");
+        const std::string b = write(
+            QStringLiteral("b.json"),
+            head
+                + R"({"id": "x2", "aliases": ["Shared"], "vendor": "X", "name": "y", "memoryGiB": 8, "denseFp16Tflops": 100}]})");
+        const std::string a2
+            = write(QStringLiteral("a2.json"),
+                    head + R"({"id": "x1", "vendor": "X", "name": "x", "memoryGiB": 12, "denseFp16Tflops": 100}]})");
+        QCOMPARE(*catalogueWithCustomDevices({a, a2}).find("x1")->memoryGiB, 12.0);
+        try {
+            catalogueWithCustomDevices({a, b});
+            QFAIL("two files sharing an alias were accepted");
+        } catch (const LoadError &e) {
+            QVERIFY2(std::string(e.what()).find("b.json: /devices/0/aliases/0") != std::string::npos, e.what());
+        }
     }
 
     void samplesLoadAndRoundTrip_data()

@@ -63,6 +63,23 @@ static std::string lower(std::string s)
     return s;
 }
 
+bool GpuSpec::isNamed(const std::string &idOrAlias) const
+{
+    const auto same = [&](const std::string &name) {
+        return std::equal(name.begin(), name.end(), idOrAlias.begin(), idOrAlias.end(),
+                          [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); });
+    };
+    return same(id) || std::any_of(aliases.begin(), aliases.end(), same);
+}
+
+bool isValidDeviceId(const std::string &id)
+{
+    const auto plain = [](unsigned char c) { return std::isalnum(c) != 0; };
+    return !id.empty() && plain(id.front()) && std::all_of(id.begin(), id.end(), [&](unsigned char c) {
+        return plain(c) || c == '.' || c == '_' || c == '-';
+    });
+}
+
 Catalogue::Catalogue(std::vector<GpuSpec> devices)
     : mDevices(std::move(devices))
 {
@@ -70,14 +87,9 @@ Catalogue::Catalogue(std::vector<GpuSpec> devices)
 
 const GpuSpec *Catalogue::find(const std::string &idOrAlias) const
 {
-    const std::string key = lower(idOrAlias);
-    for (const GpuSpec &d : mDevices) {
-        if (lower(d.id) == key)
+    for (const GpuSpec &d : mDevices)
+        if (d.isNamed(idOrAlias))
             return &d;
-        for (const std::string &a : d.aliases)
-            if (lower(a) == key)
-                return &d;
-    }
     return nullptr;
 }
 

@@ -112,6 +112,11 @@ GpuSpec parseGpuSpec(const json &j, const std::string &pointer, Diagnostics &dia
     d.id = r.requireString("id");
     if (d.id.empty() && r.has("id"))
         r.error("id", "expected a non-empty device id, found \"\"");
+    else if (!d.id.empty() && !isValidDeviceId(d.id))
+        r.error("id",
+                "expected an id of letters, digits, '.', '_' and '-' that starts with a letter or digit "
+                "(it names files and command-line values), found \""
+                    + d.id + "\"");
     if (const json *aliases = r.optionalArray("aliases")) {
         for (size_t i = 0; i < aliases->size(); ++i) {
             if ((*aliases)[i].is_string())
@@ -299,19 +304,38 @@ std::vector<GpuSpec> loadCustomDevices(const std::string &path, const Catalogue 
     return parseCustomDevices(readTextFile(path), path, catalogue);
 }
 
+void mergeCustomDevices(std::vector<GpuSpec> &known, std::vector<GpuSpec> devices, const std::string &file)
+{
+    std::vector<GpuSpec> merged = known; // unchanged when a clash is refused
+    Diagnostics diags(file);
+    for (size_t i = 0; i < devices.size(); ++i) {
+        GpuSpec &d = devices[i];
+        const std::string p = jsonPointerJoin("/devices", i);
+        const auto clash = [&](const std::string &name, const std::string &pointer, const char *what) {
+            for (const GpuSpec &k : merged)
+                if (k.id != d.id && k.isNamed(name))
+                    diags.error(pointer,
+                                std::string("expected ") + what + " no other loaded device has, found \"" + name
+                                    + "\" (already " + k.name + "'s, id \"" + k.id + "\")");
+        };
+        clash(d.id, p + "/id", "an id");
+        for (size_t a = 0; a < d.aliases.size(); ++a)
+            clash(d.aliases[a], jsonPointerJoin(p + "/aliases", a), "an alias");
+        auto same = std::find_if(merged.begin(), merged.end(), [&](const GpuSpec &k) { return k.id == d.id; });
+        if (same != merged.end())
+            *same = std::move(d); // a later definition of an id replaces the earlier one
+        else
+            merged.push_back(std::move(d));
+    }
+    diags.throwIfAny();
+    known = std::move(merged);
+}
+
 Catalogue catalogueWithCustomDevices(const std::vector<std::string> &paths, const Catalogue &base)
 {
-    std::vector<GpuSpec> devices = base.devices();
-    const size_t builtin = devices.size();
+    std::vector<GpuSpec> devices = base.devices(); // custom ids and aliases are not base's (loadCustomDevices)
     for (const std::string &path : paths)
-        for (GpuSpec &d : loadCustomDevices(path, base)) {
-            auto same = std::find_if(devices.begin() + long(builtin), devices.end(),
-                                     [&](const GpuSpec &o) { return o.id == d.id; });
-            if (same != devices.end())
-                *same = std::move(d);
-            else
-                devices.push_back(std::move(d));
-        }
+        mergeCustomDevices(devices, loadCustomDevices(path, base), path);
     return Catalogue(std::move(devices));
 }
 

@@ -67,9 +67,16 @@ struct GpuSpec {
     std::optional<double> peakTflops(bool bf16) const;
     /// Usable memory in bytes (0 when unknown).
     double memoryBytes() const;
+    /// Whether `idOrAlias` is this device's id or one of its aliases (case-insensitive, as
+    /// Catalogue::find looks them up).
+    bool isNamed(const std::string &idOrAlias) const;
 
     bool operator==(const GpuSpec &) const = default;
 };
+
+/// Whether `id` may be a device's id: letters, digits, '.', '_' and '-', starting with a letter
+/// or digit (ids name GPU files and command-line values; every device file is held to it).
+bool isValidDeviceId(const std::string &id);
 
 /// The set of known devices, looked up by id or alias (case-insensitive).
 class Catalogue {

@@ -39,8 +39,14 @@ nlohmann::json toJson(const Catalogue &catalogue);
 std::vector<GpuSpec> parseCustomDevices(const std::string &text, const std::string &file,
                                         const Catalogue &catalogue = builtinCatalogue());
 std::vector<GpuSpec> loadCustomDevices(const std::string &path, const Catalogue &catalogue = builtinCatalogue());
+/// Adds the custom `devices` of `file` (in file order) to `known`, the one merge rule of the CLI's
+/// --gpus files and the workbench's loaded GPUs: a device with the id of a known one replaces it
+/// (the later definition wins); an id or alias that names another known device (its id or one of
+/// its aliases) is refused. Throws LoadError naming `file` and each field at fault, leaving `known`
+/// unchanged.
+void mergeCustomDevices(std::vector<GpuSpec> &known, std::vector<GpuSpec> devices, const std::string &file);
 /// `base` plus the custom devices of every file in `paths` (loadCustomDevices, each checked against
-/// `base`); a later file's definition of an id replaces an earlier one's, as in the workbench.
+/// `base`, merged in order by mergeCustomDevices).
 Catalogue catalogueWithCustomDevices(const std::vector<std::string> &paths, const Catalogue &base = builtinCatalogue());
 
 /// Parses a cluster; device ids resolve against the cluster's own "devices" first, then `catalogue`.
