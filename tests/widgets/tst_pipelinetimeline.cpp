@@ -231,6 +231,37 @@ private slots:
         QVERIFY(!w.grab().isNull());
     }
 
+    void sharedAxisSpan()
+    {
+        PipelineTimeline w;
+        w.setEstimate(fourStages());
+        w.resize(900, w.sizeHint().height());
+        const PipelineSchedule &s = w.schedule();
+        const double makespan = s.makespanMs;
+        QCOMPARE(w.axisSpanMs(), makespan);
+        const int last = s.opIndex(0, 7, Kind::Backward);
+        const QRectF plot = w.plotArea();
+        QVERIFY(std::abs(w.opRect(last).right() - plot.right()) < 1e-6);
+        // Twice the makespan along the axis: the schedule ends half-way (worked by hand).
+        w.setAxisSpanMs(2 * makespan);
+        QCOMPARE(w.axisSpanMs(), 2 * makespan);
+        QVERIFY(std::abs(w.opRect(last).right() - (plot.left() + plot.width() / 2)) < 1e-6);
+        QCOMPARE(w.opAt(w.opRect(last).center().toPoint()), last);
+        // Right of the makespan there is neither an operation nor an idle gap.
+        const QPoint beyond(int(plot.left() + plot.width() * 0.75), int(w.opRect(last).center().y()));
+        QCOMPARE(w.opAt(beyond), -1);
+        QCOMPARE(w.toolTipAt(beyond), QString());
+        QVERIFY(!w.grab().isNull());
+        // A span shorter than the makespan (or nonsense) leaves the makespan; it survives setEstimate.
+        w.setAxisSpanMs(makespan / 3);
+        QCOMPARE(w.axisSpanMs(), makespan);
+        w.setAxisSpanMs(std::nan(""));
+        QCOMPARE(w.axisSpanMs(), makespan);
+        w.setAxisSpanMs(3 * makespan);
+        w.setEstimate(fourStages());
+        QCOMPARE(w.axisSpanMs(), 3 * makespan);
+    }
+
     void clearAndRefused()
     {
         PipelineTimeline w;

@@ -184,6 +184,17 @@ void PipelineTimeline::clear()
     update();
 }
 
+void PipelineTimeline::setAxisSpanMs(double ms)
+{
+    mAxisSpanMs = std::isfinite(ms) ? std::max(0.0, ms) : 0.0;
+    update();
+}
+
+double PipelineTimeline::axisSpanMs() const
+{
+    return std::max(mAxisSpanMs, mSchedule.makespanMs);
+}
+
 QString PipelineTimeline::caption() const
 {
     if (mSchedule.ops.empty())
@@ -260,7 +271,8 @@ PipelineTimeline::Layout PipelineTimeline::layout() const
     l.plot = QRectF(left, top, std::max(1.0, r.right() - rightPad - left), l.rowHeight * p);
     l.labels = QRectF(r.left(), top, labelW, l.plot.height());
     l.axis = QRectF(l.plot.left(), l.plot.bottom(), l.plot.width(), axisH);
-    l.pxPerMs = mSchedule.makespanMs > 0 ? l.plot.width() / mSchedule.makespanMs : 0.0;
+    const double span = axisSpanMs();
+    l.pxPerMs = span > 0 ? l.plot.width() / span : 0.0;
     return l;
 }
 
@@ -340,6 +352,8 @@ QString PipelineTimeline::toolTipAt(QPoint pos) const
         return {};
     // An idle gap: between the operations around t (or the iteration's start / end).
     const double t = (pos.x() - l.plot.left()) / l.pxPerMs;
+    if (t > mSchedule.makespanMs) // right of a shorter plan's end on a shared axis
+        return {};
     double from = 0, to = mSchedule.makespanMs;
     const size_t n = 2 * size_t(mSchedule.microBatches);
     for (size_t i = size_t(stage) * n; i < (size_t(stage) + 1) * n; ++i) {
@@ -416,13 +430,14 @@ void PipelineTimeline::paintLegend(QPainter &p, const QRectF &area, bool sendsHi
 void PipelineTimeline::paintAxis(QPainter &p, const Layout &l) const
 {
     const QFontMetrics fm(font());
-    const Ticks t = chooseTicks(mSchedule.makespanMs, l.plot.width(), fm);
+    const double span = axisSpanMs();
+    const Ticks t = chooseTicks(span, l.plot.width(), fm);
     const QColor text = palette().color(QPalette::Text);
     QColor grid = palette().color(QPalette::Mid);
     grid.setAlpha(70);
     p.setPen(QPen(text, 1));
     p.drawLine(QPointF(l.plot.left(), l.plot.bottom() + 0.5), QPointF(l.plot.right(), l.plot.bottom() + 0.5));
-    const int n = t.stepMs > 0 ? int(std::floor(mSchedule.makespanMs / t.stepMs + 1e-9)) : 0;
+    const int n = t.stepMs > 0 ? int(std::floor(span / t.stepMs + 1e-9)) : 0;
     for (int i = 0; i <= n; ++i) {
         const double ms = i * t.stepMs;
         const double x = l.plot.left() + ms * l.pxPerMs;

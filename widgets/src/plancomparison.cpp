@@ -1,12 +1,15 @@
 #include "memx/ui/plancomparison.h"
 
 #include "memx/ui/memorybarchart.h"
+#include "memx/ui/pipelinetimeline.h"
 #include "memx/ui/plancsv.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -226,9 +229,19 @@ PlanComparisonView::PlanComparisonView(QWidget *parent)
     mBarsBox = new QWidget;
     auto *barsLayout = new QHBoxLayout(mBarsBox);
     barsLayout->setContentsMargins(0, 0, 0, 0);
+    mTimelinesBox = new QWidget;
+    auto *timelinesLayout = new QVBoxLayout(mTimelinesBox);
+    timelinesLayout->setContentsMargins(0, 0, 0, 0);
+    auto *timelinesScroll = new QScrollArea;
+    timelinesScroll->setWidgetResizable(true);
+    timelinesScroll->setFrameShape(QFrame::NoFrame);
+    timelinesScroll->setWidget(mTimelinesBox);
+    mDetailTabs = new QTabWidget;
+    mDetailTabs->addTab(mBarsBox, tr("Memory per GPU"));
+    mDetailTabs->addTab(timelinesScroll, tr("1F1B timelines (one time scale)"));
     auto *split = new QSplitter(Qt::Vertical);
     split->addWidget(mTable);
-    split->addWidget(mBarsBox);
+    split->addWidget(mDetailTabs);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
     split->setChildrenCollapsible(false);
@@ -245,6 +258,7 @@ void PlanComparisonView::setPlans(QVector<ComparedPlan> plans)
     mPlans = std::move(plans);
     fillTable();
     fillBars();
+    fillTimelines();
 }
 
 void PlanComparisonView::markStale(bool stale)
@@ -345,6 +359,34 @@ void PlanComparisonView::fillBars()
         mBarsBox->layout()->addWidget(box);
         mBars << chart;
     }
+}
+
+void PlanComparisonView::fillTimelines()
+{
+    auto *v = static_cast<QVBoxLayout *>(mTimelinesBox->layout());
+    while (QLayoutItem *item = v->takeAt(0)) { // the titles, timelines and the stretch
+        delete item->widget();
+        delete item;
+    }
+    mTimelines.clear();
+    for (const ComparedPlan &p : mPlans) {
+        auto *title = new QLabel(tr("<b>Rank %1</b> (plan #%2) \u00b7 %3")
+                                     .arg(p.rank)
+                                     .arg(PlanResults::indexOf(p.point.id))
+                                     .arg(formatMetric(Metric::Time, p.point.timeMs)));
+        auto *timeline = new PipelineTimeline;
+        timeline->setEstimate(p.detail.estimate, {}, p.detail.plan.virtualStages);
+        timeline->setMinimumHeight(timeline->sizeHint().height());
+        v->addWidget(title);
+        v->addWidget(timeline);
+        mTimelines << timeline;
+    }
+    double span = 0; // one time scale: every axis spans the longest makespan
+    for (const PipelineTimeline *t : mTimelines)
+        span = std::max(span, t->schedule().makespanMs);
+    for (PipelineTimeline *t : mTimelines)
+        t->setAxisSpanMs(span);
+    v->addStretch(1);
 }
 
 QString PlanComparisonView::csv() const

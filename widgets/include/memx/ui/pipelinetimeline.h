@@ -37,8 +37,13 @@ public:
     /// the same stage times and the caption says so. An estimate the scheduler refuses (no stages,
     /// no micro-batches, too large) shows the reason instead of a timeline.
     void setEstimate(const memx::PlanEstimate &estimate, QStringList stageLabels = {}, int virtualStages = 1);
-    /// Back to the empty state ("Select a plan ...").
+    /// Back to the empty state ("Select a plan ..."); the axis span stays.
     void clear();
+    /// The time the x axis spans: the makespan, or `ms` when that is longer (0, the default: the
+    /// makespan). Timelines shown one above the other share one time scale this way.
+    void setAxisSpanMs(double ms);
+    /// max(the span set, the makespan).
+    double axisSpanMs() const;
 
     const memx::PipelineSchedule &schedule() const { return mSchedule; }
     const QStringList &stageLabels() const { return mLabels; }
@@ -88,6 +93,7 @@ private:
     QString mError;
     double mEstimatePipelineMs = 0;
     int mVirtualStages = 1;
+    double mAxisSpanMs = 0;
     QVector<QLineF> mSendLines; ///< reused by paintSends (no per-paint allocation once grown)
     std::vector<std::array<double, 3>> mColumns; ///< reused by paintOps: busy px per column and kind
 };

@@ -9,10 +9,12 @@
 
 class QLabel;
 class QTableWidget;
+class QTabWidget;
 
 namespace memx::ui {
 
 class MemoryBarChart;
+class PipelineTimeline;
 
 /// One plan of a comparison: its rank and row of the results (as the plan table shows them) and
 /// its detail (plan, estimate, per-GPU bars).
@@ -25,9 +27,10 @@ struct ComparedPlan {
 /// Two or three plans side by side: a table with one column per plan (rank, layout, time and its
 /// gap to the fastest, throughput, peak memory, imbalance, the time breakdown, the pipeline shape
 /// stage by stage, options, idle GPUs) where the best value of each figure is bold and the rows
-/// whose values differ are tinted, and below it each plan's per-GPU memory bars on one GiB
-/// scale. A snapshot: it keeps what it was given (markStale() says the results moved on).
-/// GUI thread only.
+/// whose values differ are tinted, and below it two tabs: each plan's per-GPU memory bars on one
+/// GiB scale, and each plan's 1F1B timeline on one time scale (a slower plan's bar is longer, its
+/// bubbles line up against the others'). A snapshot: it keeps what it was given (markStale() says the results moved
+/// on). GUI thread only.
 class PlanComparisonView : public QWidget {
     Q_OBJECT
 public:
@@ -68,6 +71,10 @@ public:
     QTableWidget *table() const { return mTable; }
     /// One chart per plan, same order as plans().
     const QVector<MemoryBarChart *> &memoryBars() const { return mBars; }
+    /// One timeline per plan, same order as plans(), all spanning the longest makespan.
+    const QVector<PipelineTimeline *> &timelines() const { return mTimelines; }
+    /// The tabs below the table: 0 the memory bars, 1 the timelines.
+    QTabWidget *detailTabs() const { return mDetailTabs; }
     /// The cell text of `row` for plan `column` (0-based).
     QString cellText(Row row, int column) const;
     /// The plan columns holding the best value of `row` (empty for rows without an order).
@@ -80,6 +87,7 @@ public:
 private:
     void fillTable();
     void fillBars();
+    void fillTimelines();
 
     QVector<ComparedPlan> mPlans;
     bool mStale = false;
@@ -87,6 +95,9 @@ private:
     QTableWidget *mTable = nullptr;
     QWidget *mBarsBox = nullptr;
     QVector<MemoryBarChart *> mBars;
+    QTabWidget *mDetailTabs = nullptr;
+    QWidget *mTimelinesBox = nullptr;
+    QVector<PipelineTimeline *> mTimelines;
 };
 
 } // namespace memx::ui
