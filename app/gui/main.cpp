@@ -35,9 +35,11 @@ int main(int argc, char **argv)
                              QStringLiteral("id"));
     QCommandLineOption screenshotView(
         QStringLiteral("screenshot-view"),
-        QStringLiteral("What --screenshot grabs: window (default), profiles (the Profiles dock after planning the "
-                       "profiling jobs and running them on the virtual testbed) or export (the export dialog of "
-                       "the selected plan) or compare (Plan > Compare with Baselines once it finished)."),
+        QStringLiteral(
+            "What --screenshot grabs: window (default), profiles (the Profiles dock after planning the "
+            "profiling jobs and running them on the virtual testbed) or export (the export dialog of "
+            "the selected plan) or compare (Plan > Compare with Baselines once it finished) or plans (ranks 1-3 "
+            "side by side, their memory bars) or plan-timelines (the same, their 1F1B timelines)."),
         QStringLiteral("view"), QStringLiteral("window"));
     parser.addOption(screenshot);
     parser.addOption(screenshotView);
@@ -78,9 +80,12 @@ int main(int argc, char **argv)
             view = View::Compare;
         else if (v == QLatin1String("plans"))
             view = View::PlanComparison;
+        else if (v == QLatin1String("plan-timelines"))
+            view = View::PlanTimelines;
         else if (v != QLatin1String("window")) {
-            qWarning("--screenshot-view: expected window, profiles, export, compare or plans, found \"%s\"",
-                     qPrintable(v));
+            qWarning(
+                "--screenshot-view: expected window, profiles, export, compare, plans or plan-timelines, found \"%s\"",
+                qPrintable(v));
             return 2;
         }
         window.saveScreenshotAndQuit(parser.value(screenshot), parser.value(selectPlan).toInt(), view);

@@ -40,7 +40,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QAbstractButton>
 #include <QAbstractItemModelTester>
+#include <QAction>
 #include <QApplication>
 #include <QChartView>
 #include <QCheckBox>
@@ -52,10 +54,14 @@
 #include <QGraphicsScene>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSortFilterProxyModel>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTextBrowser>
@@ -829,6 +835,39 @@ private slots:
         QVERIFY2(error.contains(QStringLiteral("plans.csv")), qPrintable(error));
     }
 
+    /// The header's column menu hides and shows plan table columns, and the choice survives a
+    /// new result (the learned-only columns stay hidden for an analytic one).
+    void tableColumnsChosenFromTheHeader()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+        QTableView *table = panel()->tableView();
+        std::unique_ptr<QMenu> menu(panel()->createColumnMenu());
+        QAction *score = nullptr;
+        int checkable = 0;
+        for (QAction *a : menu->actions()) {
+            checkable += a->isCheckable();
+            if (a->text() == panel()->tableModel()->headerData(PlanTableModel::ScoreColumn, Qt::Horizontal).toString())
+                score = a;
+        }
+        QCOMPARE(checkable, int(PlanTableModel::PlanColumn)); // every column but the plan summary
+        QVERIFY(score && score->isChecked());
+        QVERIFY(!table->isColumnHidden(PlanTableModel::ScoreColumn));
+        score->setChecked(false);
+        QVERIFY(table->isColumnHidden(PlanTableModel::ScoreColumn));
+        QVERIFY(!table->isColumnHidden(PlanTableModel::PlanColumn));
+        // A new search keeps the choice.
+        QSignalSpy shown(panel(), &ResultsPanel::resultsShown);
+        panel()->runSearch();
+        QVERIFY(waitForResults(shown));
+        QVERIFY(table->isColumnHidden(PlanTableModel::ScoreColumn));
+        QVERIFY(table->isColumnHidden(PlanTableModel::SpreadColumn) == !panel()->results().isLearned());
+        std::unique_ptr<QMenu> again(panel()->createColumnMenu());
+        QAction *all = again->actions().back();
+        QCOMPARE(all->text(), QStringLiteral("Show All Columns"));
+        all->trigger();
+        QVERIFY(!table->isColumnHidden(PlanTableModel::ScoreColumn));
+    }
+
     /// Ctrl+click 2-3 table rows, Compare: the plans side by side, figures from the results,
     /// the fastest and the leanest in bold, one GiB scale for the memory bars; 4 rows: no compare;
     /// an edit marks the comparison stale.
@@ -884,6 +923,28 @@ private slots:
             // Every GPU of the cluster, on one scale.
             QCOMPARE(view->memoryBars()[c]->barCount(), panel()->memoryBars()->barCount());
             QCOMPARE(view->memoryBars()[c]->axisMaxGiB(), view->memoryBars()[0]->axisMaxGiB());
+        }
+        // The 1F1B timelines on one time scale: a plan's last operation ends at its makespan's share
+        // of the longest makespan along the shared axis.
+        view->detailTabs()->setCurrentIndex(1);
+        QCOMPARE(view->timelines().size(), 3);
+        double longest = 0;
+        for (const PipelineTimeline *t : view->timelines())
+            longest = std::max(longest, t->schedule().makespanMs);
+        QVERIFY(longest > 0);
+        for (int c = 0; c < 3; ++c) {
+            const PipelineTimeline *t = view->timelines()[c];
+            QVERIFY2(t->error().isEmpty(), qPrintable(t->error()));
+            QCOMPARE(t->schedule().stages, int(view->plans()[c].detail.estimate.stages.size()));
+            QCOMPARE(t->axisSpanMs(), longest);
+            const QRectF plot = t->plotArea();
+            double end = plot.left();
+            for (int i = 0; i < int(t->schedule().ops.size()); ++i)
+                end = std::max(end, t->opRect(i).right());
+            QVERIFY2(
+                std::abs((end - plot.left()) / plot.width() - t->schedule().makespanMs / longest) < 0.01,
+                qPrintable(
+                    QStringLiteral("plan %1: ends at %2 of the axis").arg(c).arg((end - plot.left()) / plot.width())));
         }
         const double tFast = r.timeMs[PlanResults::indexOf(ids[fastest])];
         QCOMPARE(view->cellText(PlanComparisonView::TimeGapRow, fastest), QStringLiteral("fastest"));
@@ -1046,29 +1107,36 @@ private slots:
         const auto restore = qScopeGuard([] { QStandardPaths::setTestModeEnabled(false); });
         QDir(MainWindow::userGpuDir()).removeRecursively();
         ClusterDocument *doc = mWindow->document();
-        std::vector<memx::GpuSpec> templates = memx::builtinCatalogue().devices();
-        GpuDefinitionDialog dialog(templates, memx::builtinCatalogue());
+        const std::vector<memx::GpuSpec> &templates = memx::builtinCatalogue().devices();
+        GpuDefinitionDialog dialog(doc->knownDevices());
         const auto h100 = std::find_if(templates.begin(), templates.end(),
                                        [](const memx::GpuSpec &d) { return d.id == "h100-sxm"; });
         QVERIFY(h100 != templates.end());
         dialog.templateBox()->setCurrentIndex(int(h100 - templates.begin()));
         QCOMPARE(dialog.memoryField()->value(), *h100->memoryGiB); // the template's figures to edit
-        // The template's own id is refused, naming the field; nothing is added.
+        // The template's own id is refused, naming the field by its label; nothing is added.
         dialog.idField()->setText(QStringLiteral("h100-sxm"));
-        QString error;
-        QVERIFY(!mWindow->addDefinedGpu(dialog, &error));
-        QVERIFY2(error.contains(QStringLiteral("/devices/0/id")), qPrintable(error));
         dialog.accept();
-        QVERIFY(!dialog.errorLabel()->text().isEmpty());
+        QVERIFY2(dialog.errorLabel()->text().startsWith(QStringLiteral("Id: expected an id that is not")),
+                 qPrintable(dialog.errorLabel()->text()));
         QCOMPARE(dialog.result(), int(QDialog::Rejected));
-        dialog.idField()->setText(QStringLiteral("bad id/"));
-        QVERIFY(!dialog.check().isEmpty());
+        QString error;
+        QVERIFY(!mWindow->addDefinedGpu(dialog, &error)); // only an accepted dialog is added
+        QVERIFY(!QFile::exists(MainWindow::userGpuDir() + QStringLiteral("/h100-sxm.json")));
+        // core's id rule (the id names the file), and a memory the dialog leaves at 0.
+        dialog.idField()->setText(QStringLiteral("../bad id"));
+        dialog.memoryField()->setValue(0);
+        QVERIFY2(dialog.check().contains(QStringLiteral("Id: expected an id of letters"))
+                     && dialog.check().contains(QStringLiteral("Memory: expected the device's memory")),
+                 qPrintable(dialog.check()));
         // An H100 with 141 GiB and 1200 TFLOP/s: a valid custom device.
         dialog.idField()->setText(QStringLiteral("h100-plus"));
         dialog.nameField()->setText(QStringLiteral("H100 Plus"));
         dialog.memoryField()->setValue(141);
         dialog.bf16Field()->setValue(1200);
         QVERIFY2(dialog.check().isEmpty(), qPrintable(dialog.check()));
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Accepted));
         QVERIFY2(mWindow->addDefinedGpu(dialog, &error), qPrintable(error));
         const QString file = MainWindow::userGpuDir() + QStringLiteral("/h100-plus.json");
         QVERIFY(QFile::exists(file));
@@ -1090,6 +1158,46 @@ private slots:
         QCOMPARE(*searched.devices[size_t(searched.deviceIndex("h100-plus"))].denseBf16Tflops, 1200.0);
         doc->undoStack()->undo();
         QTRY_VERIFY_WITH_TIMEOUT(!panel()->isSearching(), kSearchTimeoutMs);
+
+        // A second definition may not take an id the first one's device answers to.
+        GpuDefinitionDialog second(doc->knownDevices());
+        second.idField()->setText(QStringLiteral("H100-PLUS"));
+        QVERIFY2(second.check().contains(QStringLiteral("no other loaded device has")), qPrintable(second.check()));
+
+        // Remove GPU File (Delete on the palette's row): the palette and the known devices lose
+        // it, and New GPU's own file is deleted.
+        GpuPalette *palette = mWindow->findChild<GpuPalette *>();
+        const QModelIndex row = palette->model()->indexOfDevice("h100-plus");
+        auto *proxy = qobject_cast<QSortFilterProxyModel *>(palette->view()->model());
+        QVERIFY(proxy);
+        palette->view()->setCurrentIndex(proxy->mapFromSource(row));
+        QVERIFY(palette->removeAction()->isEnabled());
+        QSignalSpy asked(palette, &GpuPalette::removeRequested);
+        QString question;
+        const auto answer = [&](QMessageBox::StandardButton button) {
+            QTimer::singleShot(0, this, [&, button] {
+                auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+                QVERIFY(box);
+                question = box->text();
+                box->button(button)->click();
+            });
+        };
+        answer(QMessageBox::No); // asked first; No keeps everything
+        palette->removeAction()->trigger();
+        QCOMPARE(asked.size(), 1);
+        QCOMPARE(asked.front().front().toString(), QFileInfo(file).absoluteFilePath());
+        QVERIFY2(question.contains(QStringLiteral("delete its definition")), qPrintable(question));
+        QVERIFY(palette->model()->indexOfDevice("h100-plus").isValid());
+        QVERIFY(QFile::exists(file));
+        answer(QMessageBox::Yes);
+        palette->removeAction()->trigger();
+        QCOMPARE(asked.size(), 2);
+        QVERIFY(!palette->model()->indexOfDevice("h100-plus").isValid());
+        QVERIFY(!doc->knownDevice("h100-plus"));
+        QVERIFY(!QFile::exists(file));
+        // A catalogue row offers no removal.
+        palette->view()->setCurrentIndex(proxy->mapFromSource(palette->model()->indexOfDevice("h100-sxm")));
+        QVERIFY(!palette->removeAction()->isEnabled());
         QDir(MainWindow::userGpuDir()).removeRecursively();
     }
 

@@ -197,25 +197,37 @@ QString ClusterDocument::validateGroup(const memx::NodeGroup &group, int index) 
 
 void ClusterDocument::addKnownDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin)
 {
-    std::vector<memx::GpuSpec> added;
-    for (memx::GpuSpec d : devices) {
+    std::vector<memx::GpuSpec> added = devices;
+    for (memx::GpuSpec &d : added)
         d.custom = true;
-        added.push_back(d);
-        auto same = std::find_if(mKnownDevices.begin(), mKnownDevices.end(),
-                                 [&](const memx::GpuSpec &k) { return k.id == d.id; });
-        if (same != mKnownDevices.end())
-            *same = std::move(d);
-        else
-            mKnownDevices.push_back(std::move(d));
-    }
+    memx::mergeCustomDevices(mKnownDevices, added, origin.toStdString()); // throws, changing nothing
+    for (const memx::GpuSpec &d : added)
+        mKnownOrigins[d.id] = origin;
     if (!added.empty())
         emit knownDevicesAdded(added, origin);
+}
+
+int ClusterDocument::removeKnownDevices(const QString &origin)
+{
+    std::vector<std::string> ids;
+    for (auto it = mKnownOrigins.begin(); it != mKnownOrigins.end();)
+        if (it->second == origin) {
+            ids.push_back(it->first);
+            it = mKnownOrigins.erase(it);
+        } else {
+            ++it;
+        }
+    std::erase_if(mKnownDevices,
+                  [&](const memx::GpuSpec &d) { return std::find(ids.begin(), ids.end(), d.id) != ids.end(); });
+    if (!ids.empty())
+        emit knownDevicesRemoved(ids);
+    return int(ids.size());
 }
 
 const memx::GpuSpec *ClusterDocument::knownDevice(const std::string &id) const
 {
     for (const memx::GpuSpec &d : mKnownDevices)
-        if (d.id == id || std::find(d.aliases.begin(), d.aliases.end(), id) != d.aliases.end())
+        if (d.isNamed(id))
             return &d;
     return nullptr;
 }

@@ -2,6 +2,7 @@
 
 #include "memx/ui/vendorstyle.h"
 
+#include <QFileInfo>
 #include <QMimeData>
 #include <QPainter>
 #include <QPixmap>
@@ -19,41 +20,34 @@ QString figure(const std::optional<double> &v, const char *unit, int decimals = 
 
 GpuCatalogueModel::GpuCatalogueModel(const memx::Catalogue &catalogue, QObject *parent)
     : QAbstractItemModel(parent)
+    , mBuiltin(catalogue.devices())
 {
-    for (const memx::GpuSpec &d : catalogue.devices()) {
-        auto it = std::find_if(mVendors.begin(), mVendors.end(), [&](const Vendor &v) { return v.name == d.vendor; });
-        if (it == mVendors.end())
-            it = mVendors.insert(mVendors.end(), Vendor {d.vendor, {}});
-        it->devices.push_back(d);
-    }
+    rebuild();
 }
 
-int GpuCatalogueModel::addDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin)
+void GpuCatalogueModel::setCustomDevices(const std::vector<memx::GpuSpec> &devices,
+                                         const std::map<std::string, QString> &origins)
 {
     beginResetModel();
-    int n = 0;
-    for (memx::GpuSpec d : devices) {
+    mCustom = devices;
+    for (memx::GpuSpec &d : mCustom)
         d.custom = true;
-        auto vendor
-            = std::find_if(mVendors.begin(), mVendors.end(), [&](const Vendor &v) { return v.name == d.vendor; });
-        if (vendor == mVendors.end())
-            vendor = mVendors.insert(mVendors.end(), Vendor {d.vendor, {}});
-        auto same = std::find_if(vendor->devices.begin(), vendor->devices.end(),
-                                 [&](const memx::GpuSpec &o) { return o.id == d.id && o.custom; });
-        mOrigins[d.id] = origin;
-        if (same != vendor->devices.end())
-            *same = std::move(d);
-        else
-            vendor->devices.push_back(std::move(d));
-        ++n;
-    }
+    mOrigins = origins;
+    rebuild();
     endResetModel();
-    return n;
 }
 
-int GpuCatalogueModel::customDeviceCount() const
+void GpuCatalogueModel::rebuild()
 {
-    return int(mOrigins.size());
+    mVendors.clear();
+    for (const auto *list : {&mBuiltin, &mCustom})
+        for (const memx::GpuSpec &d : *list) {
+            auto it
+                = std::find_if(mVendors.begin(), mVendors.end(), [&](const Vendor &v) { return v.name == d.vendor; });
+            if (it == mVendors.end())
+                it = mVendors.insert(mVendors.end(), Vendor {d.vendor, {}});
+            it->devices.push_back(d);
+        }
 }
 
 const memx::GpuSpec *GpuCatalogueModel::device(const QModelIndex &index) const
@@ -143,11 +137,16 @@ QVariant GpuCatalogueModel::data(const QModelIndex &index, int role) const
             const auto origin = mOrigins.find(d.id);
             return tooltip(d)
                 + tr("<br><i>Custom device from %1.</i>")
-                      .arg(origin != mOrigins.end() ? origin->second.toHtmlEscaped() : tr("a file"));
+                      .arg(origin != mOrigins.end() ? QFileInfo(origin->second).fileName().toHtmlEscaped()
+                                                    : tr("a file"));
         }
         return tooltip(d);
     case DeviceIdRole:
         return QString::fromStdString(d.id);
+    case OriginRole: {
+        const auto origin = d.custom ? mOrigins.find(d.id) : mOrigins.end();
+        return origin != mOrigins.end() ? origin->second : QString();
+    }
     }
     return {};
 }

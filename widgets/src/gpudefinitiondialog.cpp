@@ -1,6 +1,7 @@
 #include "memx/ui/gpudefinitiondialog.h"
 
 #include "memx/io/formats.h"
+#include "memx/util/diagnostic.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -8,8 +9,9 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QRegularExpression>
 #include <QVBoxLayout>
+
+#include <map>
 
 namespace memx::ui {
 
@@ -33,12 +35,12 @@ std::optional<double> figure(const QDoubleSpinBox *f)
 
 } // namespace
 
-GpuDefinitionDialog::GpuDefinitionDialog(std::vector<memx::GpuSpec> templates, const memx::Catalogue &catalogue,
-                                         QWidget *parent)
+GpuDefinitionDialog::GpuDefinitionDialog(std::vector<memx::GpuSpec> known, QWidget *parent)
     : QDialog(parent)
-    , mTemplates(std::move(templates))
-    , mCatalogue(catalogue)
+    , mKnown(std::move(known))
+    , mTemplates(memx::builtinCatalogue().devices())
 {
+    mTemplates.insert(mTemplates.end(), mKnown.begin(), mKnown.end());
     setWindowTitle(tr("New GPU"));
     mTemplate = new QComboBox;
     for (const memx::GpuSpec &d : mTemplates)
@@ -147,12 +149,33 @@ std::string GpuDefinitionDialog::fileText() const
 
 QString GpuDefinitionDialog::check() const
 {
-    if (mId->text().trimmed().isEmpty())
-        return tr("Give the GPU an id (the key cluster files use).");
-    if (!QRegularExpression(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._-]*$")).match(mId->text().trimmed()).hasMatch())
-        return tr("The id may hold letters, digits, '.', '_' and '-' only (it names the GPU file too).");
+    // The fields' labels for core's JSON pointers ("/devices/0/memoryGiB" -> "Memory").
+    static const std::map<std::string, QString> labels {
+        {"id", tr("Id")},
+        {"name", tr("Name")},
+        {"vendor", tr("Vendor")},
+        {"memoryGiB", tr("Memory")},
+        {"memoryBandwidthGBps", tr("Memory bandwidth")},
+        {"denseBf16Tflops", tr("Dense BF16")},
+        {"denseFp8Tflops", tr("Dense FP8")},
+        {"scaleUp", tr("Scale-up link")},
+        {"nic", tr("NIC")},
+    };
     try {
-        memx::parseCustomDevices(fileText(), tr("the new GPU").toStdString(), mCatalogue);
+        std::vector<memx::GpuSpec> known = mKnown;
+        memx::mergeCustomDevices(known, memx::parseCustomDevices(fileText(), "the new GPU"), "the new GPU");
+    } catch (const memx::LoadError &e) {
+        QStringList lines;
+        for (const memx::Diagnostic &d : e.diagnostics()) {
+            const std::string prefix = "/devices/0/";
+            const std::string field = d.pointer.rfind(prefix, 0) == 0
+                ? d.pointer.substr(prefix.size(), d.pointer.find('/', prefix.size()) - prefix.size())
+                : std::string();
+            const auto label = labels.find(field);
+            lines << (label != labels.end() ? label->second : QString::fromStdString(d.pointer)) + QStringLiteral(": ")
+                    + QString::fromStdString(d.message);
+        }
+        return lines.join(u'\n');
     } catch (const std::exception &e) {
         return QString::fromStdString(e.what());
     }

@@ -3,9 +3,12 @@
 #include "memx/io/formats.h"
 #include "memx/ui/gpucataloguemodel.h"
 
+#include <QAction>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QSortFilterProxyModel>
@@ -48,6 +51,41 @@ GpuPalette::GpuPalette(QWidget *parent)
     });
     connect(mFilter, &QLineEdit::textChanged, mView, &QTreeView::expandAll);
     connect(mModel, &QAbstractItemModel::modelReset, mView, &QTreeView::expandAll);
+    // Removing the devices of a loaded GPU file (an absolute path; the open cluster's own devices
+    // have a label instead and go with the cluster).
+    mRemove = new QAction(tr("&Remove GPU File from Palette"), mView);
+    mRemove->setShortcut(QKeySequence::Delete);
+    mRemove->setShortcutContext(Qt::WidgetShortcut);
+    mRemove->setEnabled(false);
+    mView->addAction(mRemove);
+    const auto originOf = [this](const QModelIndex &proxyIndex) {
+        const QString origin = proxyIndex.data(GpuCatalogueModel::OriginRole).toString();
+        return !origin.isEmpty() && QFileInfo(origin).isAbsolute() ? origin : QString();
+    };
+    const auto updateRemove = [this, originOf] {
+        const QString origin = originOf(mView->currentIndex());
+        mRemove->setEnabled(!origin.isEmpty());
+        mRemove->setToolTip(origin.isEmpty() ? QString()
+                                             : tr("Remove the GPUs of %1").arg(QFileInfo(origin).fileName()));
+    };
+    connect(mView->selectionModel(), &QItemSelectionModel::currentChanged, this, updateRemove);
+    connect(mModel, &QAbstractItemModel::modelReset, this, updateRemove);
+    connect(mRemove, &QAction::triggered, this, [this, originOf] {
+        if (const QString origin = originOf(mView->currentIndex()); !origin.isEmpty())
+            emit removeRequested(origin);
+    });
+    mView->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(mView, &QWidget::customContextMenuRequested, this, [this, updateRemove](const QPoint &pos) {
+        const QModelIndex at = mView->indexAt(pos);
+        if (!at.isValid())
+            return;
+        mView->setCurrentIndex(at);
+        updateRemove();
+        QMenu menu(this);
+        menu.addAction(mRemove);
+        menu.exec(mView->viewport()->mapToGlobal(pos));
+    });
+
     mLoad = new QPushButton(tr("Load GPUs..."), this);
     mLoad->setToolTip(tr("Add GPUs the catalogue lacks from a memx.catalogue/1 file (e.g. "
                          "sample_gpus/blackwell-mi355x.json: B200, GB200, MI355X)"));

@@ -129,7 +129,7 @@ MainWindow::MainWindow(bool rememberLayout, QWidget *parent)
         }
         docks.palette->raise();
     }
-    resizeDocks({docks.palette, docks.properties}, {narrow ? 270 : 235, narrow ? 270 : 290}, Qt::Horizontal);
+    resizeDocks({docks.palette, docks.properties}, {270, narrow ? 270 : 290}, Qt::Horizontal);
     resizeDocks({docks.weights, docks.properties}, {140, 600}, Qt::Vertical);
     // Dock tabs keep their full titles ("Search Space", not "Search Sp..."): the tab bar scrolls.
     for (QTabBar *tabs : findChildren<QTabBar *>(Qt::FindDirectChildrenOnly)) {
@@ -233,12 +233,21 @@ void MainWindow::connectDocument(const Docks &docks)
         for (const memx::GpuSpec &d : mDocument->cluster().devices)
             if (d.custom && !mDocument->knownDevice(d.id))
                 own.push_back(d);
-        if (!own.empty())
-            mDocument->addKnownDevices(own,
-                                       mDocument->filePath().isEmpty() ? tr("this cluster")
-                                                                       : QFileInfo(mDocument->filePath()).fileName());
+        // A label, not a path: the palette offers to remove devices of GPU files only.
+        const QString origin
+            = mDocument->filePath().isEmpty() ? tr("this cluster") : QFileInfo(mDocument->filePath()).fileName();
+        try {
+            if (!own.empty())
+                mDocument->addKnownDevices(own, origin);
+        } catch (const std::exception &e) { // an id or alias of a loaded GPU file's device
+            statusBar()->showMessage(tr("The cluster's own GPUs are not in the palette: %1").arg(e.what()), 10000);
+        }
     });
-    connect(mDocument, &ClusterDocument::knownDevicesAdded, mPalette->model(), &GpuCatalogueModel::addDevices);
+    const auto showKnownDevices
+        = [this] { mPalette->model()->setCustomDevices(mDocument->knownDevices(), mDocument->knownDeviceOrigins()); };
+    connect(mDocument, &ClusterDocument::knownDevicesAdded, this, showKnownDevices);
+    connect(mDocument, &ClusterDocument::knownDevicesRemoved, this, showKnownDevices);
+    connect(mPalette, &GpuPalette::removeRequested, this, &MainWindow::removeGpuFileInteractive);
     // The project's search context first: the search it schedules must see the new data.
     connect(mDocument, &ClusterDocument::projectDataChanged, this, &MainWindow::onProjectDataChanged);
     for (auto signal : {&ClusterDocument::clusterReset, &ClusterDocument::networkChanged,
@@ -752,7 +761,7 @@ bool MainWindow::loadGpuFile(const QString &path, QString *error)
 
 void MainWindow::addGpuDevices(const QString &path, const std::vector<memx::GpuSpec> &devices)
 {
-    mDocument->addKnownDevices(devices, QFileInfo(path).fileName());
+    mDocument->addKnownDevices(devices, QFileInfo(path).absoluteFilePath()); // throws on a clash
     if (mRememberLayout)
         mSettings.addGpuFile(path);
     QStringList names;
@@ -770,29 +779,62 @@ QString MainWindow::userGpuDir()
 
 bool MainWindow::addDefinedGpu(const GpuDefinitionDialog &dialog, QString *error)
 {
-    if (const QString why = dialog.check(); !why.isEmpty()) {
+    const auto fail = [&](const QString &why) {
         if (error)
             *error = why;
         return false;
-    }
+    };
+    if (dialog.result() != QDialog::Accepted) // accept() checks the device with core's rules
+        return fail(tr("The New GPU dialog was not accepted."));
     const QString dir = userGpuDir();
     const QString path = dir + u'/' + QString::fromStdString(dialog.device().id) + QStringLiteral(".json");
     QSaveFile file(path); // a crash mid-write leaves the earlier definition
     const QByteArray text = QByteArray::fromStdString(dialog.fileText());
-    if (!QDir().mkpath(dir) || !file.open(QIODevice::WriteOnly) || file.write(text) != text.size() || !file.commit()) {
-        if (error)
-            *error = tr("Cannot write %1: %2").arg(path, file.errorString());
-        return false;
+    if (!QDir().mkpath(dir) || !file.open(QIODevice::WriteOnly) || file.write(text) != text.size() || !file.commit())
+        return fail(tr("Cannot write %1: %2").arg(path, file.errorString()));
+    try {
+        addGpuDevices(path, {dialog.device()});
+    } catch (const std::exception &e) {
+        return fail(QString::fromStdString(e.what()));
     }
-    return loadGpuFile(path, error);
+    return true;
+}
+
+int MainWindow::removeGpuFile(const QString &path)
+{
+    const QString abs = QFileInfo(path).absoluteFilePath();
+    const int removed = mDocument->removeKnownDevices(abs);
+    if (mRememberLayout)
+        mSettings.removeGpuFile(abs);
+    if (QFileInfo(abs).absolutePath() == QFileInfo(userGpuDir()).absoluteFilePath())
+        QFile::remove(abs); // New GPU...'s own file: nothing else refers to it
+    statusBar()->showMessage(tr("Removed %n GPU(s) of %1", nullptr, removed).arg(QFileInfo(abs).fileName()), 6000);
+    return removed;
+}
+
+void MainWindow::removeGpuFileInteractive(const QString &path)
+{
+    QStringList names;
+    for (const auto &[id, origin] : mDocument->knownDeviceOrigins())
+        if (origin == path)
+            if (const memx::GpuSpec *d = mDocument->knownDevice(id))
+                names << QString::fromStdString(d->name);
+    const bool own = QFileInfo(path).absolutePath() == QFileInfo(userGpuDir()).absoluteFilePath();
+    const QString text = own ? tr("Remove %1 from the palette and delete its definition (you made it with New "
+                                  "GPU...)?")
+                                   .arg(names.join(QStringLiteral(", ")))
+                             : tr("Remove %1 (from %2) from the palette? The file stays; load it again with Load "
+                                  "GPUs...")
+                                   .arg(names.join(QStringLiteral(", ")), QDir::toNativeSeparators(path));
+    if (QMessageBox::question(this, tr("Remove GPUs"),
+                              text + u'\n' + tr("Node groups of these GPUs keep their definition in the cluster."))
+        == QMessageBox::Yes)
+        removeGpuFile(path);
 }
 
 void MainWindow::defineGpuInteractive()
 {
-    std::vector<memx::GpuSpec> templates = memx::builtinCatalogue().devices();
-    for (const memx::GpuSpec &d : mDocument->knownDevices())
-        templates.push_back(d);
-    GpuDefinitionDialog dialog(std::move(templates), memx::builtinCatalogue(), this);
+    GpuDefinitionDialog dialog(mDocument->knownDevices(), this);
     if (dialog.exec() != QDialog::Accepted)
         return;
     QString error;
@@ -1034,7 +1076,7 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, Scre
                 dialog, &CompareDialog::finished, this,
                 [dialog, save](bool) { QTimer::singleShot(800, dialog, [dialog, save] { save(dialog); }); },
                 Qt::SingleShotConnection);
-        } else if (view == ScreenshotView::PlanComparison) {
+        } else if (view == ScreenshotView::PlanComparison || view == ScreenshotView::PlanTimelines) {
             QTableView *table = mResults->tableView();
             const PlanTableModel *m = mResults->tableModel();
             for (int row = 0; row < m->rowCount(); ++row)
@@ -1045,6 +1087,8 @@ void MainWindow::saveScreenshotAndQuit(const QString &path, int selectRank, Scre
                 QTimer::singleShot(0, this, grabAndQuit);
                 return;
             }
+            if (view == ScreenshotView::PlanTimelines)
+                mResults->comparison()->detailTabs()->setCurrentIndex(1);
             QWidget *dialog = mResults->comparison()->window();
             QTimer::singleShot(800, dialog, [dialog, save] { save(dialog); });
         } else if (view == ScreenshotView::ExportDialog) {

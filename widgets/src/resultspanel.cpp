@@ -219,6 +219,12 @@ QWidget *ResultsPanel::createTable()
     mTable->horizontalHeader()->setStretchLastSection(true);
     mTable->setAlternatingRowColors(true);
     mTable->setWordWrap(false);
+    // Right-click the header: choose the columns (a narrow window shows more of the plan summary).
+    mTable->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(mTable->horizontalHeader(), &QWidget::customContextMenuRequested, this, [this](const QPoint &pos) {
+        std::unique_ptr<QMenu> menu(createColumnMenu(this));
+        menu->exec(mTable->horizontalHeader()->mapToGlobal(pos));
+    });
     mFilter = new QLineEdit;
     mFilter->setPlaceholderText(tr("Filter plans"));
     mFilter->setToolTip(
@@ -780,8 +786,40 @@ void ResultsPanel::resizeColumns()
         mTable->setColumnWidth(c, std::max(digits[c] * digit + 12, header.horizontalAdvance(title) + 26));
     }
     const bool learned = mResults.isLearned();
-    mTable->setColumnHidden(PlanTableModel::SpreadColumn, !learned);
-    mTable->setColumnHidden(PlanTableModel::FlagsColumn, !learned);
+    for (int c = 0; c < PlanTableModel::ColumnCount; ++c) {
+        const bool learnedOnly = c == PlanTableModel::SpreadColumn || c == PlanTableModel::FlagsColumn;
+        mTable->setColumnHidden(c, mHiddenColumns.contains(c) || (learnedOnly && !learned));
+    }
+}
+
+QMenu *ResultsPanel::createColumnMenu(QWidget *parent)
+{
+    auto *menu = new QMenu(parent);
+    menu->setToolTipsVisible(true);
+    for (int c = 0; c < PlanTableModel::PlanColumn; ++c) {
+        QAction *a = menu->addAction(mModel->headerData(c, Qt::Horizontal).toString());
+        a->setCheckable(true);
+        a->setChecked(!mHiddenColumns.contains(c));
+        a->setToolTip(mModel->headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString());
+        connect(a, &QAction::toggled, this, [this, c](bool shown) { setColumnShown(c, shown); });
+    }
+    menu->addSeparator();
+    connect(menu->addAction(tr("Show All Columns")), &QAction::triggered, this, [this] {
+        mHiddenColumns.clear();
+        resizeColumns();
+    });
+    return menu;
+}
+
+void ResultsPanel::setColumnShown(int column, bool shown)
+{
+    if (column < 0 || column >= PlanTableModel::PlanColumn)
+        return; // the plan summary always shows
+    if (shown)
+        mHiddenColumns.remove(column);
+    else
+        mHiddenColumns.insert(column);
+    resizeColumns();
 }
 
 void ResultsPanel::setWeights(const ObjectiveWeights &weights)

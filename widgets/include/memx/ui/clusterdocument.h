@@ -16,6 +16,7 @@
 #include <set>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -87,15 +88,22 @@ public:
     // --- validated, undoable edits (return false and set *error when rejected) ---
 
     /// Devices defined outside the catalogue that edits may use (the GPU files the user loaded,
-    /// memx::loadCustomDevices); a later definition of an id replaces the earlier one. A group of
-    /// one of them carries its definition in the cluster's devices (so it is saved with the
-    /// cluster); it leaves them again when no group uses it. Not undoable (no cluster change).
-    /// `origin` says where they were defined (a file name); emits knownDevicesAdded, which the
+    /// memx::loadCustomDevices), merged by core's rule (memx::mergeCustomDevices: a later
+    /// definition of an id replaces the earlier one; an id or alias another known device has is
+    /// refused with memx::LoadError naming `origin`, and nothing is added). A group of one of them
+    /// carries its definition in the cluster's devices (so it is saved with the cluster); it
+    /// leaves them again when no group uses it. Not undoable (no cluster change). `origin` says
+    /// where they were defined (a file's path, or a label); emits knownDevicesAdded, which the
     /// GPU palette follows.
     void addKnownDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin);
+    /// Forgets the known devices added from `origin` (groups using them keep their definition
+    /// in the cluster's devices); emits knownDevicesRemoved. Returns how many were removed.
+    int removeKnownDevices(const QString &origin);
     const std::vector<memx::GpuSpec> &knownDevices() const { return mKnownDevices; }
-    /// The known device with id or alias `id` (null when none).
+    /// The known device with id or alias `id` (case-insensitive; null when none).
     const memx::GpuSpec *knownDevice(const std::string &id) const;
+    /// Known device id -> where it was defined (addKnownDevices' origin).
+    const std::map<std::string, QString> &knownDeviceOrigins() const { return mKnownOrigins; }
 
     /// Adds a group of one node with `gpusPerNode` GPUs of catalogue/cluster/known device `gpuId` at `pos`.
     /// Returns the new group's index or -1.
@@ -166,6 +174,8 @@ signals:
     void objectiveWeightsChanged(const memx::ObjectiveWeights &weights);
     /// addKnownDevices added or replaced these devices (marked custom), defined in `origin`.
     void knownDevicesAdded(const std::vector<memx::GpuSpec> &devices, const QString &origin);
+    /// removeKnownDevices forgot the devices with these ids.
+    void knownDevicesRemoved(const std::vector<std::string> &ids);
 
 private:
     /// Keeps `devices` = custom devices + the catalogue devices the groups use (in first-use order),
@@ -180,6 +190,7 @@ private:
 
     memx::Cluster mCluster;
     std::vector<memx::GpuSpec> mKnownDevices; // custom, from loaded GPU files
+    std::map<std::string, QString> mKnownOrigins; // known device id -> addKnownDevices' origin
     std::set<std::string> mOwnDevices; // ids of the custom devices the cluster came with (kept unused)
     memx::Model mModel;
     QUndoStack *mUndoStack = nullptr;

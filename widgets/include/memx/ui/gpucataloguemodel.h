@@ -20,15 +20,17 @@ public:
     enum Column { NameColumn, MemoryColumn, ComputeColumn, ColumnCount };
     /// Role returning the device id (std::string as QString) of a device row.
     static constexpr int DeviceIdRole = Qt::UserRole + 1;
+    /// Role returning where a custom device row was defined (empty for catalogue devices).
+    static constexpr int OriginRole = Qt::UserRole + 2;
 
     explicit GpuCatalogueModel(const memx::Catalogue &catalogue, QObject *parent = nullptr);
 
-    /// Adds custom devices (a loaded GPU file, a cluster's own definitions) under their vendors,
-    /// shown "name (custom)" with `origin` in the tooltip; a device with the id of an earlier
-    /// custom one replaces it. Returns how many were added or replaced.
-    int addDevices(const std::vector<memx::GpuSpec> &devices, const QString &origin);
-    /// The custom devices added so far (addDevices order).
-    int customDeviceCount() const;
+    /// Shows these custom devices (the document's known devices: loaded GPU files, the open
+    /// cluster's own definitions) under their vendors after the catalogue's, "name (custom)",
+    /// with their origin (id -> file path or label) in the tooltip and OriginRole.
+    void setCustomDevices(const std::vector<memx::GpuSpec> &devices, const std::map<std::string, QString> &origins);
+    /// How many custom devices are shown.
+    int customDeviceCount() const { return int(mCustom.size()); }
 
     /// The device of a device row, nullptr for vendor rows.
     const memx::GpuSpec *device(const QModelIndex &index) const;
@@ -54,6 +56,10 @@ private:
         std::string name;
         std::vector<memx::GpuSpec> devices;
     };
+    /// mVendors from the catalogue's devices, then the custom ones.
+    void rebuild();
+
+    std::vector<memx::GpuSpec> mBuiltin, mCustom;
     std::vector<Vendor> mVendors;
     std::map<std::string, QString> mOrigins; // custom device id -> where it was defined
 };

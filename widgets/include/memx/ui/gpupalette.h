@@ -2,6 +2,7 @@
 
 #include <QWidget>
 
+class QAction;
 class QLineEdit;
 class QPushButton;
 class QSortFilterProxyModel;
@@ -13,7 +14,8 @@ class GpuCatalogueModel;
 
 /// Dock contents: a filter box and the GPU catalogue grouped by vendor (with the custom devices
 /// of loaded GPU files and of the open cluster); drag a device onto the ClusterCanvas to add a
-/// node group, or double-click it (emits gpuActivated); "Load GPUs..." adds devices from a file.
+/// node group, or double-click it (emits gpuActivated); "Load GPUs..." adds devices from a file,
+/// "Remove GPU File" (context menu, Delete) asks to remove the devices of a loaded file.
 class GpuPalette : public QWidget {
     Q_OBJECT
 
@@ -26,6 +28,9 @@ public:
     QPushButton *loadButton() const { return mLoad; }
     /// "New GPU...": emits newRequested (the window opens a GpuDefinitionDialog).
     QPushButton *newButton() const { return mNew; }
+    /// "Remove GPU File" (Delete on the view, context menu): enabled on a device row loaded from a
+    /// GPU file; emits removeRequested with that file's path.
+    QAction *removeAction() const { return mRemove; }
 
     /// Narrower than this, the GiB and TFLOP/s columns hide (the names stay readable; the
     /// tooltips have every figure).
@@ -38,6 +43,8 @@ signals:
     void loadRequested();
     /// The user asked to define a new GPU.
     void newRequested();
+    /// The user asked to remove the devices loaded from the GPU file `path`.
+    void removeRequested(const QString &path);
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
@@ -49,6 +56,7 @@ private:
     QTreeView *mView = nullptr;
     QPushButton *mLoad = nullptr;
     QPushButton *mNew = nullptr;
+    QAction *mRemove = nullptr;
 };
 
 } // namespace memx::ui

@@ -72,10 +72,16 @@ public:
     /// the devices edits may use, and remembers the file for the next start. False with `error`
     /// (the file, every field at fault) when refused; nothing changes then.
     bool loadGpuFile(const QString &path, QString *error = nullptr);
-    /// The device of an accepted New GPU dialog: written to userGpuDir()/ID.json (replacing an
-    /// earlier definition of that id) and loaded as loadGpuFile does. False with *error when the
-    /// file cannot be written or is refused.
+    /// The device of an accepted New GPU dialog (its accept() checked it): written to
+    /// userGpuDir()/ID.json (replacing an earlier definition of that id) and added as loadGpuFile
+    /// adds a file's devices. False with *error when the dialog was not accepted or the file
+    /// cannot be written.
     bool addDefinedGpu(const GpuDefinitionDialog &dialog, QString *error = nullptr);
+    /// Removes the devices loaded from the GPU file `path` from the palette and from the devices
+    /// edits may use (groups using one keep its definition in the cluster), and stops loading the
+    /// file at start; a file New GPU... wrote (in userGpuDir()) is deleted. Returns how many
+    /// devices were removed.
+    int removeGpuFile(const QString &path);
     /// Where New GPU... keeps its definitions (the application data folder's gpus/).
     static QString userGpuDir();
     /// Saves the document to `path` (format by suffix: .memx project or cluster JSON).
@@ -87,6 +93,7 @@ public:
         ExportDialog, ///< the export dialog of the selected plan
         Compare, ///< the comparison dialog once its run finished
         PlanComparison, ///< the plans of ranks 1-3 side by side (Compare in the results)
+        PlanTimelines, ///< the same, its 1F1B timelines tab
     };
     /// Grabs `view` into a PNG once the first search's results are drawn, then quits.
     /// `selectRank` > 0 selects the plan of that rank first.
@@ -150,6 +157,7 @@ private:
     void importCluster();
     void loadGpuFileInteractive();
     void defineGpuInteractive();
+    void removeGpuFileInteractive(const QString &path);
     void addGpuDevices(const QString &path, const std::vector<memx::GpuSpec> &devices);
     void exportCluster();
     bool maybeSave();

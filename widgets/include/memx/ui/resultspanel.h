@@ -9,6 +9,7 @@
 
 #include <QElapsedTimer>
 #include <QPointer>
+#include <QSet>
 #include <QWidget>
 
 #include <memory>
@@ -115,6 +116,12 @@ public:
     PlanTableModel *tableModel() const { return mModel; }
     PlanFilterProxy *tableProxy() const { return mProxy; }
     QTableView *tableView() const { return mTable; }
+    /// The table header's context menu: one checkable action per column but the plan summary
+    /// (unchecking hides it; the learned spread and flags columns only exist for a learned result).
+    /// The caller owns the menu.
+    QMenu *createColumnMenu(QWidget *parent = nullptr);
+    /// Shows or hides a plan table column (the header menu's choice, kept across results).
+    void setColumnShown(int column, bool shown);
     QTextBrowser *detailText() const { return mDetailText; }
     /// "Pipeline" (stage diagram) and "Time breakdown" (text) tabs of the plan detail.
     QTabWidget *detailTabs() const { return mDetailTabs; }
@@ -242,6 +249,7 @@ private:
     PlanTableModel *mModel = nullptr;
     PlanFilterProxy *mProxy = nullptr;
     QTableView *mTable = nullptr;
+    QSet<int> mHiddenColumns; // the user's choice in the header menu
     QLineEdit *mFilter = nullptr;
     QCheckBox *mParetoOnly = nullptr;
     QCheckBox *mHideOom = nullptr;
