@@ -777,6 +777,12 @@ QString MainWindow::userGpuDir()
     return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/gpus");
 }
 
+/// Whether `path` is a file New GPU... wrote (in userGpuDir(); nothing else refers to it).
+static bool isDefinedGpuFile(const QString &path)
+{
+    return QFileInfo(path).absolutePath() == QFileInfo(MainWindow::userGpuDir()).absoluteFilePath();
+}
+
 bool MainWindow::addDefinedGpu(const GpuDefinitionDialog &dialog, QString *error)
 {
     const auto fail = [&](const QString &why) {
@@ -806,8 +812,8 @@ int MainWindow::removeGpuFile(const QString &path)
     const int removed = mDocument->removeKnownDevices(abs);
     if (mRememberLayout)
         mSettings.removeGpuFile(abs);
-    if (QFileInfo(abs).absolutePath() == QFileInfo(userGpuDir()).absoluteFilePath())
-        QFile::remove(abs); // New GPU...'s own file: nothing else refers to it
+    if (isDefinedGpuFile(abs))
+        QFile::remove(abs);
     statusBar()->showMessage(tr("Removed %n GPU(s) of %1", nullptr, removed).arg(QFileInfo(abs).fileName()), 6000);
     return removed;
 }
@@ -819,13 +825,13 @@ void MainWindow::removeGpuFileInteractive(const QString &path)
         if (origin == path)
             if (const memx::GpuSpec *d = mDocument->knownDevice(id))
                 names << QString::fromStdString(d->name);
-    const bool own = QFileInfo(path).absolutePath() == QFileInfo(userGpuDir()).absoluteFilePath();
-    const QString text = own ? tr("Remove %1 from the palette and delete its definition (you made it with New "
-                                  "GPU...)?")
-                                   .arg(names.join(QStringLiteral(", ")))
-                             : tr("Remove %1 (from %2) from the palette? The file stays; load it again with Load "
-                                  "GPUs...")
-                                   .arg(names.join(QStringLiteral(", ")), QDir::toNativeSeparators(path));
+    const QString text = isDefinedGpuFile(path)
+        ? tr("Remove %1 from the palette and delete its definition (you made it with New "
+             "GPU...)?")
+              .arg(names.join(QStringLiteral(", ")))
+        : tr("Remove %1 (from %2) from the palette? The file stays; load it again with Load "
+             "GPUs...")
+              .arg(names.join(QStringLiteral(", ")), QDir::toNativeSeparators(path));
     if (QMessageBox::question(this, tr("Remove GPUs"),
                               text + u'\n' + tr("Node groups of these GPUs keep their definition in the cluster."))
         == QMessageBox::Yes)

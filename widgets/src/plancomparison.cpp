@@ -206,6 +206,15 @@ QString cellOf(PlanComparisonView::Row row, const ComparedPlan &p, double fastes
     return {};
 }
 
+/// Deletes every item of `layout` and its widget (the previous plans' charts, titles, stretch).
+void clearLayout(QLayout *layout)
+{
+    while (QLayoutItem *item = layout->takeAt(0)) {
+        delete item->widget();
+        delete item;
+    }
+}
+
 } // namespace
 
 PlanComparisonView::PlanComparisonView(QWidget *parent)
@@ -337,7 +346,7 @@ void PlanComparisonView::fillTable()
 
 void PlanComparisonView::fillBars()
 {
-    qDeleteAll(mBarsBox->findChildren<QWidget *>(Qt::FindDirectChildrenOnly));
+    clearLayout(mBarsBox->layout());
     mBars.clear();
     double top = 0; // one GiB scale for every chart
     for (const ComparedPlan &p : mPlans)
@@ -364,10 +373,7 @@ void PlanComparisonView::fillBars()
 void PlanComparisonView::fillTimelines()
 {
     auto *v = static_cast<QVBoxLayout *>(mTimelinesBox->layout());
-    while (QLayoutItem *item = v->takeAt(0)) { // the titles, timelines and the stretch
-        delete item->widget();
-        delete item;
-    }
+    clearLayout(v); // the titles, timelines and the stretch
     mTimelines.clear();
     for (const ComparedPlan &p : mPlans) {
         auto *title = new QLabel(tr("<b>Rank %1</b> (plan #%2) \u00b7 %3")
